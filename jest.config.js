@@ -1,0 +1,32 @@
+// Jest runs in native ESM mode (p-limit is ESM-only), with ts-jest transpiling.
+// Two projects: unit tests need no services; integration tests get Postgres,
+// an SQS emulator and a Kafka broker from test/helpers/global-setup.ts.
+const common = {
+  extensionsToTreatAsEsm: ['.ts'],
+  testEnvironment: 'node',
+  moduleNameMapper: {
+    '^effectively-once$': '<rootDir>/src/index.ts',
+    '^effectively-once/sqs$': '<rootDir>/adapters/sqs/index.ts',
+    '^effectively-once/kafka$': '<rootDir>/adapters/kafka/index.ts',
+    '^effectively-once/testing$': '<rootDir>/src/testing/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+  },
+};
+
+/** @type {import('jest').Config} */
+export default {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+      globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+      testTimeout: 120_000,
+    },
+  ],
+};

@@ -1,0 +1,164 @@
+/**
+ * Every error this library raises is an {@link EffectivelyOnceError} with a stable
+ * `code` (safe to switch on, unlike messages) and a `retryable` flag that tells the
+ * runner whether another attempt could succeed. A duplicate is not an error: it is
+ * the `duplicate` event.
+ */
+export class EffectivelyOnceError extends Error {
+  /** Stable machine-readable identifier, e.g. `EO_INVALID_KEY`. */
+  readonly code: string;
+  /** Whether a later attempt of the same delivery may succeed. */
+  readonly retryable: boolean;
+  /** Free-form context: message key, queue URL, topic/partition/offset... */
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(
+    code: string,
+    message: string,
+    options: { retryable: boolean; cause?: unknown; details?: Record<string, unknown> },
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable;
+    this.details = options.details ?? {};
+  }
+}
+
+/** An option was missing or out of range; raised at construction, never at run time. */
+export class ConfigurationError extends EffectivelyOnceError {
+  constructor(option: string, problem: string, details: Record<string, unknown> = {}) {
+    super('EO_CONFIGURATION', `Invalid option "${option}": ${problem}`, {
+      retryable: false,
+      details: { option, ...details },
+    });
+  }
+}
+
+/** The delivery's dedup key is missing, empty, too long or not storable as text. */
+export class InvalidKeyError extends EffectivelyOnceError {
+  constructor(problem: string, details: Record<string, unknown> = {}) {
+    super('EO_INVALID_KEY', `Invalid message key: ${problem}`, { retryable: false, details });
+  }
+}
+
+/** The body could not be decoded (for example it is not JSON while JSON parsing is on). */
+export class BodyParseError extends EffectivelyOnceError {
+  constructor(problem: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super('EO_BODY_PARSE', `Message body could not be decoded: ${problem}`, {
+      retryable: false,
+      ...options,
+    });
+  }
+}
+
+/**
+ * Another delivery of the same key holds the claim (its transaction is still open)
+ * and did not finish within `lockTimeoutMs`. Retried later, never acked.
+ */
+export class ClaimBusyError extends EffectivelyOnceError {
+  constructor(key: string, lockTimeoutMs: number, cause?: unknown) {
+    super(
+      'EO_CLAIM_BUSY',
+      `Key "${truncate(key)}" is being processed by another delivery (waited ${lockTimeoutMs} ms)`,
+      { retryable: true, cause, details: { key, lockTimeoutMs } },
+    );
+  }
+}
+
+/** The key was processed before with a different payload: a producer minted keys wrongly. */
+export class PayloadMismatchError extends EffectivelyOnceError {
+  constructor(key: string, storedHash: string, payloadHash: string) {
+    super(
+      'EO_PAYLOAD_MISMATCH',
+      `Key "${truncate(key)}" was already processed with a different payload`,
+      { retryable: false, details: { key, storedHash, payloadHash } },
+    );
+  }
+}
+
+/** The handler did not settle within `handlerTimeoutMs`; its transaction is discarded. */
+export class HandlerTimeoutError extends EffectivelyOnceError {
+  constructor(key: string, timeoutMs: number) {
+    super('EO_HANDLER_TIMEOUT', `Handler for key "${truncate(key)}" exceeded ${timeoutMs} ms`, {
+      retryable: true,
+      details: { key, timeoutMs },
+    });
+  }
+}
+
+/** The handler threw; wraps the thrown value so it always carries the key and attempt. */
+export class HandlerError extends EffectivelyOnceError {
+  constructor(key: string, attempt: number, cause: unknown) {
+    super('EO_HANDLER', `Handler failed for key "${truncate(key)}" (attempt ${attempt}): ${describe(cause)}`, {
+      retryable: true,
+      cause,
+      details: { key, attempt },
+    });
+  }
+}
+
+/**
+ * COMMIT was sent but its outcome is unknown (the connection broke). The delivery is
+ * not acked; the broker's redelivery settles it either way thanks to the claim.
+ */
+export class CommitUnknownError extends EffectivelyOnceError {
+  constructor(key: string, cause: unknown) {
+    super('EO_COMMIT_UNKNOWN', `Outcome of COMMIT for key "${truncate(key)}" is unknown`, {
+      retryable: true,
+      cause,
+      details: { key },
+    });
+  }
+}
+
+/** A database operation outside the handler failed (connect, claim, rollback). */
+export class DatabaseError extends EffectivelyOnceError {
+  constructor(operation: string, cause: unknown, details: Record<string, unknown> = {}) {
+    super('EO_DATABASE', `Database ${operation} failed: ${describe(cause)}`, {
+      retryable: true,
+      cause,
+      details: { operation, ...details },
+    });
+  }
+}
+
+/** The broker refused or failed an operation (receive, delete, commit offsets, send to DLQ). */
+export class BrokerError extends EffectivelyOnceError {
+  constructor(
+    operation: string,
+    cause: unknown,
+    options: { retryable?: boolean; details?: Record<string, unknown> } = {},
+  ) {
+    super('EO_BROKER', `Broker ${operation} failed: ${describe(cause)}`, {
+      retryable: options.retryable ?? true,
+      cause,
+      details: { operation, ...options.details },
+    });
+  }
+}
+
+/** The consumer was stopped before this delivery could run; it is released, not acked. */
+export class ShutdownError extends EffectivelyOnceError {
+  constructor(key: string) {
+    super('EO_SHUTDOWN', `Consumer stopped before key "${truncate(key)}" finished`, {
+      retryable: true,
+      details: { key },
+    });
+  }
+}
+
+/** Turns any thrown value into a short human-readable string. */
+export function describe(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function truncate(key: string, max = 80): string {
+  return key.length <= max ? key : `${key.slice(0, max)}…(${key.length} chars)`;
+}

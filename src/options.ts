@@ -1,0 +1,42 @@
+import type { Pool } from 'pg';
+import type { Backoff, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
+
+/** Options of {@link createConsumer}. */
+export interface ConsumerOptions<T> {
+  /** Dedup namespace written to `processed_messages.consumer`; two consumers each process a message once. */
+  name: string;
+  /** Broker adapter: `sqsSource(...)`, `kafkaSource(...)` or `memorySource()`. */
+  source: Source<T>;
+  /** pg pool of the database that holds both the dedup table and the handler's effects. */
+  pool: Pool;
+  /** The effect. Runs inside the claim's transaction; throw to roll back and retry. */
+  handler: Handler<T>;
+  /** Schema of the dedup table. Default `public`. */
+  schema?: string;
+  /** Name of the dedup table. Default `processed_messages`. */
+  table?: string;
+  /** Deliveries processed at once (each holds one pool connection). Default 10, 1..1000. */
+  concurrency?: number;
+  /** Derives the dedup key from a delivery, overriding the adapter's choice. */
+  key?: (delivery: Delivery<T>) => string | undefined;
+  /** Longest accepted key, in characters. Default 255, 1..8192. */
+  maxKeyLength?: number;
+  /** Store a sha256 of the payload and detect a key reused with another payload. Default true. */
+  payloadHash?: boolean;
+  /** What to do on a payload mismatch: `dead-letter` (default) or `ack` (treat as duplicate). */
+  onMismatch?: MismatchPolicy;
+  /** Attempts before dead-lettering a failing delivery. Default 5, 1..1000. */
+  maxAttempts?: number;
+  /** Delay before a retry. Default exponential from 1 s to 5 min with full jitter. */
+  backoff?: Backoff;
+  /** How long a claim may wait for a concurrent delivery of the same key. Default 5000 ms. */
+  lockTimeoutMs?: number;
+  /** Abort and roll back a handler running longer than this. Default 60 000 ms; 0 disables. */
+  handlerTimeoutMs?: number;
+  /** Delay before retrying a delivery whose claim was busy. Default 2000 ms. */
+  busyRetryDelayMs?: number;
+  /** pino-compatible logger. Default: silent. */
+  logger?: Logger;
+  /** Dedup window: rows older than this are pruned in the background. Default: never pruned. */
+  retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number };
+}
