@@ -35,6 +35,8 @@ export interface ConsumerOptions<T> {
   handlerTimeoutMs?: number;
   /** Delay before retrying a delivery whose claim was busy. Default 2000 ms. */
   busyRetryDelayMs?: number;
+  /** Run {@link migrate} for the dedup table on `start()`. Default true. */
+  migrate?: boolean;
   /** pino-compatible logger. Default: silent. */
   logger?: Logger;
   /** Dedup window: rows older than this are pruned in the background. Default: never pruned. */

@@ -31,6 +31,12 @@ export interface Delivery<T = unknown> {
   deadLetter(reason: EffectivelyOnceError): Promise<void>;
   /** Return an untouched delivery at shutdown without spending an attempt (visibility 0). */
   release(): Promise<void>;
+  /**
+   * Optional adapter hook run inside the claim's transaction after the handler
+   * succeeded, right before COMMIT (e.g. Kafka's `offsets: 'postgres'` stores the next
+   * offset here so it commits atomically with the effect). A throw rolls everything back.
+   */
+  inTransaction?(tx: PoolClient): Promise<void>;
 }
 
 /** How the runner settled one delivery. */

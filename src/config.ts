@@ -1,0 +1,92 @@
+import type { Pool } from 'pg';
+import { resolveBackoff, type BackoffFn } from './backoff.js';
+import { ConfigurationError } from './errors.js';
+import { silentLogger } from './events.js';
+import { DEFAULT_MAX_KEY_LENGTH } from './keys.js';
+import type { ConsumerOptions } from './options.js';
+import { quoteIdentifier, tableRef, type TableRef } from './store/identifiers.js';
+import type { Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
+
+/** {@link ConsumerOptions} with every default filled in and every bound checked. */
+export interface ConsumerConfig<T> {
+  name: string;
+  source: Source<T>;
+  pool: Pool;
+  handler: Handler<T>;
+  table: TableRef;
+  concurrency: number;
+  key: ((delivery: Delivery<T>) => string | undefined) | undefined;
+  maxKeyLength: number;
+  payloadHash: boolean;
+  onMismatch: MismatchPolicy;
+  maxAttempts: number;
+  backoff: BackoffFn;
+  lockTimeoutMs: number;
+  handlerTimeoutMs: number;
+  busyRetryDelayMs: number;
+  logger: Logger;
+  migrate: boolean;
+  retention: { olderThanMs: number; intervalMs: number; batchSize: number } | undefined;
+}
+
+/** Validates options at construction so a typo fails at deploy time, not at 3 a.m. */
+export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError('options', 'must be an object');
+  }
+  if (typeof options.name !== 'string' || options.name.length === 0 || options.name.length > 200) {
+    throw new ConfigurationError('name', 'must be a non-empty string of at most 200 characters');
+  }
+  const source = options.source;
+  if (typeof source?.run !== 'function' || typeof source.close !== 'function') {
+    throw new ConfigurationError('source', 'must be a Source (e.g. sqsSource(), kafkaSource(), memorySource())');
+  }
+  if (typeof options.pool?.connect !== 'function') {
+    throw new ConfigurationError('pool', 'must be a pg Pool');
+  }
+  if (typeof options.handler !== 'function') {
+    throw new ConfigurationError('handler', 'must be a function (message, ctx) => Promise<void>');
+  }
+  const table = tableRef(options);
+  quoteIdentifier(table.schema, 'schema');
+  quoteIdentifier(table.table, 'table');
+  const onMismatch = options.onMismatch ?? 'dead-letter';
+  if (onMismatch !== 'dead-letter' && onMismatch !== 'ack') {
+    throw new ConfigurationError('onMismatch', "must be 'dead-letter' or 'ack'", { onMismatch });
+  }
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new ConfigurationError('key', 'must be a function (delivery) => string');
+  }
+  return {
+    name: options.name,
+    source,
+    pool: options.pool,
+    handler: options.handler,
+    table,
+    concurrency: int('concurrency', options.concurrency, 10, 1, 1000),
+    key: options.key,
+    maxKeyLength: int('maxKeyLength', options.maxKeyLength, DEFAULT_MAX_KEY_LENGTH, 1, 8192),
+    payloadHash: options.payloadHash ?? true,
+    onMismatch,
+    maxAttempts: int('maxAttempts', options.maxAttempts, 5, 1, 1000),
+    backoff: resolveBackoff(options.backoff),
+    lockTimeoutMs: int('lockTimeoutMs', options.lockTimeoutMs, 5000, 1, 3_600_000),
+    handlerTimeoutMs: int('handlerTimeoutMs', options.handlerTimeoutMs, 60_000, 0, 43_200_000),
+    busyRetryDelayMs: int('busyRetryDelayMs', options.busyRetryDelayMs, 2000, 0, 43_200_000),
+    logger: options.logger ?? silentLogger,
+    migrate: options.migrate ?? true,
+    retention: options.retention && {
+      olderThanMs: int('retention.olderThanMs', options.retention.olderThanMs, 0, 1, Number.MAX_SAFE_INTEGER),
+      intervalMs: int('retention.intervalMs', options.retention.intervalMs, 60_000, 100, 86_400_000),
+      batchSize: int('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
+    },
+  };
+}
+
+function int(option: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });
+  }
+  return v;
+}

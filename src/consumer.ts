@@ -1,0 +1,151 @@
+import { resolveConfig, type ConsumerConfig } from './config.js';
+import { DatabaseHealth } from './db-health.js';
+import { Dispatcher } from './dispatcher.js';
+import { BrokerError, EffectivelyOnceError } from './errors.js';
+import { ConsumerEventHub, type Listener } from './events.js';
+import type { ConsumerOptions } from './options.js';
+import { RetentionPruner } from './retention.js';
+import { Runner, type Lifecycle } from './runner.js';
+import { emptyStats } from './stats.js';
+import { migrate } from './store/migrate.js';
+import type { ConsumerEventName, ConsumerStats, SourceContext } from './types.js';
+
+/** Options of {@link Consumer.stop}. */
+export interface StopOptions {
+  /**
+   * Grace period for in-flight handlers. After it, their `ctx.signal` aborts; what
+   * then rolls back is released to the broker, what commits is acked. Default 30 000 ms.
+   */
+  timeoutMs?: number;
+}
+
+/** A running consumer: one source, one handler, one dedup namespace. */
+export interface Consumer {
+  /** Migrates the dedup table (unless `migrate: false`) and starts receiving. */
+  start(): Promise<void>;
+  /**
+   * Stops receiving, lets in-flight deliveries finish (or aborts them after the
+   * grace period), acks what committed, releases what never started, then resolves.
+   */
+  stop(options?: StopOptions): Promise<void>;
+  /** Subscribes to an event; returns the consumer for chaining. */
+  on<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer;
+  /** Unsubscribes a listener. */
+  off<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer;
+  /** A snapshot of the counters. */
+  stats(): ConsumerStats;
+  /** Resolves when the source's receive loop ends on its own (or after `stop`). */
+  readonly done: Promise<void>;
+  /** `await using consumer = createConsumer(...)` stops it at scope exit. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Creates a consumer that gives `handler` an exactly-once effect: each delivery's key
+ * is claimed in `processed_messages` inside the transaction the handler writes with,
+ * and the broker is acked only after COMMIT. Options are validated here and a
+ * {@link ConfigurationError} names the first bad one.
+ */
+export function createConsumer<T>(options: ConsumerOptions<T>): Consumer {
+  return new ConsumerImpl(resolveConfig(options));
+}
+
+class ConsumerImpl<T> implements Consumer {
+  private readonly hub: ConsumerEventHub;
+  private readonly counters = emptyStats();
+  private readonly receiveAbort = new AbortController();
+  private readonly hardStop = new AbortController();
+  private readonly lifecycle: Lifecycle;
+  private readonly dispatcher: Dispatcher<T>;
+  private readonly health: DatabaseHealth;
+  private readonly retention: RetentionPruner | undefined;
+  private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
+  private runPromise: Promise<void> | undefined;
+  private stopPromise: Promise<void> | undefined;
+  private resolveDone!: () => void;
+  readonly done: Promise<void>;
+
+  constructor(private readonly cfg: ConsumerConfig<T>) {
+    this.hub = new ConsumerEventHub(cfg.logger);
+    this.lifecycle = { stopping: false, hardStop: this.hardStop.signal };
+    this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
+    const runner = new Runner(cfg, this.hub, this.counters, this.health, this.lifecycle);
+    this.dispatcher = new Dispatcher(cfg.concurrency, (d) => runner.process(d));
+    this.retention = cfg.retention && new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub);
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new EffectivelyOnceError('EO_STATE', `Consumer "${this.cfg.name}" was already started`, { retryable: false });
+    this.state = 'starting';
+    if (this.cfg.migrate) await migrate(this.cfg.pool, this.cfg.table);
+    const ctx: SourceContext<T> = {
+      signal: this.receiveAbort.signal,
+      logger: this.cfg.logger,
+      deliver: (delivery) => this.dispatcher.dispatch(delivery),
+      freeCapacity: () => (this.health.healthy ? this.dispatcher.freeCapacity() : 0),
+      waitForCapacity: async () => {
+        await this.health.whenHealthy();
+        await this.dispatcher.waitForCapacity(this.receiveAbort.signal);
+      },
+      reportError: (error) => this.hub.emit('error', error),
+    };
+    this.runPromise = this.cfg.source.run(ctx).catch((cause: unknown) => {
+      this.hub.emit('error', cause instanceof EffectivelyOnceError ? cause : new BrokerError('receive loop', cause, { retryable: false }));
+    });
+    void this.runPromise.then(() => this.resolveDone());
+    this.retention?.start();
+    this.state = 'running';
+    this.cfg.logger.info({ consumer: this.cfg.name, source: this.cfg.source.description }, 'effectively-once: consumer started');
+  }
+
+  stop(options: StopOptions = {}): Promise<void> {
+    this.stopPromise ??= this.shutdown(options.timeoutMs ?? 30_000);
+    return this.stopPromise;
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      this.resolveDone();
+      return;
+    }
+    this.state = 'stopping';
+    this.lifecycle.stopping = true;
+    this.receiveAbort.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+    const drained = Promise.all([this.runPromise, this.dispatcher.idle()]).then(() => 'drained' as const);
+    if ((await Promise.race([drained, grace])) === 'timeout') this.hardStop.abort();
+    clearTimeout(timer);
+    await drained;
+    await this.health.close();
+    await this.retention?.stop();
+    try {
+      await this.cfg.source.close();
+    } catch (cause) {
+      this.hub.emit('error', cause instanceof EffectivelyOnceError ? cause : new BrokerError('close', cause));
+    }
+    this.state = 'stopped';
+    this.resolveDone();
+    this.cfg.logger.info({ consumer: this.cfg.name, stats: this.stats() }, 'effectively-once: consumer stopped');
+  }
+
+  on<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer {
+    this.hub.on(event, listener);
+    return this;
+  }
+
+  off<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer {
+    this.hub.off(event, listener);
+    return this;
+  }
+
+  stats(): ConsumerStats {
+    return { ...this.counters, inFlight: this.dispatcher.pending };
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}

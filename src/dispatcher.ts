@@ -1,0 +1,77 @@
+import pLimit, { type LimitFunction } from 'p-limit';
+import type { Delivery, DeliveryOutcome } from './types.js';
+
+/**
+ * Bounds concurrency (p-limit) and serialises deliveries that share an ordering key
+ * (FIFO message group, Kafka record key). A delivery waiting for its predecessor does
+ * not hold a concurrency slot, so one hot group cannot starve the others.
+ */
+export class Dispatcher<T> {
+  private readonly limit: LimitFunction;
+  private readonly tails = new Map<string, Promise<unknown>>();
+  private readonly capacityWaiters: Array<() => void> = [];
+  private readonly idleWaiters: Array<() => void> = [];
+  private pendingCount = 0;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly work: (delivery: Delivery<T>) => Promise<DeliveryOutcome>,
+  ) {
+    this.limit = pLimit(capacity);
+  }
+
+  /** Deliveries accepted and not yet settled. */
+  get pending(): number {
+    return this.pendingCount;
+  }
+
+  dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
+    this.pendingCount++;
+    const run = () => this.limit(() => this.work(delivery).catch((): DeliveryOutcome => 'unsettled'));
+    const orderingKey = delivery.orderingKey;
+    let promise: Promise<DeliveryOutcome>;
+    if (orderingKey === undefined) {
+      promise = run();
+    } else {
+      const previous = this.tails.get(orderingKey) ?? Promise.resolve();
+      promise = previous.then(run);
+      this.tails.set(orderingKey, promise);
+      void promise.then(() => {
+        if (this.tails.get(orderingKey) === promise) this.tails.delete(orderingKey);
+      });
+    }
+    return promise.then((outcome) => {
+      this.pendingCount--;
+      this.wake();
+      return outcome;
+    });
+  }
+
+  freeCapacity(): number {
+    return Math.max(0, this.capacity - this.pendingCount);
+  }
+
+  /** Resolves when a slot is free or `signal` aborts. */
+  async waitForCapacity(signal: AbortSignal): Promise<void> {
+    if (this.freeCapacity() > 0 || signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      this.capacityWaiters.push(done);
+    });
+  }
+
+  /** Resolves when nothing is pending. */
+  async idle(): Promise<void> {
+    if (this.pendingCount === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private wake(): void {
+    if (this.freeCapacity() > 0) for (const w of this.capacityWaiters.splice(0)) w();
+    if (this.pendingCount === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+}

@@ -1,0 +1,35 @@
+import { ConfigurationError } from '../errors.js';
+
+/** Where the dedup table lives. */
+export interface TableRef {
+  schema: string;
+  table: string;
+}
+
+export const DEFAULT_SCHEMA = 'public';
+export const DEFAULT_TABLE = 'processed_messages';
+
+/**
+ * Quotes an SQL identifier. Names are user configuration, so they are always quoted
+ * (embedded quotes doubled) and never interpolated raw; NUL cannot be stored at all.
+ */
+export function quoteIdentifier(name: string, option = 'identifier'): string {
+  if (name.length === 0 || name.includes('\u0000')) {
+    throw new ConfigurationError(option, 'must be a non-empty name without NUL characters');
+  }
+  if (Buffer.byteLength(name, 'utf8') > 63) {
+    // Postgres silently truncates longer names, which would make two configs collide.
+    throw new ConfigurationError(option, 'must be at most 63 bytes (Postgres identifier limit)');
+  }
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** `"schema"."table"`, validated. */
+export function qualifiedTable(ref: TableRef): string {
+  return `${quoteIdentifier(ref.schema, 'schema')}.${quoteIdentifier(ref.table, 'table')}`;
+}
+
+/** Fills in defaults for an optional `{ schema, table }`. */
+export function tableRef(options: { schema?: string | undefined; table?: string | undefined } = {}): TableRef {
+  return { schema: options.schema ?? DEFAULT_SCHEMA, table: options.table ?? DEFAULT_TABLE };
+}

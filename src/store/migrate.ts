@@ -1,0 +1,58 @@
+import type { Pool } from 'pg';
+import { DatabaseError } from '../errors.js';
+import { qualifiedTable, quoteIdentifier, tableRef } from './identifiers.js';
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /** Schema holding the dedup table; created if missing. Default `public`. */
+  schema?: string;
+  /** Dedup table name. Default `processed_messages`. */
+  table?: string;
+}
+
+// Arbitrary but fixed: every worker of every version must take the same lock.
+const MIGRATION_LOCK_KEY = 0x6566_6f6e; // "efon"
+
+/**
+ * Creates the dedup table and its pruning index if they do not exist. Idempotent,
+ * and safe when many workers start at once: concurrent `CREATE ... IF NOT EXISTS`
+ * can still collide on the catalog, so the DDL runs under a transaction-scoped
+ * advisory lock.
+ */
+export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<void> {
+  const ref = tableRef(options);
+  const table = qualifiedTable(ref);
+  const schema = quoteIdentifier(ref.schema, 'schema');
+  const index = quoteIdentifier(indexName(ref.table), 'table');
+  const client = await pool.connect().catch((cause: unknown) => {
+    throw new DatabaseError('connect (migrate)', cause);
+  });
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(`
+      CREATE TABLE IF NOT EXISTS ${table} (
+        consumer     text        NOT NULL,
+        message_key  text        NOT NULL,
+        payload_hash bytea,
+        processed_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (consumer, message_key)
+      )`);
+    await client.query(`CREATE INDEX IF NOT EXISTS ${index} ON ${table} (processed_at)`);
+    await client.query('COMMIT');
+  } catch (cause) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw new DatabaseError('migrate', cause, { schema: ref.schema, table: ref.table });
+  } finally {
+    client.release();
+  }
+}
+
+function indexName(table: string): string {
+  const suffix = '_processed_at_idx';
+  // Keep within 63 bytes while staying deterministic for one table name.
+  let base = table;
+  while (Buffer.byteLength(base + suffix, 'utf8') > 63) base = base.slice(0, -1);
+  return base + suffix;
+}

@@ -1,0 +1,65 @@
+import type { Pool } from 'pg';
+import { ConfigurationError, DatabaseError } from '../errors.js';
+import { qualifiedTable, tableRef } from './identifiers.js';
+
+/** Options of {@link prune}. */
+export interface PruneOptions {
+  /** Only prune this consumer's keys. Default: every consumer. */
+  consumer?: string;
+  /** Delete keys processed before this instant, or more than this many ms ago. */
+  olderThan: Date | number;
+  /** Rows deleted per statement, so pruning never holds long locks. Default 1000. */
+  batchSize?: number;
+  /** Schema of the dedup table. Default `public`. */
+  schema?: string;
+  /** Dedup table name. Default `processed_messages`. */
+  table?: string;
+  /** Stop early (between batches) when aborted. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Deletes dedup rows older than the window in bounded batches and returns how many
+ * were deleted. The window must outlast the longest redelivery path (visibility
+ * timeout × max receives, DLQ redrive, Kafka replays): a key pruned too early lets a
+ * late redelivery apply its effect again.
+ */
+export async function prune(pool: Pool, options: PruneOptions): Promise<number> {
+  const batchSize = options.batchSize ?? 1000;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
+    throw new ConfigurationError('batchSize', 'must be an integer from 1 to 100000', { batchSize });
+  }
+  const cutoff = cutoffOf(options.olderThan);
+  const table = qualifiedTable(tableRef(options));
+  const byConsumer = options.consumer !== undefined;
+  // SKIP LOCKED: never wait behind a worker that is touching the same rows.
+  const sql = `
+    DELETE FROM ${table} t
+     WHERE (t.consumer, t.message_key) IN (
+       SELECT consumer, message_key FROM ${table}
+        WHERE processed_at < $1 ${byConsumer ? 'AND consumer = $3' : ''}
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)`;
+  const params: unknown[] = byConsumer ? [cutoff, batchSize, options.consumer] : [cutoff, batchSize];
+  let total = 0;
+  for (;;) {
+    if (options.signal?.aborted) return total;
+    const result = await pool.query(sql, params).catch((cause: unknown) => {
+      throw new DatabaseError('prune', cause);
+    });
+    const deleted = result.rowCount ?? 0;
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}
+
+function cutoffOf(olderThan: Date | number): Date {
+  if (olderThan instanceof Date) {
+    if (Number.isNaN(olderThan.getTime())) throw new ConfigurationError('olderThan', 'is an invalid Date');
+    return olderThan;
+  }
+  if (!Number.isFinite(olderThan) || olderThan < 0) {
+    throw new ConfigurationError('olderThan', 'must be a Date or a non-negative number of ms', { olderThan });
+  }
+  return new Date(Date.now() - olderThan);
+}
