@@ -45,6 +45,7 @@ export class MemorySource<T> implements Source<T> {
   readonly messages: Array<MemoryMessage<T>> = [];
   private nextId = 1;
   private lostAcks = 0;
+  private failingAcks = 0;
   private readonly pollIntervalMs: number;
   private wakeUp: (() => void) | undefined;
   private readonly inFlight = new Set<Promise<DeliveryOutcome>>();
@@ -72,6 +73,11 @@ export class MemorySource<T> implements Source<T> {
   /** The next `count` acks report success but are lost: those messages come back, as after a crash. */
   loseNextAcks(count = 1): void {
     this.lostAcks += count;
+  }
+
+  /** The next `count` acks reject, as a broker refusing a delete; the message comes back later. */
+  failNextAcks(count = 1): void {
+    this.failingAcks += count;
   }
 
   /** Delivers a message again while it may still be in flight, like an expired visibility timeout. */
@@ -126,6 +132,11 @@ export class MemorySource<T> implements Source<T> {
       orderingKey: message.options.orderingKey,
       rejection: message.options.rejection,
       ack: async () => {
+        if (this.failingAcks > 0) {
+          this.failingAcks--;
+          if (current()) this.requeue(message, 0);
+          throw new Error('memory source: ack refused');
+        }
         if (this.lostAcks > 0) {
           this.lostAcks--;
           if (current()) this.requeue(message, 0);

@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createConsumer, migrate, prune } from '../../../src/index.js';
+import { memorySource } from '../../../src/testing/index.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { waitFor } from '../../helpers/wait-for.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase('store');
+});
+afterAll(async () => db.close());
+
+describe('migrate', () => {
+  it('is idempotent and safe when many workers run it at once', async () => {
+    const schema = `${db.schema}_m`;
+    await Promise.all(Array.from({ length: 10 }, () => migrate(db.pool, { schema })));
+    await migrate(db.pool, { schema });
+    const { rows } = await db.pool.query(
+      "SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'processed_messages' ORDER BY indexname",
+      [schema],
+    );
+    expect(rows.map((r: { indexname: string }) => r.indexname)).toEqual(['processed_messages_pkey', 'processed_messages_processed_at_idx']);
+    await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+  });
+
+  it('quotes schema and table names: quotes, spaces and SQL cannot inject', async () => {
+    await db.pool.query('CREATE TABLE canary (x int)');
+    const schema = `${db.schema} we"ird`;
+    const table = 'pro"; DROP TABLE canary; --cessed';
+    const source = memorySource<{ n: number }>();
+    const consumer = createConsumer<{ n: number }>({
+      name: "o'brien",
+      source,
+      pool: db.pool,
+      schema,
+      table,
+      handler: async (m, ctx) => {
+        await ctx.tx.query('INSERT INTO canary (x) VALUES ($1)', [m.n]);
+      },
+    });
+    source.send({ n: 1 }, { key: "'); DROP TABLE canary; --" });
+    source.send({ n: 2 }, { key: "'); DROP TABLE canary; --" });
+    await consumer.start();
+    await waitFor(() => source.outstanding === 0);
+    await consumer.stop();
+    const tables = await db.pool.query('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema]);
+    expect(tables.rows).toEqual([{ tablename: table }]);
+    const claims = await db.pool.query(`SELECT consumer, message_key FROM "${schema.replace(/"/g, '""')}"."${table.replace(/"/g, '""')}"`);
+    expect(claims.rows).toEqual([{ consumer: "o'brien", message_key: "'); DROP TABLE canary; --" }]);
+    expect((await db.pool.query('SELECT x FROM canary')).rows).toEqual([{ x: 1 }]);
+    await db.pool.query(`DROP SCHEMA "${schema.replace(/"/g, '""')}" CASCADE`);
+  });
+});
+
+describe('prune', () => {
+  it('removes only rows older than the window, in batches, optionally per consumer', async () => {
+    await migrate(db.pool, { schema: db.schema });
+    await db.pool.query(`
+      INSERT INTO processed_messages (consumer, message_key, processed_at)
+      SELECT c, 'old-' || g, now() - interval '2 days' FROM generate_series(1, 25) g, unnest(ARRAY['a','b']) c
+      UNION ALL
+      SELECT c, 'new-' || g, now() - interval '1 minute' FROM generate_series(1, 5) g, unnest(ARRAY['a','b']) c`);
+    const statements: string[] = [];
+    const spy = db.pool.query.bind(db.pool);
+    const counting = Object.create(db.pool) as typeof db.pool;
+    counting.query = ((...args: Parameters<typeof spy>) => {
+      statements.push(String(args[0]));
+      return spy(...args);
+    }) as typeof db.pool.query;
+
+    const deletedA = await prune(counting, { consumer: 'a', olderThan: 24 * 3600_000, batchSize: 10, schema: db.schema });
+    expect(deletedA).toBe(25);
+    expect(statements).toHaveLength(3); // 10 + 10 + 5
+    const left = await db.pool.query<{ consumer: string; n: string }>(
+      'SELECT consumer, count(*) AS n FROM processed_messages GROUP BY consumer ORDER BY consumer',
+    );
+    expect(left.rows).toEqual([
+      { consumer: 'a', n: '5' },
+      { consumer: 'b', n: '30' },
+    ]);
+    expect(await prune(db.pool, { olderThan: new Date(Date.now() - 3600_000), schema: db.schema })).toBe(25);
+    const newest = await db.pool.query("SELECT count(*)::int AS n FROM processed_messages WHERE message_key LIKE 'new-%'");
+    expect(newest.rows).toEqual([{ n: 10 }]);
+  });
+});

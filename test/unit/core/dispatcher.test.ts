@@ -1,0 +1,65 @@
+import { describe, expect, it } from '@jest/globals';
+import { Dispatcher } from '../../../src/dispatcher.js';
+import type { Delivery } from '../../../src/index.js';
+
+function delivery(id: string, orderingKey?: string): Delivery<string> {
+  const noop = async () => undefined;
+  return { key: id, body: id, payload: id, raw: id, attempt: 1, orderingKey, ack: noop, retry: noop, deadLetter: noop, release: noop };
+}
+
+const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('Dispatcher', () => {
+  it('never runs two deliveries of one ordering key at once and keeps their order', async () => {
+    const running = new Set<string>();
+    const order: string[] = [];
+    let overlapWithinGroup = false;
+    let maxParallel = 0;
+    let active = 0;
+    const d = new Dispatcher<string>(10, async (del) => {
+      const group = del.orderingKey!;
+      if (running.has(group)) overlapWithinGroup = true;
+      running.add(group);
+      active++;
+      maxParallel = Math.max(maxParallel, active);
+      await tick(Math.random() * 5);
+      order.push(del.body);
+      running.delete(group);
+      active--;
+      return 'processed';
+    });
+    const all = [];
+    for (let i = 0; i < 20; i++) for (const g of ['a', 'b', 'c']) all.push(d.dispatch(delivery(`${g}${i}`, g)));
+    await Promise.all(all);
+    expect(overlapWithinGroup).toBe(false);
+    expect(maxParallel).toBeGreaterThan(1);
+    for (const g of ['a', 'b', 'c']) {
+      expect(order.filter((x) => x.startsWith(g))).toEqual(Array.from({ length: 20 }, (_, i) => `${g}${i}`));
+    }
+  });
+
+  it('bounds concurrency and reports free capacity', async () => {
+    let active = 0;
+    let peak = 0;
+    const d = new Dispatcher<string>(3, async () => {
+      active++;
+      peak = Math.max(peak, active);
+      await tick(5);
+      active--;
+      return 'processed';
+    });
+    const all = Array.from({ length: 12 }, (_, i) => d.dispatch(delivery(String(i))));
+    expect(d.freeCapacity()).toBe(0);
+    await Promise.all(all);
+    expect(peak).toBe(3);
+    expect(d.freeCapacity()).toBe(3);
+    await d.idle();
+  });
+
+  it('turns a throwing worker into an unsettled outcome instead of a rejection', async () => {
+    const d = new Dispatcher<string>(1, async () => {
+      throw new Error('bug');
+    });
+    await expect(d.dispatch(delivery('x'))).resolves.toBe('unsettled');
+  });
+});
