@@ -1,0 +1,48 @@
+import { canConnect } from './ports.js';
+import { isAlive, killProcess, spawnDetached, waitUntil } from './process.js';
+import type { JavaServiceState } from './state.js';
+
+/**
+ * Starts (or restarts) a JVM service from its recorded command line and waits
+ * until `ready` says so. Returns the new pid; the caller records it.
+ */
+export async function startJava(
+  svc: JavaServiceState,
+  what: string,
+  ready: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<number> {
+  if (svc.pid > 0 && isAlive(svc.pid))
+    throw new Error(`${what} is already running (pid ${svc.pid})`);
+  // A port still taken means another process grabbed it (or a stale service): fail clearly.
+  if (await canConnect(svc.port)) throw new Error(`${what}: port ${svc.port} is already in use`);
+  const pid = spawnDetached(svc.command, svc.args, svc.logFile);
+  await waitUntil(ready, {
+    what: `${what} did not become ready`,
+    timeoutMs,
+    logFile: svc.logFile,
+    pid,
+  }).catch(async (error: unknown) => {
+    await killProcess(pid, 'SIGKILL');
+    throw error;
+  });
+  return pid;
+}
+
+/** SIGTERM is a clean shutdown; SIGKILL is a crash (what chaos tests want). */
+export async function stopJava(
+  svc: JavaServiceState,
+  signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM',
+): Promise<void> {
+  await killProcess(svc.pid, signal, 30_000);
+}
+
+/** Flags shared by the JVM services: small heap, quick start on a 2-core box. */
+export function jvmFlags(maxHeap: string): string[] {
+  return [
+    `-Xmx${maxHeap}`,
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    '-Djava.awt.headless=true',
+  ];
+}

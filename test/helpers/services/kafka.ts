@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { jvmFlags, startJava } from './java.js';
+import { javaBin, resolveClasspath } from './maven.js';
+import { HOST } from './ports.js';
+import { run } from './process.js';
+import type { KafkaState } from './state.js';
+
+/**
+ * Single-node KRaft (broker + controller in one JVM). Internal topics have
+ * one replica and one partition: there is one broker, and a 50-partition
+ * __consumer_offsets makes the first consumer group join slow.
+ * group.min.session.timeout.ms is lowered so rebalance tests can use short
+ * session timeouts.
+ */
+function serverProperties(port: number, controllerPort: number, dataDir: string): string {
+  return `
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@${HOST}:${controllerPort}
+listeners=PLAINTEXT://${HOST}:${port},CONTROLLER://${HOST}:${controllerPort}
+advertised.listeners=PLAINTEXT://${HOST}:${port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=${dataDir}
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
+num.network.threads=2
+num.io.threads=2
+`;
+}
+
+/** Broker log to stdout (which is our log file); INFO so startup failures are explained. */
+const LOG4J = `
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.server.KafkaConfig=WARN
+log4j.logger.org.apache.kafka.common.config=WARN
+`;
+
+/**
+ * A KRaft cluster id: 16 random bytes, base64url, as `kafka-storage random-uuid`
+ * prints. Re-rolled when it starts with '-', which the CLI would read as a flag.
+ */
+function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+/** Ready when a kafkajs admin (what the adapter uses) can list topics. */
+export async function kafkaReady(brokers: string): Promise<boolean> {
+  const { Kafka, logLevel } = await import('kafkajs');
+  const admin = new Kafka({
+    clientId: 'eo-services-probe',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 1000,
+    retry: { retries: 0 },
+  }).admin();
+  try {
+    await admin.connect();
+    await admin.listTopics();
+    return true;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function createKafka(
+  root: string,
+  port: number,
+  controllerPort: number,
+): Promise<KafkaState> {
+  const home = path.join(root, 'kafka');
+  const dataDir = path.join(home, 'data');
+  fs.mkdirSync(home, { recursive: true });
+  const configFile = path.join(home, 'server.properties');
+  const log4jFile = path.join(home, 'log4j.properties');
+  fs.writeFileSync(configFile, serverProperties(port, controllerPort, dataDir));
+  fs.writeFileSync(log4jFile, LOG4J);
+  const classpath = await resolveClasspath('kafka');
+  const java = javaBin();
+  const common = [...jvmFlags('512m'), `-Dlog4j.configuration=file:${log4jFile}`, '-cp', classpath];
+  const logFile = path.join(home, 'kafka.log');
+
+  // KRaft needs its log dir formatted with a cluster id before the first start.
+  await run(java, [
+    ...common,
+    'kafka.tools.StorageTool',
+    'format',
+    '-t',
+    clusterId(),
+    '-c',
+    configFile,
+  ]);
+
+  const brokers = `${HOST}:${port}`;
+  const state: KafkaState = {
+    pid: 0,
+    command: java,
+    args: [...common, 'kafka.Kafka', configFile],
+    logFile,
+    port,
+    controllerPort,
+    brokers,
+    dataDir,
+  };
+  state.pid = await startJava(state, `Kafka on ${brokers}`, () => kafkaReady(brokers));
+  return state;
+}

@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createElasticMq } from './elasticmq.js';
+import { stopJava } from './java.js';
+import { createKafka } from './kafka.js';
+import { HOST, freePorts } from './ports.js';
+import { createPostgres, pgStop } from './postgres.js';
+import { isAlive } from './process.js';
+import {
+  RUNS_DIR,
+  STATE_ENV,
+  readStateFile,
+  stateFile,
+  writeState,
+  type ServicesState,
+} from './state.js';
+
+/** Service name → the env var that carries its endpoint to the tests. */
+export const ENDPOINT_ENV = {
+  postgres: 'DATABASE_URL',
+  sqs: 'SQS_ENDPOINT',
+  kafka: 'KAFKA_BROKERS',
+} as const;
+export type ServiceName = keyof typeof ENDPOINT_ENV;
+
+/**
+ * Services to start: all of them, or the EO_SERVICES list (e.g. "postgres,sqs"
+ * when iterating on tests that need no broker), minus those whose endpoint
+ * env var is already set: a given endpoint is used as is.
+ */
+export function servicesToStart(): ServiceName[] {
+  const all = Object.keys(ENDPOINT_ENV) as ServiceName[];
+  const listed = process.env['EO_SERVICES']
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = listed?.filter((s) => !all.includes(s as ServiceName)) ?? [];
+  if (unknown.length)
+    throw new Error(
+      `EO_SERVICES: unknown service(s) ${unknown.join(', ')}; known: ${all.join(', ')}`,
+    );
+  return all.filter((s) => (!listed || listed.includes(s)) && !process.env[ENDPOINT_ENV[s]]);
+}
+
+/** Names of the endpoint env vars global setup set, so teardown unsets exactly those (watch mode reruns setup). */
+const SET_ENV = 'EO_SERVICES_SET_ENV';
+
+export function exportEndpoint(service: ServiceName, value: string): void {
+  const name = ENDPOINT_ENV[service];
+  process.env[name] = value;
+  const set = new Set(process.env[SET_ENV]?.split(',').filter(Boolean));
+  process.env[SET_ENV] = [...set.add(name)].join(',');
+}
+
+export function unexportEndpoints(): void {
+  for (const name of process.env[SET_ENV]?.split(',').filter(Boolean) ?? [])
+    delete process.env[name];
+  delete process.env[SET_ENV];
+}
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+/** Starts the native services in parallel; on any failure stops the ones that came up, then throws. */
+export async function startNative(services: ServiceName[]): Promise<void> {
+  await reapStaleRuns();
+  fs.mkdirSync(RUNS_DIR, { recursive: true });
+  const root = fs.mkdtempSync(path.join(RUNS_DIR, 'run-'));
+  fs.chmodSync(root, 0o755); // the postgres user must reach its data dir inside
+  const state: ServicesState = { provider: 'native', ownerPid: process.pid, root };
+  writeState(state);
+  process.env[STATE_ENV] = stateFile(root);
+
+  const [pgPort, sqsPort, kafkaPort, controllerPort] = (await freePorts(4)) as [
+    number,
+    number,
+    number,
+    number,
+  ];
+  const started = Date.now();
+  const timings: string[] = [];
+  const start: Record<ServiceName, () => Promise<void>> = {
+    postgres: async () => {
+      state.postgres = await createPostgres(root, pgPort);
+      exportEndpoint('postgres', state.postgres.url);
+    },
+    sqs: async () => {
+      state.elasticmq = await createElasticMq(root, sqsPort);
+      exportEndpoint('sqs', `http://${HOST}:${sqsPort}`);
+    },
+    kafka: async () => {
+      state.kafka = await createKafka(root, kafkaPort, controllerPort);
+      exportEndpoint('kafka', state.kafka.brokers);
+    },
+  };
+  const results = await Promise.allSettled(
+    services.map(async (name) => {
+      const t0 = Date.now();
+      await start[name]();
+      timings.push(`${name} ${seconds(Date.now() - t0)}`);
+    }),
+  );
+  writeState(state);
+
+  const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+  if (failures.length) {
+    // Jest skips global teardown when setup throws, so clean up here.
+    await stopNative(state);
+    throw new Error(
+      `Test services failed to start:\n\n${failures.map((e) => e.message).join('\n\n')}`,
+    );
+  }
+  console.log(
+    `[services] native: ${timings.join(', ')}; total ${seconds(Date.now() - started)} (${root})`,
+  );
+}
+
+/**
+ * Stops everything a state file names and removes its directory. Crash-stops
+ * (SIGKILL, immediate) are fine: the data is deleted right after.
+ * EO_KEEP_SERVICES_DIR=1 keeps the directory (logs) for a post-mortem.
+ */
+export async function stopNative(state: ServicesState): Promise<void> {
+  await Promise.allSettled([
+    state.postgres && pgStop(state.postgres, 'immediate'),
+    state.elasticmq && stopJava(state.elasticmq, 'SIGKILL'),
+    state.kafka && stopJava(state.kafka, 'SIGKILL'),
+  ]);
+  if (process.env['EO_KEEP_SERVICES_DIR'] === '1') {
+    console.log(`[services] kept ${state.root}`);
+  } else {
+    fs.rmSync(state.root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs whose jest process died without teardown (killed, Ctrl-C) leave
+ * services behind; their state file says what to stop.
+ */
+async function reapStaleRuns(): Promise<void> {
+  if (!fs.existsSync(RUNS_DIR)) return;
+  for (const entry of fs.readdirSync(RUNS_DIR)) {
+    const file = stateFile(path.join(RUNS_DIR, entry));
+    if (!fs.existsSync(file)) continue;
+    try {
+      const state = readStateFile(file);
+      if (state.ownerPid !== process.pid && !isAlive(state.ownerPid)) await stopNative(state);
+    } catch {
+      /* unreadable or half-removed: leave it */
+    }
+  }
+}

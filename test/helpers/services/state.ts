@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { RunAs } from './process.js';
+
+/**
+ * The state file is how processes other than global setup find the services:
+ * jest workers (chaos tests restart Postgres or the broker), global teardown,
+ * and the next run's reaper when a run died without tearing down.
+ * Its path travels in EO_SERVICES_STATE, which workers inherit.
+ */
+export const STATE_ENV = 'EO_SERVICES_STATE';
+
+/** All runs live under one directory so a later run can find and reap dead ones. */
+export const RUNS_DIR = path.join(os.tmpdir(), 'effectively-once-services');
+
+export interface PostgresState {
+  bindir: string;
+  dataDir: string;
+  port: number;
+  url: string;
+  logFile: string;
+  /** Set when we are root: Postgres refuses to run as root. */
+  runAs?: RunAs | undefined;
+}
+
+/** A JVM service, recorded with its full command line so any process can start it again. */
+export interface JavaServiceState {
+  pid: number;
+  command: string;
+  args: string[];
+  logFile: string;
+  port: number;
+}
+
+export interface KafkaState extends JavaServiceState {
+  brokers: string;
+  controllerPort: number;
+  dataDir: string;
+}
+
+export interface ServicesState {
+  provider: 'native' | 'testcontainers';
+  /** The jest process that owns these services; when it is dead they are stale. */
+  ownerPid: number;
+  /** Temp directory with data dirs, configs and logs; removed at teardown. */
+  root: string;
+  postgres?: PostgresState;
+  elasticmq?: JavaServiceState;
+  kafka?: KafkaState;
+}
+
+export function stateFile(root: string): string {
+  return path.join(root, 'state.json');
+}
+
+/** Atomic write (temp + rename): a reader never sees half a file. */
+export function writeState(state: ServicesState): void {
+  const file = stateFile(state.root);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(state, null, 2));
+  fs.renameSync(tmp, file);
+}
+
+export function readStateFile(file: string): ServicesState {
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as ServicesState;
+}
+
+/** The current run's state, or undefined when global setup started nothing (all endpoints given). */
+export function currentState(): ServicesState | undefined {
+  const file = process.env[STATE_ENV];
+  return file && fs.existsSync(file) ? readStateFile(file) : undefined;
+}
+
+/**
+ * Read-modify-write of the current state. Not locked: the only writers after
+ * setup are chaos helpers restarting one service, one at a time.
+ */
+export function updateState(change: (state: ServicesState) => void): void {
+  const state = currentState();
+  if (!state) throw new Error(`${STATE_ENV} is not set or its file is gone`);
+  change(state);
+  writeState(state);
+}
