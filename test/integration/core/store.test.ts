@@ -83,3 +83,28 @@ describe('prune', () => {
     expect(newest.rows).toEqual([{ n: 10 }]);
   });
 });
+
+describe('retention', () => {
+  it('prunes the consumer’s rows older than the window in the background while consuming', async () => {
+    const source = memorySource<{ n: number }>();
+    const consumer = createConsumer<{ n: number }>({
+      name: 'retained',
+      source,
+      pool: db.pool,
+      schema: db.schema,
+      retention: { olderThanMs: 3600_000, intervalMs: 100, batchSize: 7 },
+      handler: async () => undefined,
+    });
+    await migrate(db.pool, { schema: db.schema });
+    await db.pool.query(`
+      INSERT INTO processed_messages (consumer, message_key, processed_at)
+      SELECT c, 'stale-' || g, now() - interval '2 hours' FROM generate_series(1, 30) g, unnest(ARRAY['retained','other']) c`);
+    source.send({ n: 1 }, { key: 'fresh' });
+    await consumer.start();
+    const count = async (consumerName: string) =>
+      (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM processed_messages WHERE consumer = $1', [consumerName])).rows[0]!.n;
+    await waitFor(async () => (await count('retained')) === 1, { what: 'stale rows pruned' });
+    await consumer.stop();
+    expect(await count('other')).toBe(30);
+  });
+});
