@@ -1,0 +1,210 @@
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import { BrokerError, type EffectivelyOnceError } from '../../src/errors.js';
+import type { Delivery, Logger } from '../../src/types.js';
+import { isReceiptHandleLost } from './aws-errors.js';
+import { sendToDeadLetterQueue } from './dead-letter.js';
+import type { DeleteBatcher } from './delete-batcher.js';
+import type { Heartbeat } from './heartbeat.js';
+import { SQS_LIMITS } from './options.js';
+import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
+
+/** A delivery whose `raw` record is the SQS `Message` it was built from. */
+export interface SqsDelivery<T = unknown> extends Delivery<T> {
+  readonly raw: Message;
+  /** The queue the message was received from. */
+  readonly queueUrl: string;
+}
+
+/** How a settled delivery ended, as far as SQS is concerned. */
+export type SqsSettlement = 'deleted' | 'visibility-changed' | 'moved-to-dead-letter-queue';
+
+/** Where dead letters go when no `deadLetterQueueUrl` is set. */
+export type RedriveMode =
+  /** The queue has a redrive policy (or we could not tell): visible again at once, so receives reach maxReceiveCount. */
+  | 'redrive'
+  /** The queue has no redrive policy: park the message invisible for as long as SQS allows. */
+  | 'park';
+
+/** Everything one delivery needs from its source. */
+export interface DeliveryDeps {
+  client: SQSClient;
+  queueUrl: string;
+  deleter: DeleteBatcher;
+  logger: Logger;
+  deadLetterQueueUrl: string | undefined;
+  redriveMode: () => RedriveMode;
+}
+
+/** Fields of a delivery decided when the message is received. */
+export interface DeliveryInit<T> {
+  message: Message & { ReceiptHandle: string };
+  receivedAt: number;
+  key: string | undefined;
+  body: T;
+  attempt: number;
+  orderingKey: string | undefined;
+  rejection: EffectivelyOnceError | undefined;
+}
+
+/**
+ * One received SQS message as a {@link Delivery}. The first settling call wins (later
+ * ones return its promise); each stops the heartbeat and waits for a beat in flight
+ * before touching the visibility, so a late beat cannot undo a retry delay.
+ */
+export class SqsMessageDelivery<T> implements SqsDelivery<T> {
+  readonly key: string | undefined;
+  readonly body: T;
+  readonly payload: string;
+  readonly raw: Message & { ReceiptHandle: string };
+  readonly attempt: number;
+  readonly orderingKey: string | undefined;
+  readonly rejection: EffectivelyOnceError | undefined;
+  readonly queueUrl: string;
+  private readonly controller = new AbortController();
+  private readonly receivedAt: number;
+  private heartbeat: Heartbeat | undefined;
+  private settlement: Promise<SqsSettlement> | undefined;
+
+  constructor(
+    init: DeliveryInit<T>,
+    private readonly deps: DeliveryDeps,
+  ) {
+    this.raw = init.message;
+    this.receivedAt = init.receivedAt;
+    this.key = init.key;
+    this.body = init.body;
+    this.payload = init.message.Body ?? '';
+    this.attempt = init.attempt;
+    this.orderingKey = init.orderingKey;
+    this.rejection = init.rejection;
+    this.queueUrl = deps.queueUrl;
+  }
+
+  /** Aborts when the heartbeat finds the message lost (another receive owns it now). */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Whether a settling call was made. */
+  get settled(): boolean {
+    return this.settlement !== undefined;
+  }
+
+  /** @internal Attaches the heartbeat that keeps this message invisible until settled. */
+  attachHeartbeat(heartbeat: Heartbeat): void {
+    this.heartbeat = heartbeat;
+  }
+
+  /** @internal The message is no longer ours: abort the handler's signal. */
+  lose(error: BrokerError): void {
+    this.controller.abort(error);
+  }
+
+  /** @internal Stops the heartbeat without settling (the runner left the delivery unsettled). */
+  async stopHeartbeat(): Promise<void> {
+    await this.heartbeat?.stop();
+  }
+
+  async ack(): Promise<void> {
+    await this.settle(async () => {
+      await this.deps.deleter.delete(this.raw.ReceiptHandle, this.raw.MessageId);
+      return 'deleted';
+    });
+  }
+
+  async retry(delayMs: number, _reason: EffectivelyOnceError): Promise<void> {
+    await this.settle(async () => {
+      const seconds = cappedVisibilitySeconds(Math.max(0, delayMs) / 1000, this.receivedAt);
+      await this.visibility('retry', seconds);
+      return 'visibility-changed';
+    });
+  }
+
+  async release(): Promise<void> {
+    await this.settle(async () => {
+      await this.visibility('release', 0);
+      return 'visibility-changed';
+    });
+  }
+
+  async deadLetter(reason: EffectivelyOnceError): Promise<void> {
+    await this.settle(async () => {
+      const { deadLetterQueueUrl } = this.deps;
+      if (deadLetterQueueUrl !== undefined) {
+        try {
+          const { errorAttribute } = await sendToDeadLetterQueue(
+            this.deps.client,
+            deadLetterQueueUrl,
+            this.queueUrl,
+            this.raw,
+            reason,
+          );
+          if (!errorAttribute) {
+            this.deps.logger.warn(
+              { queueUrl: this.queueUrl, messageId: this.raw.MessageId, deadLetterQueueUrl },
+              'dead letter already has 10 message attributes: sent without the error attribute',
+            );
+          }
+        } catch (cause) {
+          throw this.error('send to dead-letter queue', cause, {
+            deadLetterQueueUrl,
+            reason: reason.code,
+          });
+        }
+        await this.deps.deleter.delete(this.raw.ReceiptHandle, this.raw.MessageId);
+        return 'moved-to-dead-letter-queue';
+      }
+      if (this.deps.redriveMode() === 'redrive') {
+        // Visible again at once: each receive counts towards the redrive policy's
+        // maxReceiveCount, after which SQS moves the message to the queue's DLQ.
+        await this.visibility('dead-letter (redrive)', 0);
+      } else {
+        const seconds = cappedVisibilitySeconds(
+          SQS_LIMITS.maxVisibilityTimeoutSeconds,
+          this.receivedAt,
+        );
+        this.deps.logger.warn(
+          { queueUrl: this.queueUrl, messageId: this.raw.MessageId, seconds, reason: reason.code },
+          'queue has no redrive policy and no deadLetterQueueUrl is set: parking the message invisible',
+        );
+        await this.visibility('dead-letter (park)', seconds);
+      }
+      return 'visibility-changed';
+    });
+  }
+
+  private settle(operation: () => Promise<SqsSettlement>): Promise<SqsSettlement> {
+    this.settlement ??= (async () => {
+      await this.heartbeat?.stop();
+      return operation();
+    })();
+    return this.settlement;
+  }
+
+  private async visibility(operation: string, seconds: number): Promise<void> {
+    try {
+      await changeVisibility(this.deps.client, this.queueUrl, this.raw.ReceiptHandle, seconds);
+    } catch (cause) {
+      throw this.error(`${operation}: change visibility to ${seconds} s`, cause, {
+        retryable: !isReceiptHandleLost(cause),
+      });
+    }
+  }
+
+  private error(
+    operation: string,
+    cause: unknown,
+    extra: Record<string, unknown> & { retryable?: boolean } = {},
+  ): BrokerError {
+    const { retryable, ...details } = extra;
+    return new BrokerError(operation, cause, {
+      retryable: retryable ?? true,
+      details: {
+        queueUrl: this.queueUrl,
+        messageIds: [this.raw.MessageId],
+        key: this.key,
+        ...details,
+      },
+    });
+  }
+}

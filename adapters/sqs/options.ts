@@ -1,0 +1,218 @@
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import { ConfigurationError } from '../../src/errors.js';
+
+/** SQS limits the options are validated against. */
+export const SQS_LIMITS = {
+  /** `MaxNumberOfMessages` of one ReceiveMessage and entries of one batch request. */
+  maxBatchSize: 10,
+  /** Longest long poll, in seconds. */
+  maxWaitTimeSeconds: 20,
+  /** Longest visibility timeout, in seconds (12 h), counted from the receive. */
+  maxVisibilityTimeoutSeconds: 43_200,
+  /** Message attributes allowed on one message. */
+  maxMessageAttributes: 10,
+} as const;
+
+/** How the raw SQS `Body` string becomes the message handed to the handler. */
+export type BodyParser<T> = 'json' | 'text' | ((body: string) => T);
+
+/** Options of {@link sqsSource}. */
+export interface SqsSourceOptions<T = unknown> {
+  /** The SQS client to use (`new SQSClient({ region })`). The adapter never destroys it. */
+  client: SQSClient;
+  /** URL of the queue to consume. A URL ending in `.fifo` is treated as a FIFO queue. */
+  queueUrl: string;
+  /** Messages requested per ReceiveMessage (`MaxNumberOfMessages`). Default 10, 1..10. */
+  batchSize?: number;
+  /** Long-poll duration of one ReceiveMessage, in seconds. Default 20, 0..20. */
+  waitTimeSeconds?: number;
+  /**
+   * Visibility timeout requested on receive and re-applied by each heartbeat, in whole
+   * seconds, 1..43 200. Default: the queue's own `VisibilityTimeout` (read at start;
+   * 30 s, the SQS default, if it cannot be read).
+   */
+  visibilityTimeout?: number;
+  /**
+   * Keep a received message invisible while it waits for or runs its handler by
+   * extending its visibility before it lapses. `true` (default): every third of the
+   * visibility timeout. A number: that interval in seconds (may be fractional; must be
+   * below the visibility timeout). `false`: never extend; a handler that outlives the
+   * visibility timeout races a redelivery (the claim still keeps the effect single).
+   */
+  heartbeat?: boolean | number;
+  /**
+   * Name of a String message attribute holding the dedup key, e.g. `Idempotency-Key`.
+   * A message without it has no key and goes the dead-letter way; use `key` for a fallback.
+   * Default: none (FIFO: `MessageDeduplicationId`, standard: `MessageId`).
+   */
+  keyAttribute?: string;
+  /** Derives the dedup key from the SQS message; `undefined` means no key (dead-lettered). Default: none. */
+  key?: (message: Message) => string | undefined;
+  /**
+   * How the `Body` string is decoded for the handler: `'json'` (default) `JSON.parse`,
+   * `'text'` the string itself, or a function (throw to reject the body). A body that
+   * cannot be decoded never reaches the handler: it goes the dead-letter way.
+   */
+  parse?: BodyParser<T>;
+  /**
+   * Queue that dead letters are moved to explicitly (SendMessage, then delete the
+   * original). Default: none, the queue's own redrive policy moves them (see README).
+   */
+  deadLetterQueueUrl?: string;
+  /** Milliseconds a delete waits for more deletes to fill a `DeleteMessageBatch`. Default 10, 0..1000. */
+  deleteBatchDelayMs?: number;
+  /** Attempts of one delete (whole-request or per-entry failures) before giving up. Default 3, 1..10. */
+  deleteAttempts?: number;
+  /** Delay after a failed ReceiveMessage, doubling up to `maxMs`. Default `{ initialMs: 1000, maxMs: 30000 }`. */
+  pollErrorBackoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * Check the queue at start with GetQueueAttributes (its visibility timeout and
+   * redrive policy); a missing queue makes `run` fail fast. Default true.
+   */
+  verifyQueue?: boolean;
+}
+
+/** {@link SqsSourceOptions} with defaults applied, after validation. */
+export interface ResolvedSqsOptions<T> {
+  client: SQSClient;
+  queueUrl: string;
+  fifo: boolean;
+  batchSize: number;
+  waitTimeSeconds: number;
+  visibilityTimeout: number | undefined;
+  heartbeat: boolean | number;
+  keyAttribute: string | undefined;
+  key: ((message: Message) => string | undefined) | undefined;
+  parse: BodyParser<T>;
+  deadLetterQueueUrl: string | undefined;
+  deleteBatchDelayMs: number;
+  deleteAttempts: number;
+  pollErrorBackoff: { initialMs: number; maxMs: number };
+  verifyQueue: boolean;
+}
+
+/** Validates options against SQS limits and applies defaults; throws {@link ConfigurationError}. */
+export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsOptions<T> {
+  const { client, queueUrl } = options;
+  if (typeof client?.send !== 'function') {
+    throw new ConfigurationError('client', 'must be an SQSClient from @aws-sdk/client-sqs');
+  }
+  checkUrl('queueUrl', queueUrl);
+  if (options.deadLetterQueueUrl !== undefined) {
+    checkUrl('deadLetterQueueUrl', options.deadLetterQueueUrl);
+    if (options.deadLetterQueueUrl === queueUrl) {
+      throw new ConfigurationError('deadLetterQueueUrl', 'must differ from queueUrl');
+    }
+  }
+  const batchSize = integer('batchSize', options.batchSize, 10, 1, SQS_LIMITS.maxBatchSize);
+  const waitTimeSeconds = integer(
+    'waitTimeSeconds',
+    options.waitTimeSeconds,
+    20,
+    0,
+    SQS_LIMITS.maxWaitTimeSeconds,
+  );
+  const visibilityTimeout =
+    options.visibilityTimeout === undefined
+      ? undefined
+      : integer(
+          'visibilityTimeout',
+          options.visibilityTimeout,
+          0,
+          1,
+          SQS_LIMITS.maxVisibilityTimeoutSeconds,
+        );
+  const heartbeat = options.heartbeat ?? true;
+  if (typeof heartbeat === 'number') {
+    if (!Number.isFinite(heartbeat) || heartbeat <= 0) {
+      throw new ConfigurationError(
+        'heartbeat',
+        'must be a boolean or a positive number of seconds',
+        { value: heartbeat },
+      );
+    }
+    if (visibilityTimeout !== undefined && heartbeat >= visibilityTimeout) {
+      throw new ConfigurationError('heartbeat', 'interval must be shorter than visibilityTimeout', {
+        value: heartbeat,
+        visibilityTimeout,
+      });
+    }
+  } else if (typeof heartbeat !== 'boolean') {
+    throw new ConfigurationError('heartbeat', 'must be a boolean or a positive number of seconds');
+  }
+  if (options.keyAttribute !== undefined && options.key !== undefined) {
+    throw new ConfigurationError(
+      'keyAttribute',
+      'cannot be combined with "key"; derive the key in one place',
+    );
+  }
+  if (
+    options.keyAttribute !== undefined &&
+    (typeof options.keyAttribute !== 'string' || options.keyAttribute === '')
+  ) {
+    throw new ConfigurationError('keyAttribute', 'must be a non-empty message attribute name');
+  }
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new ConfigurationError('key', 'must be a function (message) => string | undefined');
+  }
+  const parse = options.parse ?? 'json';
+  if (parse !== 'json' && parse !== 'text' && typeof parse !== 'function') {
+    throw new ConfigurationError('parse', "must be 'json', 'text' or a function", {
+      value: String(parse),
+    });
+  }
+  const backoff = options.pollErrorBackoff ?? {};
+  const initialMs = integer('pollErrorBackoff.initialMs', backoff.initialMs, 1000, 0, 3_600_000);
+  const maxMs = integer('pollErrorBackoff.maxMs', backoff.maxMs, 30_000, initialMs, 3_600_000);
+  return {
+    client,
+    queueUrl,
+    fifo: isFifoQueueUrl(queueUrl),
+    batchSize,
+    waitTimeSeconds,
+    visibilityTimeout,
+    heartbeat,
+    keyAttribute: options.keyAttribute,
+    key: options.key,
+    parse,
+    deadLetterQueueUrl: options.deadLetterQueueUrl,
+    deleteBatchDelayMs: integer('deleteBatchDelayMs', options.deleteBatchDelayMs, 10, 0, 1000),
+    deleteAttempts: integer('deleteAttempts', options.deleteAttempts, 3, 1, 10),
+    pollErrorBackoff: { initialMs, maxMs },
+    verifyQueue: options.verifyQueue ?? true,
+  };
+}
+
+/** Whether a queue URL names a FIFO queue (SQS requires FIFO queue names to end in `.fifo`). */
+export function isFifoQueueUrl(queueUrl: string): boolean {
+  return queueUrl.endsWith('.fifo');
+}
+
+function checkUrl(option: string, value: unknown): void {
+  if (typeof value !== 'string' || value === '') {
+    throw new ConfigurationError(option, 'must be a non-empty queue URL');
+  }
+  if (!URL.canParse(value)) {
+    throw new ConfigurationError(
+      option,
+      'must be an absolute queue URL such as https://sqs.us-east-1.amazonaws.com/123456789012/orders',
+      {
+        value,
+      },
+    );
+  }
+}
+
+function integer(
+  option: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });
+  }
+  return value;
+}

@@ -1,0 +1,49 @@
+import { ChangeMessageVisibilityCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SQS_LIMITS } from './options.js';
+
+/**
+ * SQS rejects a visibility timeout that would end more than 12 hours after the receive
+ * that issued the receipt handle. Returns `seconds` (rounded up) capped to what is left
+ * of that window, with one second of margin for clock skew and latency; never negative.
+ */
+export function cappedVisibilitySeconds(
+  seconds: number,
+  receivedAt: number,
+  now: number = Date.now(),
+): number {
+  const elapsed = Math.ceil(Math.max(0, now - receivedAt) / 1000) + 1;
+  const left = Math.max(0, SQS_LIMITS.maxVisibilityTimeoutSeconds - elapsed);
+  return Math.min(Math.max(0, Math.ceil(seconds)), left);
+}
+
+/** Sets how long from now the message stays invisible (0 = visible again at once). */
+export async function changeVisibility(
+  client: SQSClient,
+  queueUrl: string,
+  receiptHandle: string,
+  seconds: number,
+): Promise<void> {
+  await client.send(
+    new ChangeMessageVisibilityCommand({
+      QueueUrl: queueUrl,
+      ReceiptHandle: receiptHandle,
+      VisibilityTimeout: seconds,
+    }),
+  );
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts; never rejects. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
