@@ -5,14 +5,17 @@ import { silentLogger } from './events.js';
 import { DEFAULT_MAX_KEY_LENGTH } from './keys.js';
 import type { ConsumerOptions } from './options.js';
 import { quoteIdentifier, tableRef, type TableRef } from './store/identifiers.js';
-import type { Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
+import type { BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
 
 /** {@link ConsumerOptions} with every default filled in and every bound checked. */
 export interface ConsumerConfig<T> {
   name: string;
   source: Source<T>;
   pool: Pool;
-  handler: Handler<T>;
+  handler: Handler<T> | undefined;
+  batchHandler: BatchHandler<T> | undefined;
+  /** Batch mode settings; undefined for one transaction per message. */
+  batch: { maxSize: number; maxWaitMs: number } | undefined;
   table: TableRef;
   concurrency: number;
   key: ((delivery: Delivery<T>) => string | undefined) | undefined;
@@ -44,9 +47,17 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
   if (typeof options.pool?.connect !== 'function') {
     throw new ConfigurationError('pool', 'must be a pg Pool');
   }
-  if (typeof options.handler !== 'function') {
+  const { handler, batchHandler } = options;
+  if ((handler === undefined) === (batchHandler === undefined)) {
+    throw new ConfigurationError('handler', 'give exactly one of handler or batchHandler');
+  }
+  if (handler !== undefined && typeof handler !== 'function') {
     throw new ConfigurationError('handler', 'must be a function (message, ctx) => Promise<void>');
   }
+  if (batchHandler !== undefined && typeof batchHandler !== 'function') {
+    throw new ConfigurationError('batchHandler', 'must be a function (items, ctx) => Promise<void>');
+  }
+  const batched = options.batch !== undefined || batchHandler !== undefined;
   const table = tableRef(options);
   quoteIdentifier(table.schema, 'schema');
   quoteIdentifier(table.table, 'table');
@@ -61,7 +72,14 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     name: options.name,
     source,
     pool: options.pool,
-    handler: options.handler,
+    handler,
+    batchHandler,
+    batch: batched
+      ? {
+          maxSize: int('batch.maxSize', options.batch?.maxSize, 100, 1, 10_000),
+          maxWaitMs: int('batch.maxWaitMs', options.batch?.maxWaitMs, 5, 0, 60_000),
+        }
+      : undefined,
     table,
     concurrency: int('concurrency', options.concurrency, 10, 1, 1000),
     key: options.key,

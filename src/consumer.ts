@@ -5,7 +5,11 @@ import { BrokerError, EffectivelyOnceError } from './errors.js';
 import { ConsumerEventHub, type Listener } from './events.js';
 import type { ConsumerOptions } from './options.js';
 import { RetentionPruner } from './retention.js';
-import { Runner, type Lifecycle } from './runner.js';
+import { Batcher } from './batcher.js';
+import { BatchRunner } from './batch-runner.js';
+import type { Lifecycle } from './lifecycle.js';
+import { Runner } from './runner.js';
+import { Settler } from './settle.js';
 import { emptyStats } from './stats.js';
 import { migrate } from './store/migrate.js';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from './types.js';
@@ -56,7 +60,7 @@ class ConsumerImpl<T> implements Consumer {
   private readonly receiveAbort = new AbortController();
   private readonly hardStop = new AbortController();
   private readonly lifecycle: Lifecycle;
-  private readonly dispatcher: Dispatcher<T>;
+  private readonly dispatcher: Dispatcher<T> | Batcher<T>;
   private readonly health: DatabaseHealth;
   private readonly retention: RetentionPruner | undefined;
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
@@ -69,8 +73,17 @@ class ConsumerImpl<T> implements Consumer {
     this.hub = new ConsumerEventHub(cfg.logger);
     this.lifecycle = { stopping: false, hardStop: this.hardStop.signal };
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
-    const runner = new Runner(cfg, this.hub, this.counters, this.health, this.lifecycle);
-    this.dispatcher = new Dispatcher(cfg.concurrency, (d) => runner.process(d));
+    const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle);
+    if (cfg.batch) {
+      const runner = new BatchRunner(cfg, settler, this.health, this.lifecycle);
+      this.dispatcher = new Batcher(cfg.concurrency, cfg.batch.maxSize, cfg.batch.maxWaitMs, (ds, held) => runner.process(ds, held));
+    } else {
+      const runner = new Runner(cfg, settler, this.health, this.lifecycle);
+      this.dispatcher = new Dispatcher(cfg.concurrency, (d) => runner.process(d), async (d) => {
+        this.counters.received++;
+        return settler.release(d, d.key);
+      });
+    }
     this.retention = cfg.retention && new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }

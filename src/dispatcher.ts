@@ -1,14 +1,17 @@
 import pLimit, { type LimitFunction } from 'p-limit';
+import { holdsOrder, OrderingChains } from './ordering.js';
 import type { Delivery, DeliveryOutcome } from './types.js';
 
 /**
  * Bounds concurrency (p-limit) and serialises deliveries that share an ordering key
  * (FIFO message group, Kafka record key). A delivery waiting for its predecessor does
- * not hold a concurrency slot, so one hot group cannot starve the others.
+ * not hold a concurrency slot, so one hot group cannot starve the others. When a
+ * predecessor went back to the broker (retry), the follower is skipped (released) so
+ * it cannot overtake it.
  */
 export class Dispatcher<T> {
   private readonly limit: LimitFunction;
-  private readonly tails = new Map<string, Promise<unknown>>();
+  private readonly chains = new OrderingChains();
   private readonly capacityWaiters: Array<() => void> = [];
   private readonly idleWaiters: Array<() => void> = [];
   private pendingCount = 0;
@@ -16,6 +19,7 @@ export class Dispatcher<T> {
   constructor(
     private readonly capacity: number,
     private readonly work: (delivery: Delivery<T>) => Promise<DeliveryOutcome>,
+    private readonly skip: (delivery: Delivery<T>) => Promise<DeliveryOutcome>,
   ) {
     this.limit = pLimit(capacity);
   }
@@ -33,12 +37,10 @@ export class Dispatcher<T> {
     if (orderingKey === undefined) {
       promise = run();
     } else {
-      const previous = this.tails.get(orderingKey) ?? Promise.resolve();
-      promise = previous.then(run);
-      this.tails.set(orderingKey, promise);
-      void promise.then(() => {
-        if (this.tails.get(orderingKey) === promise) this.tails.delete(orderingKey);
-      });
+      promise = this.chains.previous([orderingKey]).then((before) =>
+        holdsOrder(before.get(orderingKey)!) ? this.skip(delivery).catch((): DeliveryOutcome => 'unsettled') : run(),
+      );
+      this.chains.extend(orderingKey, promise);
     }
     return promise.then((outcome) => {
       this.pendingCount--;

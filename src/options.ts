@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { Backoff, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
+import type { Backoff, BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
 
 /** Options of {@link createConsumer}. */
 export interface ConsumerOptions<T> {
@@ -9,8 +9,24 @@ export interface ConsumerOptions<T> {
   source: Source<T>;
   /** pg pool of the database that holds both the dedup table and the handler's effects. */
   pool: Pool;
-  /** The effect. Runs inside the claim's transaction; throw to roll back and retry. */
-  handler: Handler<T>;
+  /**
+   * The effect, per message. Runs inside the claim's transaction; throw to roll back
+   * and retry. In batch mode it runs once per new message inside the batch transaction.
+   * Give either `handler` or `batchHandler`.
+   */
+  handler?: Handler<T>;
+  /**
+   * Batch mode's effect: receives only the messages whose keys were newly claimed, in
+   * delivery order, inside one transaction with all their claims. Implies `batch`.
+   */
+  batchHandler?: BatchHandler<T>;
+  /**
+   * Batch mode: one transaction claims (one `INSERT ... SELECT FROM unnest(...)`) and
+   * applies up to `maxSize` deliveries; all are acked after the one COMMIT. A failing
+   * batch is split in halves until the failing delivery is alone, so one poison
+   * message cannot stall the rest. Default: off (one transaction per message).
+   */
+  batch?: { maxSize?: number; maxWaitMs?: number };
   /** Schema of the dedup table. Default `public`. */
   schema?: string;
   /** Name of the dedup table. Default `processed_messages`. */

@@ -3,7 +3,6 @@ import type { ConsumerConfig } from './config.js';
 import type { DatabaseHealth } from './db-health.js';
 import { isUnavailable } from './db-health.js';
 import {
-  BrokerError,
   ClaimBusyError,
   CommitUnknownError,
   DatabaseError,
@@ -13,20 +12,12 @@ import {
   PayloadMismatchError,
   ShutdownError,
 } from './errors.js';
-import type { ConsumerEventHub } from './events.js';
 import { payloadHash } from './hash.js';
-import { validateKey } from './keys.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { Settler } from './settle.js';
 import { ClaimStatements, LOCK_NOT_AVAILABLE } from './store/claim.js';
-import { linkedAbort } from './signals.js';
-import type { ConsumerStats, Delivery, DeliveryOutcome } from './types.js';
-
-/** Shutdown state shared by the consumer and its runner. */
-export interface Lifecycle {
-  /** Set when `stop()` begins: deliveries that have not started are released. */
-  stopping: boolean;
-  /** Aborts when the stop grace period ran out: in-flight handlers are told to give up. */
-  readonly hardStop: AbortSignal;
-}
+import { guardedCall } from './guarded-call.js';
+import type { Delivery, DeliveryOutcome } from './types.js';
 
 /** What the database part decided; broker calls happen after the connection is released. */
 type Verdict =
@@ -46,8 +37,7 @@ export class Runner<T> {
 
   constructor(
     private readonly cfg: ConsumerConfig<T>,
-    private readonly hub: ConsumerEventHub,
-    private readonly stats: ConsumerStats,
+    private readonly settler: Settler<T>,
     private readonly health: DatabaseHealth,
     private readonly lifecycle: Lifecycle,
   ) {
@@ -55,15 +45,9 @@ export class Runner<T> {
   }
 
   async process(delivery: Delivery<T>): Promise<DeliveryOutcome> {
-    this.stats.received++;
-    if (this.lifecycle.stopping) return this.release(delivery, undefined);
-    if (delivery.rejection !== undefined) return this.deadLetter(delivery, delivery.key, delivery.rejection);
-    let key: string;
-    try {
-      key = validateKey(this.cfg.key ? this.cfg.key(delivery) : delivery.key, this.cfg.maxKeyLength);
-    } catch (error) {
-      return this.deadLetter(delivery, undefined, asEoError(error));
-    }
+    const admission = await this.settler.admit(delivery);
+    if ('outcome' in admission) return admission.outcome;
+    const key = admission.key;
     const verdict = await this.transact(delivery, key);
     return this.settle(delivery, key, verdict);
   }
@@ -88,7 +72,7 @@ export class Runner<T> {
       } catch (cause) {
         broken = await rollback(client);
         if (pgCode(cause) === LOCK_NOT_AVAILABLE) {
-          this.stats.busy++;
+          this.settler.stats.busy++;
           return { kind: 'failed', error: new ClaimBusyError(key, this.cfg.lockTimeoutMs, cause), infrastructure: true };
         }
         broken ??= cause;
@@ -134,139 +118,45 @@ export class Runner<T> {
 
   /** Runs the user's handler (and the adapter's in-transaction hook); undefined means success. */
   private async runHandler(client: PoolClient, delivery: Delivery<T>, key: string): Promise<Verdict | undefined> {
-    const { controller, dispose } = linkedAbort([this.lifecycle.hardStop, delivery.signal]);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const work = (async () => {
-        await this.cfg.handler(delivery.body, {
-          tx: client,
-          signal: controller.signal,
-          attempt: delivery.attempt,
-          key,
-          delivery,
-        });
+    const handler = this.cfg.handler!;
+    const timeoutMs = this.cfg.handlerTimeoutMs;
+    const result = await guardedCall(
+      async (signal) => {
+        await handler(delivery.body, { tx: client, signal, attempt: delivery.attempt, key, delivery });
         await delivery.inTransaction?.(client);
-      })();
-      const timeoutMs = this.cfg.handlerTimeoutMs;
-      const timeout =
-        timeoutMs > 0
-          ? new Promise<'timeout'>((resolve) => {
-              timer = setTimeout(() => resolve('timeout'), timeoutMs);
-            })
-          : undefined;
-      const settled = work.then(
-        () => 'ok' as const,
-        (error: unknown) => ({ error }),
-      );
-      const result = await (timeout ? Promise.race([settled, timeout]) : settled);
-      if (result === 'ok') return undefined;
-      if (result === 'timeout') {
-        controller.abort(new HandlerTimeoutError(key, timeoutMs));
-        return { kind: 'failed', error: new HandlerTimeoutError(key, timeoutMs), infrastructure: false };
-      }
-      if (this.lifecycle.hardStop.aborted) return { kind: 'released', error: new ShutdownError(key) };
-      const error = result.error instanceof EffectivelyOnceError ? result.error : new HandlerError(key, delivery.attempt, result.error);
-      // A connection that died under the handler says nothing about the message.
-      const unavailable = isUnavailable(result.error);
-      if (unavailable) this.health.markDown(result.error);
-      return { kind: 'failed', error, infrastructure: unavailable };
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
-      dispose();
+      },
+      {
+        timeoutMs,
+        parents: [this.lifecycle.hardStop, delivery.signal],
+        timeoutReason: () => new HandlerTimeoutError(key, timeoutMs),
+      },
+    );
+    if (result.kind === 'ok') return undefined;
+    if (result.kind === 'timeout') {
+      return { kind: 'failed', error: new HandlerTimeoutError(key, timeoutMs), infrastructure: false };
     }
+    if (this.lifecycle.hardStop.aborted) return { kind: 'released', error: new ShutdownError(key) };
+    return { kind: 'failed', ...classifyHandlerError(result.error, key, delivery.attempt, this.health) };
   }
 
   private async settle(delivery: Delivery<T>, key: string, verdict: Verdict): Promise<DeliveryOutcome> {
     switch (verdict.kind) {
       case 'processed':
-        this.stats.processed++;
-        this.hub.emit('processed', { key, attempt: delivery.attempt, durationMs: verdict.durationMs });
-        await this.ack(delivery, key);
-        return 'processed';
+        return this.settler.processed(delivery, key, verdict.durationMs);
       case 'duplicate':
-        this.stats.duplicates++;
-        this.hub.emit('duplicate', { key, attempt: delivery.attempt });
-        await this.ack(delivery, key);
-        return 'duplicate';
-      case 'mismatch': {
-        this.stats.mismatches++;
-        const { storedHash, payloadHash: hash } = verdict.error.details as { storedHash: string; payloadHash: string };
-        this.hub.emit('mismatch', { key, storedHash, payloadHash: hash });
-        if (this.cfg.onMismatch === 'ack') {
-          await this.ack(delivery, key);
-          return 'duplicate';
-        }
-        return this.deadLetter(delivery, key, verdict.error);
-      }
+        return this.settler.duplicate(delivery, key);
+      case 'mismatch':
+        return this.settler.mismatch(delivery, key, verdict.error);
       case 'released':
-        return this.release(delivery, key);
+        return this.settler.release(delivery, key);
       case 'failed':
-        return this.fail(delivery, key, verdict.error, verdict.infrastructure);
+        return this.settler.fail(delivery, key, verdict.error, verdict.infrastructure);
     }
-  }
-
-  /**
-   * Infrastructure failures (database down, busy claim, unknown commit) are always
-   * retried: they say nothing about the message. Handler failures spend attempts and
-   * end in the dead-letter target after `maxAttempts`.
-   */
-  private async fail(delivery: Delivery<T>, key: string, error: EffectivelyOnceError, infrastructure: boolean): Promise<DeliveryOutcome> {
-    this.stats.failed++;
-    const exhausted = !infrastructure && (!error.retryable || delivery.attempt >= this.cfg.maxAttempts);
-    this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: !exhausted });
-    if (exhausted) return this.deadLetter(delivery, key, error);
-    const delayMs = error instanceof ClaimBusyError ? this.cfg.busyRetryDelayMs : this.cfg.backoff(delivery.attempt);
-    try {
-      await delivery.retry(delayMs, error);
-      this.stats.retried++;
-      return 'retry';
-    } catch (cause) {
-      this.reportBroker('retry', cause, key);
-      return 'unsettled';
-    }
-  }
-
-  private async deadLetter(delivery: Delivery<T>, key: string | undefined, error: EffectivelyOnceError): Promise<DeliveryOutcome> {
-    try {
-      await delivery.deadLetter(error);
-    } catch (cause) {
-      this.reportBroker('dead-letter', cause, key);
-      return 'unsettled';
-    }
-    this.stats.deadLettered++;
-    this.hub.emit('dead-lettered', { key, attempt: delivery.attempt, error });
-    return 'dead-lettered';
-  }
-
-  private async release(delivery: Delivery<T>, key: string | undefined): Promise<DeliveryOutcome> {
-    try {
-      await delivery.release();
-      this.stats.released++;
-      return 'released';
-    } catch (cause) {
-      this.reportBroker('release', cause, key);
-      return 'unsettled';
-    }
-  }
-
-  /** A failed ack after COMMIT loses nothing: the redelivery will be a duplicate. */
-  private async ack(delivery: Delivery<T>, key: string): Promise<void> {
-    try {
-      await delivery.ack();
-    } catch (cause) {
-      this.stats.ackFailures++;
-      this.reportBroker('ack', cause, key);
-    }
-  }
-
-  private reportBroker(operation: string, cause: unknown, key: string | undefined): void {
-    const error = cause instanceof EffectivelyOnceError ? cause : new BrokerError(operation, cause, { details: { key } });
-    this.hub.emit('error', error);
   }
 }
 
 /** Rolls back; returns the error if the connection is unusable (so it gets destroyed). */
-async function rollback(client: PoolClient): Promise<unknown> {
+export async function rollback(client: PoolClient): Promise<unknown> {
   try {
     await client.query('ROLLBACK');
     return undefined;
@@ -275,15 +165,27 @@ async function rollback(client: PoolClient): Promise<unknown> {
   }
 }
 
-function pgCode(error: unknown): string | undefined {
+/**
+ * Wraps what a handler threw. A connection that died under the handler says nothing
+ * about the message, so it does not spend an attempt.
+ */
+export function classifyHandlerError(
+  thrown: unknown,
+  key: string,
+  attempt: number,
+  health: DatabaseHealth,
+): { error: EffectivelyOnceError; infrastructure: boolean } {
+  const error = thrown instanceof EffectivelyOnceError ? thrown : new HandlerError(key, attempt, thrown);
+  const infrastructure = isUnavailable(thrown);
+  if (infrastructure) health.markDown(thrown);
+  return { error, infrastructure };
+}
+
+export function pgCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }
 
-function toError(value: unknown): Error {
+export function toError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
-}
-
-function asEoError(error: unknown): EffectivelyOnceError {
-  return error instanceof EffectivelyOnceError ? error : new HandlerError('?', 0, error);
 }

@@ -95,6 +95,25 @@ export interface HandlerContext<T = unknown> {
 /** The user's handler: do the effect through `ctx.tx`; throw to retry. */
 export type Handler<T> = (message: T, ctx: HandlerContext<T>) => Promise<void>;
 
+/** One message of a batch handed to a {@link BatchHandler}. */
+export interface BatchItem<T = unknown> {
+  readonly message: T;
+  readonly key: string;
+  readonly attempt: number;
+  readonly delivery: Delivery<T>;
+}
+
+/** What a batch handler receives besides the messages. */
+export interface BatchContext {
+  /** A pg client inside the open transaction that holds every claim of the batch. */
+  readonly tx: PoolClient;
+  /** Aborts on shutdown (after the grace period) or on handler timeout. */
+  readonly signal: AbortSignal;
+}
+
+/** Batch mode's effect: apply all `items` through `ctx.tx`; throw to roll the batch back. */
+export type BatchHandler<T> = (items: ReadonlyArray<BatchItem<T>>, ctx: BatchContext) => Promise<void>;
+
 /** A pino-compatible logger (pino, bunyan-style `(obj, msg)` and console-like loggers fit). */
 export interface Logger {
   debug(obj: object, msg?: string): void;

@@ -7,6 +7,9 @@ function delivery(id: string, orderingKey?: string): Delivery<string> {
   return { key: id, body: id, payload: id, raw: id, attempt: 1, orderingKey, ack: noop, retry: noop, deadLetter: noop, release: noop };
 }
 
+const skipNever = async (): Promise<'released'> => {
+  throw new Error('nothing should be skipped');
+};
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('Dispatcher', () => {
@@ -27,7 +30,7 @@ describe('Dispatcher', () => {
       running.delete(group);
       active--;
       return 'processed';
-    });
+    }, skipNever);
     const all = [];
     for (let i = 0; i < 20; i++) for (const g of ['a', 'b', 'c']) all.push(d.dispatch(delivery(`${g}${i}`, g)));
     await Promise.all(all);
@@ -47,7 +50,7 @@ describe('Dispatcher', () => {
       await tick(5);
       active--;
       return 'processed';
-    });
+    }, skipNever);
     const all = Array.from({ length: 12 }, (_, i) => d.dispatch(delivery(String(i))));
     expect(d.freeCapacity()).toBe(0);
     await Promise.all(all);
@@ -59,7 +62,29 @@ describe('Dispatcher', () => {
   it('turns a throwing worker into an unsettled outcome instead of a rejection', async () => {
     const d = new Dispatcher<string>(1, async () => {
       throw new Error('bug');
-    });
+    }, skipNever);
     await expect(d.dispatch(delivery('x'))).resolves.toBe('unsettled');
+  });
+});
+
+describe('Dispatcher ordering holds', () => {
+  it('releases later deliveries of a key whose earlier delivery went back to the broker', async () => {
+    const ran: string[] = [];
+    const skipped: string[] = [];
+    const d = new Dispatcher<string>(
+      5,
+      async (del) => {
+        ran.push(del.body);
+        return del.body === 'a1' ? 'retry' : 'processed';
+      },
+      async (del) => {
+        skipped.push(del.body);
+        return 'released';
+      },
+    );
+    const outcomes = await Promise.all(['a0', 'a1', 'a2', 'a3', 'b0'].map((id) => d.dispatch(delivery(id, id[0]))));
+    expect(outcomes).toEqual(['processed', 'retry', 'released', 'released', 'processed']);
+    expect([...ran].sort()).toEqual(['a0', 'a1', 'b0']);
+    expect(skipped).toEqual(['a2', 'a3']);
   });
 });

@@ -1,0 +1,122 @@
+import type { ConsumerConfig } from './config.js';
+import { BrokerError, ClaimBusyError, EffectivelyOnceError, HandlerError, type PayloadMismatchError } from './errors.js';
+import type { ConsumerEventHub } from './events.js';
+import { validateKey } from './keys.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { ConsumerStats, Delivery, DeliveryOutcome } from './types.js';
+
+/** Either the validated key, or the outcome of a delivery that never reaches the database. */
+export type Admission = { key: string } | { outcome: DeliveryOutcome };
+
+/**
+ * The broker side of a delivery's end, shared by the per-message and batch runners:
+ * ack, retry, dead-letter or release, with the matching counters and events. Broker
+ * failures here are reported, never thrown: the broker's redelivery is the safety net.
+ */
+export class Settler<T> {
+  constructor(
+    private readonly cfg: ConsumerConfig<T>,
+    private readonly hub: ConsumerEventHub,
+    readonly stats: ConsumerStats,
+    private readonly lifecycle: Lifecycle,
+  ) {}
+
+  /** Counts the delivery and decides whether it may be processed at all. */
+  async admit(delivery: Delivery<T>): Promise<Admission> {
+    this.stats.received++;
+    if (this.lifecycle.stopping) return { outcome: await this.release(delivery, undefined) };
+    if (delivery.rejection !== undefined) {
+      return { outcome: await this.deadLetter(delivery, delivery.key, delivery.rejection) };
+    }
+    try {
+      return { key: validateKey(this.cfg.key ? this.cfg.key(delivery) : delivery.key, this.cfg.maxKeyLength) };
+    } catch (error) {
+      const reason = error instanceof EffectivelyOnceError ? error : new HandlerError('?', delivery.attempt, error);
+      return { outcome: await this.deadLetter(delivery, undefined, reason) };
+    }
+  }
+
+  async processed(delivery: Delivery<T>, key: string, durationMs: number): Promise<DeliveryOutcome> {
+    this.stats.processed++;
+    this.hub.emit('processed', { key, attempt: delivery.attempt, durationMs });
+    await this.ack(delivery, key);
+    return 'processed';
+  }
+
+  async duplicate(delivery: Delivery<T>, key: string): Promise<DeliveryOutcome> {
+    this.stats.duplicates++;
+    this.hub.emit('duplicate', { key, attempt: delivery.attempt });
+    await this.ack(delivery, key);
+    return 'duplicate';
+  }
+
+  async mismatch(delivery: Delivery<T>, key: string, error: PayloadMismatchError): Promise<DeliveryOutcome> {
+    this.stats.mismatches++;
+    const { storedHash, payloadHash } = error.details as { storedHash: string; payloadHash: string };
+    this.hub.emit('mismatch', { key, storedHash, payloadHash });
+    if (this.cfg.onMismatch === 'ack') {
+      await this.ack(delivery, key);
+      return 'duplicate';
+    }
+    return this.deadLetter(delivery, key, error);
+  }
+
+  /**
+   * Infrastructure failures (database down, busy claim, unknown commit) are always
+   * retried: they say nothing about the message. Handler failures spend attempts and
+   * end in the dead-letter target after `maxAttempts`.
+   */
+  async fail(delivery: Delivery<T>, key: string, error: EffectivelyOnceError, infrastructure: boolean): Promise<DeliveryOutcome> {
+    this.stats.failed++;
+    const exhausted = !infrastructure && (!error.retryable || delivery.attempt >= this.cfg.maxAttempts);
+    this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: !exhausted });
+    if (exhausted) return this.deadLetter(delivery, key, error);
+    const delayMs = error instanceof ClaimBusyError ? this.cfg.busyRetryDelayMs : this.cfg.backoff(delivery.attempt);
+    try {
+      await delivery.retry(delayMs, error);
+      this.stats.retried++;
+      return 'retry';
+    } catch (cause) {
+      this.reportBroker('retry', cause, key);
+      return 'unsettled';
+    }
+  }
+
+  async deadLetter(delivery: Delivery<T>, key: string | undefined, error: EffectivelyOnceError): Promise<DeliveryOutcome> {
+    try {
+      await delivery.deadLetter(error);
+    } catch (cause) {
+      this.reportBroker('dead-letter', cause, key);
+      return 'unsettled';
+    }
+    this.stats.deadLettered++;
+    this.hub.emit('dead-lettered', { key, attempt: delivery.attempt, error });
+    return 'dead-lettered';
+  }
+
+  async release(delivery: Delivery<T>, key: string | undefined): Promise<DeliveryOutcome> {
+    try {
+      await delivery.release();
+      this.stats.released++;
+      return 'released';
+    } catch (cause) {
+      this.reportBroker('release', cause, key);
+      return 'unsettled';
+    }
+  }
+
+  /** A failed ack after COMMIT loses nothing: the redelivery will be a duplicate. */
+  private async ack(delivery: Delivery<T>, key: string): Promise<void> {
+    try {
+      await delivery.ack();
+    } catch (cause) {
+      this.stats.ackFailures++;
+      this.reportBroker('ack', cause, key);
+    }
+  }
+
+  private reportBroker(operation: string, cause: unknown, key: string | undefined): void {
+    const error = cause instanceof EffectivelyOnceError ? cause : new BrokerError(operation, cause, { details: { key } });
+    this.hub.emit('error', error);
+  }
+}
