@@ -17,19 +17,28 @@ import pg from 'pg';
 import { databaseUrl, kafkaBrokers, sqsEndpoint } from '../helpers/env.js';
 import { SQS_CREDENTIALS, SQS_REGION } from '../helpers/services/index.js';
 
+// Explicit: a project-level testTimeout in jest.config.js is not applied (it is a global option).
+const TIMEOUT = 60_000;
+
 describe('Postgres', () => {
-  test('answers queries', async () => {
-    const client = new pg.Client({ connectionString: databaseUrl() });
-    await client.connect();
-    try {
-      const one = await client.query<{ one: number }>('select 1 as one');
-      expect(one.rows[0]?.one).toBe(1);
-      const version = await client.query<{ server_version_num: string }>('show server_version_num');
-      expect(Number(version.rows[0]?.server_version_num)).toBeGreaterThanOrEqual(130000);
-    } finally {
-      await client.end();
-    }
-  });
+  test(
+    'answers queries',
+    async () => {
+      const client = new pg.Client({ connectionString: databaseUrl() });
+      await client.connect();
+      try {
+        const one = await client.query<{ one: number }>('select 1 as one');
+        expect(one.rows[0]?.one).toBe(1);
+        const version = await client.query<{ server_version_num: string }>(
+          'show server_version_num',
+        );
+        expect(Number(version.rows[0]?.server_version_num)).toBeGreaterThanOrEqual(130000);
+      } finally {
+        await client.end();
+      }
+    },
+    TIMEOUT,
+  );
 });
 
 describe('SQS emulator', () => {
@@ -39,69 +48,77 @@ describe('SQS emulator', () => {
   test.each([
     ['standard', false],
     ['FIFO', true],
-  ])('%s queue: create, send, receive, delete', async (_kind, fifo) => {
-    const client = sqs();
-    const name = `smoke-${randomUUID()}${fifo ? '.fifo' : ''}`;
-    const { QueueUrl } = await client.send(
-      new CreateQueueCommand({ QueueName: name, Attributes: fifo ? { FifoQueue: 'true' } : {} }),
-    );
-    try {
-      const body = `hello ${randomUUID()}`;
-      await client.send(
-        new SendMessageCommand({
-          QueueUrl,
-          MessageBody: body,
-          ...(fifo ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}),
-        }),
+  ])(
+    '%s queue: create, send, receive, delete',
+    async (_kind, fifo) => {
+      const client = sqs();
+      const name = `smoke-${randomUUID()}${fifo ? '.fifo' : ''}`;
+      const { QueueUrl } = await client.send(
+        new CreateQueueCommand({ QueueName: name, Attributes: fifo ? { FifoQueue: 'true' } : {} }),
       );
-      const received = await client.send(
-        new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 5, MaxNumberOfMessages: 1 }),
-      );
-      const message = received.Messages?.[0];
-      expect(message?.Body).toBe(body);
-      await client.send(
-        new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message?.ReceiptHandle }),
-      );
-    } finally {
-      await client.send(new DeleteQueueCommand({ QueueUrl }));
-      client.destroy();
-    }
-  });
+      try {
+        const body = `hello ${randomUUID()}`;
+        await client.send(
+          new SendMessageCommand({
+            QueueUrl,
+            MessageBody: body,
+            ...(fifo ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}),
+          }),
+        );
+        const received = await client.send(
+          new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 5, MaxNumberOfMessages: 1 }),
+        );
+        const message = received.Messages?.[0];
+        expect(message?.Body).toBe(body);
+        await client.send(
+          new DeleteMessageCommand({ QueueUrl, ReceiptHandle: message?.ReceiptHandle }),
+        );
+      } finally {
+        await client.send(new DeleteQueueCommand({ QueueUrl }));
+        client.destroy();
+      }
+    },
+    TIMEOUT,
+  );
 });
 
 describe('Kafka', () => {
-  test('create topic, produce, consume', async () => {
-    const kafka = new Kafka({
-      clientId: 'services-smoke',
-      brokers: kafkaBrokers(),
-      logLevel: logLevel.WARN,
-    });
-    const topic = `smoke-${randomUUID()}`;
-    const admin = kafka.admin();
-    const producer = kafka.producer();
-    const consumer = kafka.consumer({ groupId: `smoke-${randomUUID()}` });
-    try {
-      await admin.connect();
-      expect(
-        await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true }),
-      ).toBe(true);
-
-      const value = `hello ${randomUUID()}`;
-      await producer.connect();
-      await producer.send({ topic, messages: [{ key: 'k', value }] });
-
-      await consumer.connect();
-      await consumer.subscribe({ topic, fromBeginning: true });
-      const consumed = new Promise<string>((resolve) => {
-        void consumer.run({
-          eachMessage: ({ message }) => Promise.resolve(resolve(message.value?.toString() ?? '')),
-        });
+  test(
+    'create topic, produce, consume',
+    async () => {
+      const kafka = new Kafka({
+        clientId: 'services-smoke',
+        brokers: kafkaBrokers(),
+        logLevel: logLevel.WARN,
       });
-      expect(await consumed).toBe(value);
-    } finally {
-      await consumer.disconnect();
-      await producer.disconnect();
-      await admin.disconnect();
-    }
-  });
+      const topic = `smoke-${randomUUID()}`;
+      const admin = kafka.admin();
+      const producer = kafka.producer();
+      const consumer = kafka.consumer({ groupId: `smoke-${randomUUID()}` });
+      try {
+        await admin.connect();
+        expect(
+          await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true }),
+        ).toBe(true);
+
+        const value = `hello ${randomUUID()}`;
+        await producer.connect();
+        await producer.send({ topic, messages: [{ key: 'k', value }] });
+
+        await consumer.connect();
+        await consumer.subscribe({ topic, fromBeginning: true });
+        const consumed = new Promise<string>((resolve) => {
+          void consumer.run({
+            eachMessage: ({ message }) => Promise.resolve(resolve(message.value?.toString() ?? '')),
+          });
+        });
+        expect(await consumed).toBe(value);
+      } finally {
+        await consumer.disconnect();
+        await producer.disconnect();
+        await admin.disconnect();
+      }
+    },
+    TIMEOUT,
+  );
 });

@@ -62,10 +62,11 @@ export async function stopKafka(opts: { signal?: 'SIGTERM' | 'SIGKILL' } = {}): 
 /** Starts the broker again (same ports, same log dir) and waits until an admin client can list topics. */
 export async function startKafka(): Promise<void> {
   const kafka = managed('kafka');
-  const pid = await startJava(kafka, `Kafka on ${kafka.brokers}`, () => kafkaReady(kafka.brokers));
-  updateState((state) => {
-    if (state.kafka) state.kafka.pid = pid;
-  });
+  const record = (pid: number): void =>
+    updateState((state) => {
+      if (state.kafka) state.kafka.pid = pid;
+    });
+  await startJava(kafka, `Kafka on ${kafka.brokers}`, () => kafkaReady(kafka.brokers), record);
 }
 
 /** Stop, stay down `downMs` (default 0), start. */

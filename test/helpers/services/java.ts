@@ -4,12 +4,13 @@ import type { JavaServiceState } from './state.js';
 
 /**
  * Starts (or restarts) a JVM service from its recorded command line and waits
- * until `ready` says so. Returns the new pid; the caller records it.
+ * until `ready` says so. `onSpawn` gets the pid as soon as it exists.
  */
 export async function startJava(
   svc: JavaServiceState,
   what: string,
   ready: () => Promise<boolean>,
+  onSpawn: (pid: number) => void = () => {},
   timeoutMs = 60_000,
 ): Promise<number> {
   if (svc.pid > 0 && isAlive(svc.pid))
@@ -17,6 +18,8 @@ export async function startJava(
   // A port still taken means another process grabbed it (or a stale service): fail clearly.
   if (await canConnect(svc.port)) throw new Error(`${what}: port ${svc.port} is already in use`);
   const pid = spawnDetached(svc.command, svc.args, svc.logFile);
+  // Recorded before waiting: if the caller gives up (a test timeout), teardown still finds it.
+  onSpawn(pid);
   await waitUntil(ready, {
     what: `${what} did not become ready`,
     timeoutMs,
@@ -35,6 +38,13 @@ export async function stopJava(
   signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM',
 ): Promise<void> {
   await killProcess(svc.pid, signal, 30_000);
+  // The JVM's main thread can be a zombie while other threads still hold the
+  // listening socket; "stopped" means the port is closed, so wait for that.
+  await waitUntil(async () => !(await canConnect(svc.port)), {
+    what: `port ${svc.port} still open after stopping pid ${svc.pid}`,
+    timeoutMs: 15_000,
+    intervalMs: 50,
+  });
 }
 
 /** Flags shared by the JVM services: small heap, quick start on a 2-core box. */

@@ -12,7 +12,9 @@ import type { KafkaState } from './state.js';
  * one replica and one partition: there is one broker, and a 50-partition
  * __consumer_offsets makes the first consumer group join slow.
  * group.min.session.timeout.ms is lowered so rebalance tests can use short
- * session timeouts.
+ * session timeouts. The broker session is short because after a crash
+ * (SIGKILL) the restarted broker cannot register until the dead
+ * incarnation's session expires: 9 s by default, 2 s here.
  */
 function serverProperties(port: number, controllerPort: number, dataDir: string): string {
   return `
@@ -35,6 +37,8 @@ transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=1
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=1000
+broker.heartbeat.interval.ms=500
+broker.session.timeout.ms=2000
 num.network.threads=2
 num.io.threads=2
 `;
@@ -61,7 +65,11 @@ function clusterId(): string {
   }
 }
 
-/** Ready when a kafkajs admin (what the adapter uses) can list topics. */
+/**
+ * Ready when a kafkajs admin (what the adapter uses) can list topics and find
+ * a group coordinator. The latter makes the broker create __consumer_offsets
+ * now, during setup, instead of stalling the first consumer group of a test.
+ */
 export async function kafkaReady(brokers: string): Promise<boolean> {
   const { Kafka, logLevel } = await import('kafkajs');
   const admin = new Kafka({
@@ -74,6 +82,7 @@ export async function kafkaReady(brokers: string): Promise<boolean> {
   try {
     await admin.connect();
     await admin.listTopics();
+    await admin.describeGroups(['eo-services-probe']);
     return true;
   } finally {
     await admin.disconnect();

@@ -9,9 +9,12 @@ export const PG_USER = 'postgres';
 export const PG_DATABASE = 'effectively_once';
 
 /**
- * Settings for a disposable test cluster: durability off (a crash of the
- * machine loses nothing we care about; a killed postmaster still recovers),
- * enough connections for parallel jest workers each holding a pool.
+ * Settings for a disposable test cluster: no fsync (only a crash of the whole
+ * machine could lose data, and then nothing we care about), enough
+ * connections for parallel jest workers each holding a pool.
+ * synchronous_commit stays ON: chaos tests crash Postgres (immediate stop)
+ * and rely on every acknowledged COMMIT surviving it, as in production; with
+ * it off, a commit the runner already acked could vanish.
  * They go in postgresql.conf, not on the command line, so a restart by
  * pg_ctl from any process gets the same server.
  */
@@ -24,7 +27,6 @@ unix_socket_directories = '${sockDir}'
 max_connections = 300
 shared_buffers = 128MB
 fsync = off
-synchronous_commit = off
 full_page_writes = off
 log_min_messages = warning
 log_connections = off

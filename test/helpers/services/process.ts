@@ -166,3 +166,27 @@ export async function waitUntil(probe: () => Promise<boolean>, opts: WaitOptions
     await sleep(opts.intervalMs ?? 200);
   }
 }
+
+/**
+ * Last line of defence at teardown: SIGKILL every process whose command line
+ * mentions `dir` (each service's config or data dir lives there). Catches a
+ * service whose pid never reached the state file (a restart cut short, a
+ * crashed jest). Linux only; elsewhere a no-op.
+ */
+export function killProcessesUsing(dir: string): number[] {
+  if (!fs.existsSync('/proc')) return [];
+  const killed: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir) && isAlive(pid)) {
+        process.kill(pid, 'SIGKILL');
+        killed.push(pid);
+      }
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return killed;
+}

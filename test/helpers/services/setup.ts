@@ -5,7 +5,7 @@ import { stopJava } from './java.js';
 import { createKafka } from './kafka.js';
 import { HOST, freePorts } from './ports.js';
 import { createPostgres, pgStop } from './postgres.js';
-import { isAlive } from './process.js';
+import { isAlive, killProcessesUsing } from './process.js';
 import {
   RUNS_DIR,
   STATE_ENV,
@@ -125,6 +125,9 @@ export async function stopNative(state: ServicesState): Promise<void> {
     state.elasticmq && stopJava(state.elasticmq, 'SIGKILL'),
     state.kafka && stopJava(state.kafka, 'SIGKILL'),
   ]);
+  const strays = killProcessesUsing(state.root);
+  if (strays.length)
+    console.warn(`[services] killed stray processes ${strays.join(', ')} using ${state.root}`);
   if (process.env['EO_KEEP_SERVICES_DIR'] === '1') {
     console.log(`[services] kept ${state.root}`);
   } else {
