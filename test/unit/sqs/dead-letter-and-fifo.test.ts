@@ -1,0 +1,157 @@
+import { describe, expect, it } from '@jest/globals';
+import { BodyParseError, HandlerError } from '../../../src/errors.js';
+import type { Delivery, DeliveryOutcome } from '../../../src/types.js';
+import {
+  DEAD_LETTER_ERROR_ATTRIBUTE,
+  sqsSource,
+  type SqsSourceOptions,
+} from '../../../adapters/sqs/index.js';
+import { waitFor } from '../../helpers/wait-for.js';
+import { FakeSqs } from './fake-sqs.js';
+import { fakeContext } from './fake-context.js';
+
+function start<T>(
+  sqs: FakeSqs,
+  options: Omit<SqsSourceOptions<T>, 'client'>,
+  onDeliver: (d: Delivery<T>) => Promise<DeliveryOutcome>,
+  capacity = 10,
+) {
+  const source = sqsSource<T>({ client: sqs.client, waitTimeSeconds: 1, ...options });
+  const fake = fakeContext<T>({ onDeliver, capacity });
+  const run = source.run(fake.ctx);
+  return {
+    ...fake,
+    stop: async () => {
+      fake.controller.abort();
+      await run;
+      await source.close();
+    },
+  };
+}
+
+const deadLetterIt = async (d: Delivery<unknown>): Promise<DeliveryOutcome> => {
+  await d.deadLetter(d.rejection ?? new HandlerError(d.key ?? '?', d.attempt, 'poison'));
+  return 'dead-lettered';
+};
+
+describe('dead letters', () => {
+  it('moves the message to deadLetterQueueUrl with its attributes and the error, then deletes it', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q');
+    const dlq = sqs.createQueue('q-dlq');
+    const original = sqs.sendMessage(url, 'not json', { attributes: { tenant: 'acme' } });
+    const s = start(sqs, { queueUrl: url, deadLetterQueueUrl: dlq }, deadLetterIt);
+    await waitFor(() => sqs.remaining(url).length === 0, { what: 'original deleted' });
+    await s.stop();
+    expect(s.delivered[0]!.rejection).toBeInstanceOf(BodyParseError);
+    const [letter] = sqs.remaining(dlq);
+    expect(letter!.body).toBe('not json');
+    expect(letter!.attributes.tenant).toEqual({ DataType: 'String', StringValue: 'acme' });
+    const error = JSON.parse(
+      letter!.attributes[DEAD_LETTER_ERROR_ATTRIBUTE]!.StringValue!,
+    ) as Record<string, unknown>;
+    expect(error).toMatchObject({
+      code: 'EO_BODY_PARSE',
+      queueUrl: url,
+      messageId: original.messageId,
+      receiveCount: '1',
+    });
+  });
+
+  it('keeps group and deduplication id when the dead-letter queue is FIFO', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q.fifo');
+    const dlq = sqs.createQueue('q-dlq.fifo');
+    sqs.sendMessage(url, '{}', { groupId: 'g1', deduplicationId: 'd1' });
+    const s = start(sqs, { queueUrl: url, deadLetterQueueUrl: dlq }, deadLetterIt);
+    await waitFor(() => sqs.remaining(dlq).length === 1, { what: 'dead letter' });
+    await s.stop();
+    expect(sqs.callsOf('SendMessageCommand')[0]!.input).toMatchObject({
+      MessageGroupId: 'g1',
+      MessageDeduplicationId: 'd1',
+    });
+  });
+
+  it('without deadLetterQueueUrl, leaves it to the redrive policy: visible again at once', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q', {
+      RedrivePolicy: '{"maxReceiveCount":"3","deadLetterTargetArn":"arn"}',
+    });
+    const message = sqs.sendMessage(url, '{}');
+    const s = start(sqs, { queueUrl: url }, deadLetterIt);
+    await waitFor(() => message.receiveCount >= 2, { what: 'redelivered' });
+    await s.stop();
+    expect(sqs.callsOf('ChangeMessageVisibilityCommand')[0]!.input.VisibilityTimeout).toBe(0);
+    expect(sqs.callsOf('SendMessageCommand')).toHaveLength(0);
+  });
+
+  it('without a redrive policy either, parks the message invisible and warns', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q');
+    const message = sqs.sendMessage(url, '{}');
+    const s = start(sqs, { queueUrl: url }, deadLetterIt);
+    await waitFor(() => sqs.callsOf('ChangeMessageVisibilityCommand').length === 1, {
+      what: 'parked',
+    });
+    await s.stop();
+    expect(
+      sqs.callsOf('ChangeMessageVisibilityCommand')[0]!.input.VisibilityTimeout,
+    ).toBeGreaterThan(43_000);
+    expect(message.visibleAt - Date.now()).toBeGreaterThan(43_000_000);
+    expect(s.warnings.some((w) => /no RedrivePolicy/.test(w))).toBe(true);
+  });
+});
+
+describe('FIFO queues', () => {
+  it('keys by MessageDeduplicationId, orders by MessageGroupId and runs groups in parallel', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('orders.fifo');
+    for (let i = 0; i < 5; i++)
+      for (const g of ['a', 'b'])
+        sqs.sendMessage(url, String(i), { groupId: g, deduplicationId: `${g}-${i}` });
+    const running = new Map<string, number>();
+    let overlap = false;
+    let parallelGroups = 0;
+    const order: string[] = [];
+    const s = start<number>(sqs, { queueUrl: url }, async (d) => {
+      const g = d.orderingKey!;
+      if (running.get(g)) overlap = true;
+      running.set(g, 1);
+      parallelGroups = Math.max(parallelGroups, [...running.values()].filter(Boolean).length);
+      await new Promise((r) => setTimeout(r, 10));
+      order.push(`${g}${d.body}`);
+      running.set(g, 0);
+      await d.ack();
+      return 'processed';
+    });
+    await waitFor(() => sqs.remaining(url).length === 0, { what: 'all processed' });
+    await s.stop();
+    expect(overlap).toBe(false);
+    expect(parallelGroups).toBe(2);
+    expect(order.filter((x) => x.startsWith('a'))).toEqual(['a0', 'a1', 'a2', 'a3', 'a4']);
+    expect(order.filter((x) => x.startsWith('b'))).toEqual(['b0', 'b1', 'b2', 'b3', 'b4']);
+    expect(s.delivered.map((d) => d.key)).toContain('a-3');
+  });
+
+  it('when a message of a group is retried, releases the rest of the group received with it, so order holds', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('orders.fifo');
+    for (let i = 0; i < 3; i++)
+      sqs.sendMessage(url, String(i), { groupId: 'g', deduplicationId: `g-${i}` });
+    const order: string[] = [];
+    let failedOnce = false;
+    const s = start<number>(sqs, { queueUrl: url }, async (d) => {
+      if (d.body === 0 && !failedOnce) {
+        failedOnce = true;
+        await d.retry(300, new HandlerError(d.key!, d.attempt, 'first try fails'));
+        return 'retry';
+      }
+      order.push(`${d.body}@${d.attempt}`);
+      await d.ack();
+      return 'processed';
+    });
+    await waitFor(() => sqs.remaining(url).length === 0, { what: 'all processed' });
+    await s.stop();
+    expect(order).toEqual(['0@2', '1@2', '2@2']);
+  });
+});
