@@ -8,6 +8,8 @@ import {
   CreateQueueCommand,
   DeleteMessageCommand,
   DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   SQSClient,
@@ -15,7 +17,7 @@ import {
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { databaseUrl, kafkaBrokers, sqsEndpoint } from '../helpers/env.js';
-import { SQS_CREDENTIALS, SQS_REGION } from '../helpers/services/index.js';
+import { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from '../helpers/services/index.js';
 
 // Explicit: a project-level testTimeout in jest.config.js is not applied (it is a global option).
 const TIMEOUT = 60_000;
@@ -75,6 +77,35 @@ describe('SQS emulator', () => {
         );
       } finally {
         await client.send(new DeleteQueueCommand({ QueueUrl }));
+        client.destroy();
+      }
+    },
+    TIMEOUT,
+  );
+});
+
+describe('SQS preset queues', () => {
+  test.each(Object.values(PRESET_QUEUES))(
+    '$name redrives to $dlq',
+    async ({ name, dlq, maxReceiveCount }) => {
+      const client = new SQSClient({
+        region: SQS_REGION,
+        endpoint: sqsEndpoint(),
+        credentials: SQS_CREDENTIALS,
+      });
+      try {
+        const { QueueUrl } = await client.send(new GetQueueUrlCommand({ QueueName: name }));
+        const { Attributes } = await client.send(
+          new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['All'] }),
+        );
+        const redrive = JSON.parse(Attributes?.RedrivePolicy ?? '{}') as Record<string, unknown>;
+        expect(String(redrive['deadLetterTargetArn'])).toMatch(
+          new RegExp(`:${dlq.replace('.', '\\.')}$`),
+        );
+        expect(Number(redrive['maxReceiveCount'])).toBe(maxReceiveCount);
+        expect(Attributes?.FifoQueue === 'true').toBe(name.endsWith('.fifo'));
+        await client.send(new GetQueueUrlCommand({ QueueName: dlq }));
+      } finally {
         client.destroy();
       }
     },

@@ -10,6 +10,29 @@ export const SQS_REGION = 'us-east-1';
 export const SQS_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
 
 /**
+ * Queues that exist from the start, under both providers: declared here for
+ * ElasticMQ and created by localstack/init/ready.d/01-queues.sh for
+ * LocalStack. Each redrives to its DLQ after `maxReceiveCount` receives.
+ * Tests that change queue state should still create their own queues.
+ */
+export const PRESET_QUEUES = {
+  standard: { name: 'eo-standard', dlq: 'eo-standard-dlq', maxReceiveCount: 3 },
+  fifo: { name: 'eo-fifo.fifo', dlq: 'eo-fifo-dlq.fifo', maxReceiveCount: 3 },
+} as const;
+
+function presetQueues(): string {
+  return Object.values(PRESET_QUEUES)
+    .map(({ name, dlq, maxReceiveCount }) => {
+      const fifo = name.endsWith('.fifo') ? 'fifo = true, ' : '';
+      return [
+        `  "${dlq}" { ${fifo.replace(/, $/, '')} }`,
+        `  "${name}" { ${fifo}deadLettersQueue { name = "${dlq}", maxReceiveCount = ${maxReceiveCount} } }`,
+      ].join('\n');
+    })
+    .join('\n');
+}
+
+/**
  * HOCON for ElasticMQ: bind loopback on our port, and make node-address
  * (used to build queue URLs) the same address, otherwise queue URLs point
  * at the default port 9324. The stats UI is off so it does not take 9325.
@@ -21,6 +44,9 @@ rest-sqs { enabled = true, bind-port = ${port}, bind-hostname = "${HOST}", sqs-l
 rest-stats { enabled = false }
 generate-node-address = false
 aws { region = "${SQS_REGION}", accountId = "000000000000" }
+queues {
+${presetQueues()}
+}
 `;
 }
 

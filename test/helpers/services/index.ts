@@ -12,7 +12,7 @@ import { sleep } from './process.js';
 import { currentState, updateState, type ServicesState } from './state.js';
 
 export { startServices, stopServices } from './lifecycle.js';
-export { SQS_CREDENTIALS, SQS_REGION } from './elasticmq.js';
+export { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from './elasticmq.js';
 export type { PgStopMode } from './postgres.js';
 export type { ServicesState } from './state.js';
 
