@@ -11,8 +11,12 @@ import type { RunAs } from './process.js';
  */
 export const STATE_ENV = 'EO_SERVICES_STATE';
 
-/** All runs live under one directory so a later run can find and reap dead ones. */
-export const RUNS_DIR = path.join(os.tmpdir(), 'effectively-once-services');
+/**
+ * All runs live under one directory so a later run can find and reap dead
+ * ones. EO_SERVICES_DIR moves it (CI uses a private one to check for leaks).
+ */
+export const RUNS_DIR =
+  process.env['EO_SERVICES_DIR'] ?? path.join(os.tmpdir(), 'effectively-once-services');
 
 export interface PostgresState {
   bindir: string;
