@@ -1,0 +1,51 @@
+import { BodyParseError } from '../../src/errors.js';
+import type { KafkaRecord } from './record.js';
+
+/**
+ * How a record's value becomes the handler's message: `'json'` (default), `'string'`
+ * (UTF-8 text), `'buffer'` (the bytes as they are) or your own function. A tombstone
+ * (null value) always arrives as `null`.
+ */
+export type KafkaParse<T> = 'json' | 'string' | 'buffer' | ((record: KafkaRecord) => T);
+
+/** A decoded body, or why it cannot be decoded (the runner then dead-letters the record). */
+export type Decoded<T> =
+  { body: T; rejection?: undefined } | { body: undefined; rejection: BodyParseError };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Decodes `record.value` as `parse` says; never throws. */
+export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Decoded<T> {
+  const details = { topic: record.topic, partition: record.partition, offset: record.offset };
+  if (typeof parse === 'function') {
+    try {
+      return { body: parse(record) };
+    } catch (cause) {
+      return {
+        body: undefined,
+        rejection: new BodyParseError('the parse function threw', { cause, details }),
+      };
+    }
+  }
+  const value = record.value;
+  if (value === null) return { body: null as T };
+  if (parse === 'buffer') return { body: value as T };
+  let text: string;
+  try {
+    text = utf8.decode(value);
+  } catch (cause) {
+    return {
+      body: undefined,
+      rejection: new BodyParseError('value is not valid UTF-8', { cause, details }),
+    };
+  }
+  if (parse === 'string') return { body: text as T };
+  try {
+    return { body: JSON.parse(text) as T };
+  } catch (cause) {
+    return {
+      body: undefined,
+      rejection: new BodyParseError('value is not valid JSON', { cause, details }),
+    };
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer`, and a
+ * wrapper that makes an existing kafkajs `eachMessage` handler exactly-once.
+ */
+export { kafkaSource, KafkaSource } from './source.js';
+export type { KafkaPartitionState } from './source.js';
+export type { KafkaSourceOptions } from './options.js';
+export { migrateKafkaOffsets, DEFAULT_OFFSETS_TABLE } from './postgres-offsets.js';
+export type { KafkaOffsetsTableOptions } from './postgres-offsets.js';
+export { kafkaRecordOf } from './record.js';
+export type { KafkaRecord } from './record.js';
+export { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, headerText } from './keys.js';
+export type { KafkaKeyFunction } from './keys.js';
+export type { KafkaParse } from './decode.js';
+export { DEAD_LETTER_HEADERS } from './dead-letter.js';
+export type {
+  EachBatchPayloadLike,
+  KafkaBatchLike,
+  KafkaConsumerConfig,
+  KafkaConsumerLike,
+  KafkaCrashEvent,
+  KafkaGroupJoinEvent,
+  KafkaHeaders,
+  KafkaHeaderValue,
+  KafkaLike,
+  KafkaMessageLike,
+  KafkaOutgoingMessage,
+  KafkaProducerConfig,
+  KafkaProducerLike,
+  KafkaRunConfig,
+  KafkaTopicPartitionOffset,
+  KafkaTopicPartitions,
+} from './client.js';

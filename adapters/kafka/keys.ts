@@ -1,0 +1,55 @@
+import type { KafkaHeaders } from './client.js';
+import type { KafkaRecord } from './record.js';
+
+/** Header read for the dedup key unless `idempotencyHeader` says otherwise. */
+export const DEFAULT_IDEMPOTENCY_HEADER = 'idempotency-key';
+
+/** Derives the dedup key of a record; `undefined` or `''` gets the record dead-lettered. */
+export type KafkaKeyFunction = (record: KafkaRecord) => string | undefined;
+
+/**
+ * The text of header `name`: an exact match first, else a case-insensitive one (HTTP
+ * habits carry over into Kafka headers). A repeated header yields its last value, as
+ * Kafka's own `Headers.lastHeader` does. Buffers are read as UTF-8.
+ */
+export function headerText(headers: KafkaHeaders, name: string): string | undefined {
+  let value = headers[name];
+  if (value === undefined) {
+    const lower = name.toLowerCase();
+    for (const [candidate, v] of Object.entries(headers)) {
+      if (candidate.toLowerCase() === lower && v !== undefined) value = v;
+    }
+  }
+  if (value === undefined) return undefined;
+  const last = isArray(value) ? value[value.length - 1] : value;
+  if (last === undefined) return undefined;
+  return typeof last === 'string' ? last : last.toString('utf8');
+}
+
+/**
+ * The default dedup key: the idempotency header when the record has one (an empty
+ * header is a producer bug and yields `''`, which the runner dead-letters), else
+ * `topic/partition/offset`, which dedups redeliveries of this very record only.
+ */
+export function defaultKafkaKey(record: KafkaRecord, header: string): string {
+  return (
+    headerText(record.headers, header) ?? `${record.topic}/${record.partition}/${record.offset}`
+  );
+}
+
+/**
+ * The runner's ordering key. Without key concurrency a partition is one ordered
+ * stream; with it, each Kafka key (base64, so any bytes are distinct) is one, and
+ * key-less records share one stream.
+ */
+export function orderingKeyOf(record: KafkaRecord, perKey: boolean): string {
+  const base = `${record.topic}/${record.partition}`;
+  if (!perKey) return base;
+  return record.key === null ? `${base}/null` : `${base}/k:${record.key.toString('base64')}`;
+}
+
+function isArray(
+  value: NonNullable<KafkaHeaders[string]>,
+): value is ReadonlyArray<Buffer | string> {
+  return Array.isArray(value);
+}

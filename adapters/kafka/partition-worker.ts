@@ -1,0 +1,349 @@
+import { EffectivelyOnceError } from '../../src/errors.js';
+import type { Delivery, SourceContext } from '../../src/types.js';
+import type { DeadLetterPublisher } from './dead-letter.js';
+import { decodeRecord, type Decoded } from './decode.js';
+import { defaultKafkaKey, orderingKeyOf } from './keys.js';
+import type { Limiter } from './limiter.js';
+import { OffsetTracker } from './offset-tracker.js';
+import type { KafkaSourceConfig } from './options.js';
+import type { PostgresOffsetStore } from './postgres-offsets.js';
+import type { KafkaRecord } from './record.js';
+
+/** How one delivery of a record ended, as far as the partition is concerned. */
+type Settlement = { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'released' };
+
+/** What a partition worker needs from its source. */
+export interface PartitionWorkerDeps<T> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly ctx: SourceContext<T>;
+  readonly config: KafkaSourceConfig<T>;
+  /** `partitionConcurrency` slots shared by all workers. */
+  readonly slots: Limiter;
+  /** Pauses / resumes fetching this partition. */
+  readonly flow: { pause(): void; resume(): void };
+  readonly deadLetters: DeadLetterPublisher;
+  /** Set with `offsets: 'postgres'`. */
+  readonly offsetStore: PostgresOffsetStore | undefined;
+  /** A record finished: offsets may be committable. */
+  readonly onProgress: () => void;
+}
+
+interface QueuedRecord<T> {
+  readonly record: KafkaRecord;
+  readonly offset: bigint;
+  readonly orderingKey: string;
+  key?: string | undefined;
+  decoded?: Decoded<T>;
+  attempt: number;
+}
+
+/**
+ * Handles one assigned partition for one assignment (a rebalance replaces it): takes
+ * fetched records in offset order, delivers them to the runner (one at a time, or up
+ * to `keyConcurrency` of distinct Kafka keys), retries in place with the partition
+ * paused, and tracks which offsets are finished so only a contiguous prefix commits.
+ */
+export class PartitionWorker<T> {
+  readonly tracker = new OffsetTracker();
+  /** With `offsets: 'postgres'`: the stored next offset; records below it are known duplicates. */
+  storedOffset: bigint | undefined;
+  /** Resolves once the worker may take records (stored offset loaded, or revoked). */
+  ready: Promise<void> = Promise.resolve();
+
+  private state: 'active' | 'stopping' | 'revoked' = 'active';
+  /** Aborted on revocation: the deliveries' `signal`. */
+  private readonly lost = new AbortController();
+  /** Aborted on revocation or stop: ends backoff sleeps and slot waits. */
+  private readonly halt = new AbortController();
+  private readonly queue: Array<QueuedRecord<T>> = [];
+  /** Ordering keys with a record in flight (or backing off); its size is the records in flight. */
+  private readonly busyKeys = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private pumpScheduled = false;
+  private backlogFull = false;
+  private retrying = 0;
+  private paused = false;
+  private slotUsers = 0;
+  private slotHeld = false;
+  private slotWait: Promise<boolean> | undefined;
+
+  constructor(private readonly deps: PartitionWorkerDeps<T>) {}
+
+  get topic(): string {
+    return this.deps.topic;
+  }
+
+  get partition(): number {
+    return this.deps.partition;
+  }
+
+  /** Whether fetched records are still wanted. */
+  get accepting(): boolean {
+    return this.state === 'active';
+  }
+
+  /** Whether the partition was taken away; its acks no longer count. */
+  get revoked(): boolean {
+    return this.state === 'revoked';
+  }
+
+  /** Whether fetching is paused for backpressure or a retry. */
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /** Records queued or in flight. */
+  get busy(): number {
+    return this.queue.length + this.busyKeys.size;
+  }
+
+  /**
+   * Takes a fetched record. Returns false if the worker no longer accepts records or
+   * already holds this offset (a refetch after a seek or rebalance).
+   */
+  enqueue(record: KafkaRecord): boolean {
+    if (this.state !== 'active') return false;
+    const offset = BigInt(record.offset);
+    if (!this.tracker.add(offset)) return false;
+    const perKey = this.deps.config.keyConcurrency > 1;
+    this.queue.push({ record, offset, orderingKey: orderingKeyOf(record, perKey), attempt: 1 });
+    if (!this.backlogFull && this.tracker.pending >= this.deps.config.maxPendingPerPartition) {
+      this.backlogFull = true;
+      this.updateFlow();
+    }
+    if (!this.pumpScheduled) {
+      this.pumpScheduled = true;
+      queueMicrotask(() => {
+        this.pumpScheduled = false;
+        this.pump();
+      });
+    }
+    return true;
+  }
+
+  /**
+   * The partition was revoked (or the consumer crashed out of the group): abort the
+   * deliveries' signals, drop what is queued, and never count this worker's acks.
+   */
+  revoke(): void {
+    if (this.state === 'revoked') return;
+    const wasPaused = this.paused;
+    this.state = 'revoked';
+    this.queue.length = 0;
+    const reason = new EffectivelyOnceError(
+      'EO_PARTITION_REVOKED',
+      `Partition ${this.topic}/${this.partition} was revoked`,
+      {
+        retryable: true,
+        details: { topic: this.topic, partition: this.partition },
+      },
+    );
+    this.halt.abort(reason);
+    this.lost.abort(reason);
+    // kafkajs keeps a partition's pause across rebalances: clear it for the next owner of it here.
+    if (wasPaused) this.deps.flow.resume();
+    this.paused = false;
+  }
+
+  /** Shutdown: start nothing more, end backoffs, and wait for deliveries in flight to settle. */
+  async stop(): Promise<void> {
+    if (this.state === 'active') {
+      this.state = 'stopping';
+      this.queue.length = 0;
+      this.halt.abort();
+    }
+    await Promise.all([...this.running]);
+  }
+
+  private pump(): void {
+    if (this.state !== 'active') return;
+    const limit = this.deps.config.keyConcurrency;
+    if (this.busyKeys.size >= limit) return;
+    const blocked = new Set(this.busyKeys);
+    for (let i = 0; i < this.queue.length && this.busyKeys.size < limit;) {
+      const item = this.queue[i] as QueuedRecord<T>;
+      if (blocked.has(item.orderingKey)) {
+        i++;
+        continue;
+      }
+      blocked.add(item.orderingKey);
+      this.queue.splice(i, 1);
+      this.start(item);
+    }
+  }
+
+  private start(item: QueuedRecord<T>): void {
+    this.busyKeys.add(item.orderingKey);
+    const run = this.process(item).finally(() => {
+      this.busyKeys.delete(item.orderingKey);
+      this.running.delete(run);
+      this.pump();
+    });
+    this.running.add(run);
+  }
+
+  /** Delivers one record until it is finished, released or the worker ends. Never rejects. */
+  private async process(item: QueuedRecord<T>): Promise<void> {
+    try {
+      while (this.state === 'active') {
+        const settlement = await this.deliverOnce(item);
+        if (settlement === undefined) return;
+        if (settlement.kind === 'finished') {
+          this.finish(item);
+          return;
+        }
+        // A release while still active (not a shutdown) must not strand the record.
+        const delayMs =
+          settlement.kind === 'retry' ? settlement.delayMs : this.deps.config.redeliveryDelayMs;
+        if (this.state !== 'active') return;
+        item.attempt++;
+        await this.backOff(delayMs);
+      }
+    } catch (error) {
+      this.deps.ctx.logger.error(
+        { err: error, topic: this.topic, partition: this.partition, offset: item.record.offset },
+        'effectively-once: kafka partition worker failed',
+      );
+    }
+  }
+
+  private async deliverOnce(item: QueuedRecord<T>): Promise<Settlement | undefined> {
+    if (!(await this.enterSlot())) return undefined;
+    try {
+      const { ctx } = this.deps;
+      if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
+      if (this.state !== 'active') return undefined;
+      let settled: Settlement | undefined;
+      const outcome = await ctx.deliver(this.delivery(item, (s) => (settled ??= s)));
+      if (settled !== undefined) return settled;
+      return outcome === 'released'
+        ? { kind: 'released' }
+        : { kind: 'retry', delayMs: this.deps.config.redeliveryDelayMs };
+    } finally {
+      this.leaveSlot();
+    }
+  }
+
+  private delivery(item: QueuedRecord<T>, settle: (settlement: Settlement) => void): Delivery<T> {
+    const { config, offsetStore, deadLetters } = this.deps;
+    const record = item.record;
+    item.decoded ??= decodeRecord(record, config.parse);
+    if (!('key' in item)) item.key = this.keyOf(record);
+    const store = offsetStore;
+    return {
+      key: item.key,
+      body: item.decoded.body as T,
+      payload: record.value ?? undefined,
+      raw: record,
+      attempt: item.attempt,
+      orderingKey: item.orderingKey,
+      signal: this.lost.signal,
+      rejection: item.decoded.rejection,
+      ack: async () => settle({ kind: 'finished' }),
+      retry: async (delayMs) => settle({ kind: 'retry', delayMs }),
+      release: async () => settle({ kind: 'released' }),
+      deadLetter: async (reason) => {
+        // A revoked record is the next owner's to judge (a revocation aborts handlers, which
+        // can look like a last failed attempt): no dead letter for it from here.
+        if (this.state === 'revoked') return settle({ kind: 'released' });
+        try {
+          await deadLetters.publish(record, reason, item.attempt);
+        } catch (error) {
+          settle({ kind: 'retry', delayMs: config.redeliveryDelayMs });
+          throw error;
+        }
+        settle({ kind: 'finished' });
+      },
+      inTransaction:
+        store === undefined
+          ? undefined
+          : async (tx) => {
+              const next = this.tracker.storableAfter(item.offset);
+              if (next !== undefined) await store.save(tx, record.topic, record.partition, next);
+            },
+    };
+  }
+
+  private keyOf(record: KafkaRecord): string | undefined {
+    const { key, idempotencyHeader } = this.deps.config;
+    if (key === undefined) return defaultKafkaKey(record, idempotencyHeader);
+    try {
+      return key(record);
+    } catch (err) {
+      // The runner dead-letters a delivery without a key.
+      this.deps.ctx.logger.warn(
+        { err, topic: record.topic, partition: record.partition, offset: record.offset },
+        'effectively-once: kafka key function threw',
+      );
+      return undefined;
+    }
+  }
+
+  private finish(item: QueuedRecord<T>): void {
+    if (this.state === 'revoked') return;
+    this.tracker.finish(item.offset);
+    if (this.backlogFull && this.tracker.pending <= this.deps.config.maxPendingPerPartition / 2) {
+      this.backlogFull = false;
+      this.updateFlow();
+    }
+    this.deps.onProgress();
+  }
+
+  /** Retry in place: the partition stays paused while any of its records backs off. */
+  private async backOff(delayMs: number): Promise<void> {
+    this.retrying++;
+    this.updateFlow();
+    try {
+      await sleep(delayMs, this.halt.signal);
+    } finally {
+      this.retrying--;
+      this.updateFlow();
+    }
+  }
+
+  private updateFlow(): void {
+    if (this.state !== 'active') return;
+    const pause = this.backlogFull || this.retrying > 0;
+    if (pause === this.paused) return;
+    this.paused = pause;
+    if (pause) this.deps.flow.pause();
+    else this.deps.flow.resume();
+  }
+
+  /** One `partitionConcurrency` slot covers all of this partition's deliveries in flight. */
+  private async enterSlot(): Promise<boolean> {
+    this.slotUsers++;
+    if (this.slotHeld) return true;
+    this.slotWait ??= this.deps.slots.acquire(this.halt.signal).then((granted) => {
+      this.slotWait = undefined;
+      if (granted) this.slotHeld = true;
+      return granted;
+    });
+    const granted = await this.slotWait;
+    if (!granted) this.slotUsers--;
+    return granted;
+  }
+
+  private leaveSlot(): void {
+    this.slotUsers--;
+    if (this.slotUsers === 0 && this.slotHeld) {
+      this.slotHeld = false;
+      this.deps.slots.release();
+    }
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted || ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

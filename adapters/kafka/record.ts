@@ -1,0 +1,44 @@
+import type { Delivery } from '../../src/types.js';
+import type { KafkaBatchLike, KafkaHeaders, KafkaMessageLike } from './client.js';
+
+/** One Kafka record as the adapter hands it to the runner: `delivery.raw` of every Kafka delivery. */
+export interface KafkaRecord {
+  readonly topic: string;
+  readonly partition: number;
+  /** Int64 offset as a decimal string. */
+  readonly offset: string;
+  readonly key: Buffer | null;
+  /** The value bytes; `null` for a tombstone. */
+  readonly value: Buffer | null;
+  readonly headers: KafkaHeaders;
+  readonly timestamp: string;
+}
+
+const records = new WeakSet<object>();
+
+/** Builds the record of one message of a fetched batch. */
+export function toKafkaRecord(batch: KafkaBatchLike, message: KafkaMessageLike): KafkaRecord {
+  const record: KafkaRecord = {
+    topic: batch.topic,
+    partition: batch.partition,
+    offset: message.offset,
+    key: message.key,
+    value: message.value,
+    headers: message.headers ?? {},
+    timestamp: message.timestamp,
+  };
+  records.add(record);
+  return record;
+}
+
+/**
+ * The Kafka record behind a delivery made by this adapter (`ctx.delivery` in a
+ * handler). Throws a `TypeError` for deliveries of other sources.
+ */
+export function kafkaRecordOf(delivery: Pick<Delivery<unknown>, 'raw'>): KafkaRecord {
+  const raw = delivery.raw;
+  if (typeof raw !== 'object' || raw === null || !records.has(raw)) {
+    throw new TypeError('kafkaRecordOf: this delivery does not come from kafkaSource()');
+  }
+  return raw as KafkaRecord;
+}

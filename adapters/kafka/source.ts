@@ -1,0 +1,383 @@
+import { BrokerError, DatabaseError, EffectivelyOnceError } from '../../src/errors.js';
+import type { Source, SourceContext } from '../../src/types.js';
+import type {
+  EachBatchPayloadLike,
+  KafkaConsumerLike,
+  KafkaCrashEvent,
+  KafkaGroupJoinEvent,
+  KafkaProducerLike,
+  KafkaTopicPartitions,
+} from './client.js';
+import { OffsetCommitter } from './committer.js';
+import { DeadLetterPublisher } from './dead-letter.js';
+import { Limiter } from './limiter.js';
+import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } from './options.js';
+import { PartitionWorker, sleep } from './partition-worker.js';
+import { PostgresOffsetStore } from './postgres-offsets.js';
+import { toKafkaRecord } from './record.js';
+
+/** kafkajs workers used for `eachBatch` when `partitionConcurrency` is unlimited (each call is short). */
+const DEFAULT_BATCH_CONCURRENCY = 16;
+/** While `eachBatch` waits (stored offsets loading), heartbeat this often. */
+const HEARTBEAT_WHILE_WAITING_MS = 1000;
+
+/** The state of one assigned partition, for monitoring and tests. */
+export interface KafkaPartitionState {
+  topic: string;
+  partition: number;
+  /** Records received and not yet committable. */
+  pending: number;
+  /** Records queued or being delivered. */
+  busy: number;
+  /** Next offset whose commit succeeded, as a decimal string. */
+  committed: string | undefined;
+  /** Whether fetching is paused (backpressure or a retry backing off). */
+  paused: boolean;
+}
+
+/**
+ * A {@link Source} over a Kafka consumer group (see {@link kafkaSource}). It runs the
+ * consumer with `eachBatch`, no auto-commit and no auto-resolve: batches are handed to
+ * one {@link PartitionWorker} per assigned partition and `eachBatch` returns at once,
+ * so a slow or retrying partition never holds the fetch loop (and its heartbeats)
+ * hostage; backpressure pauses the partition instead.
+ *
+ * Rebalances: kafkajs uses the eager protocol, where every member gives up every
+ * partition and restarts from the committed offsets. On each `GROUP_JOIN` all workers
+ * are revoked (their deliveries' signals abort, their acks stop counting, they never
+ * commit again) and new ones are made for the new assignment.
+ */
+export class KafkaSource<T = unknown> implements Source<T> {
+  readonly description: string;
+  private readonly config: KafkaSourceConfig<T>;
+  private readonly consumer: KafkaConsumerLike;
+  private readonly ownsConsumer: boolean;
+  private readonly deadLetters: DeadLetterPublisher;
+  private readonly offsetStore: PostgresOffsetStore | undefined;
+  private readonly slots: Limiter;
+  private readonly workers = new Map<string, PartitionWorker<T>>();
+  private readonly listeners: Array<() => void> = [];
+  private state: 'new' | 'running' | 'draining' | 'closed' = 'new';
+  private ctx: SourceContext<T> | undefined;
+  private committer: OffsetCommitter | undefined;
+  private assignmentAbort = new AbortController();
+  private fatal: EffectivelyOnceError | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(options: KafkaSourceOptions<T>) {
+    const config = resolveKafkaOptions(options);
+    this.config = config;
+    this.description = `kafka:${config.groupId}:${config.topics.join(',')}`;
+    this.ownsConsumer = config.consumer === undefined;
+    this.consumer =
+      config.consumer ??
+      (config.kafka as NonNullable<typeof config.kafka>).consumer({
+        ...config.consumerConfig,
+        groupId: config.groupId,
+      });
+    let producer: KafkaProducerLike | undefined = config.producer;
+    const kafka = config.kafka;
+    this.deadLetters = new DeadLetterPublisher(
+      () => (producer ??= (kafka as NonNullable<typeof kafka>).producer(config.producerConfig)),
+      config.producer === undefined,
+      config.deadLetterTopic,
+    );
+    this.offsetStore =
+      config.offsets === 'postgres' && config.pool !== undefined
+        ? new PostgresOffsetStore(config.pool, config.groupId, {
+            schema: config.offsetsSchema,
+            table: config.offsetsTable,
+          })
+        : undefined;
+    this.slots = new Limiter(config.partitionConcurrency);
+  }
+
+  /** The partitions currently assigned to this member. */
+  partitions(): KafkaPartitionState[] {
+    return [...this.workers.values()].map((w) => ({
+      topic: w.topic,
+      partition: w.partition,
+      pending: w.tracker.pending,
+      busy: w.busy,
+      committed: w.tracker.committed?.toString(),
+      paused: w.isPaused,
+    }));
+  }
+
+  async run(ctx: SourceContext<T>): Promise<void> {
+    if (this.state !== 'new') {
+      throw new EffectivelyOnceError('EO_STATE', `${this.description} can run only once`, {
+        retryable: false,
+      });
+    }
+    this.state = 'running';
+    this.ctx = ctx;
+    this.committer = new OffsetCommitter(
+      this.consumer,
+      this.config.commitIntervalMs,
+      () => this.workers.values(),
+      (error) => ctx.reportError(error),
+      ctx.logger,
+    );
+    const stopped = new Promise<void>((resolve) => {
+      this.wake = resolve;
+      if (ctx.signal.aborted) resolve();
+      else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    this.listen();
+    const { topics, fromBeginning, partitionConcurrency } = this.config;
+    try {
+      await this.consumer.connect();
+      await this.consumer.subscribe({ topics, fromBeginning });
+      await this.consumer.run({
+        eachBatch: (payload) => this.eachBatch(payload),
+        eachBatchAutoResolve: false,
+        autoCommit: false,
+        partitionsConsumedConcurrently: Number.isFinite(partitionConcurrency)
+          ? partitionConcurrency
+          : DEFAULT_BATCH_CONCURRENCY,
+      });
+    } catch (cause) {
+      this.state = 'draining';
+      throw new BrokerError('start consumer', cause, {
+        retryable: false,
+        details: { groupId: this.config.groupId, topics },
+      });
+    }
+    await stopped;
+    await this.drain();
+    if (this.fatal !== undefined) throw this.fatal;
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    const started = this.state !== 'new';
+    this.state = 'closed';
+    if (this.committer !== undefined) {
+      this.committer.close();
+      // Finished work of the current assignment commits while the member is still in the group.
+      if (this.fatal === undefined) await this.committer.flush();
+    }
+    for (const remove of this.listeners.splice(0)) remove();
+    this.revokeAll();
+    let failure: unknown;
+    try {
+      if (this.ownsConsumer) await this.consumer.disconnect();
+      else if (started) await this.consumer.stop();
+    } catch (cause) {
+      failure = cause;
+    }
+    await this.deadLetters.close().catch((err: unknown) => {
+      this.ctx?.logger.warn({ err }, 'effectively-once: closing the dead-letter producer failed');
+    });
+    if (failure !== undefined) {
+      throw new BrokerError('close consumer', failure, {
+        details: { groupId: this.config.groupId },
+      });
+    }
+  }
+
+  private listen(): void {
+    const add = (result: unknown) => {
+      if (typeof result === 'function') this.listeners.push(result as () => void);
+    };
+    add(this.consumer.on('consumer.group_join', (event) => this.onGroupJoin(event)));
+    add(this.consumer.on('consumer.rebalancing', () => void this.committer?.flush()));
+    add(this.consumer.on('consumer.crash', (event) => this.onCrash(event)));
+  }
+
+  /**
+   * Runs synchronously inside kafkajs's join, before the first fetch of the new
+   * generation: the old workers are revoked before any commit can use that generation.
+   */
+  private onGroupJoin(event: KafkaGroupJoinEvent): void {
+    const ctx = this.ctx;
+    if (ctx === undefined || this.state === 'closed') return;
+    this.revokeAll();
+    const assigned: KafkaTopicPartitions[] = Object.entries(event.payload.memberAssignment).map(
+      ([topic, partitions]) => ({
+        topic,
+        partitions: [...partitions],
+      }),
+    );
+    if (this.state !== 'running') {
+      this.pause(assigned);
+      return;
+    }
+    const fresh: Array<PartitionWorker<T>> = [];
+    for (const { topic, partitions } of assigned) {
+      for (const partition of partitions) {
+        const worker = this.createWorker(ctx, topic, partition);
+        this.workers.set(tpKey(topic, partition), worker);
+        fresh.push(worker);
+      }
+    }
+    if (this.offsetStore !== undefined && fresh.length > 0)
+      this.loadStoredOffsets(ctx, this.offsetStore, fresh);
+    ctx.logger.info(
+      { groupId: this.config.groupId, assigned },
+      'effectively-once: kafka partitions assigned',
+    );
+  }
+
+  private onCrash(event: KafkaCrashEvent): void {
+    // kafkajs disconnects on a crash: the member left the group and lost its partitions.
+    this.revokeAll();
+    const { error, restart } = event.payload;
+    const details = { groupId: this.config.groupId, restart };
+    if (restart) {
+      this.ctx?.reportError(
+        new BrokerError('consume (kafkajs restarts the consumer)', error, { details }),
+      );
+      return;
+    }
+    this.fatal = new BrokerError('consume', error, { retryable: false, details });
+    this.wake?.();
+  }
+
+  private revokeAll(): void {
+    this.assignmentAbort.abort();
+    this.assignmentAbort = new AbortController();
+    for (const worker of this.workers.values()) worker.revoke();
+    this.workers.clear();
+  }
+
+  private createWorker(
+    ctx: SourceContext<T>,
+    topic: string,
+    partition: number,
+  ): PartitionWorker<T> {
+    const one = [{ topic, partitions: [partition] }];
+    return new PartitionWorker<T>({
+      topic,
+      partition,
+      ctx,
+      config: this.config,
+      slots: this.slots,
+      flow: { pause: () => this.pause(one), resume: () => this.resume(one) },
+      deadLetters: this.deadLetters,
+      offsetStore: this.offsetStore,
+      onProgress: () => this.committer?.schedule(),
+    });
+  }
+
+  private loadStoredOffsets(
+    ctx: SourceContext<T>,
+    store: PostgresOffsetStore,
+    workers: Array<PartitionWorker<T>>,
+  ): void {
+    const signal = this.assignmentAbort.signal;
+    const topics = [...new Set(workers.map((w) => w.topic))];
+    const loaded = (async () => {
+      for (let attempt = 1; !signal.aborted; attempt++) {
+        try {
+          const stored = await store.load(topics);
+          for (const w of workers) w.storedOffset = stored.get(tpKey(w.topic, w.partition));
+          ctx.logger.debug(
+            { groupId: this.config.groupId, stored: Object.fromEntries(stored) },
+            'effectively-once: stored kafka offsets loaded',
+          );
+          return;
+        } catch (cause) {
+          ctx.reportError(
+            new DatabaseError('load stored kafka offsets', cause, {
+              groupId: this.config.groupId,
+              topics,
+              attempt,
+            }),
+          );
+          await sleep(Math.min(1000 * attempt, 10_000), signal);
+        }
+      }
+    })();
+    for (const w of workers) w.ready = loaded;
+  }
+
+  private async eachBatch(payload: EachBatchPayloadLike): Promise<void> {
+    const { batch } = payload;
+    const worker = this.workers.get(tpKey(batch.topic, batch.partition));
+    if (worker === undefined || !worker.accepting || batch.messages.length === 0) return;
+    let stored: bigint | undefined;
+    if (this.offsetStore !== undefined) {
+      await whileHeartbeating(worker.ready, payload);
+      if (!worker.accepting) return;
+      stored = worker.storedOffset;
+      const last = batch.messages[batch.messages.length - 1];
+      if (stored !== undefined && last !== undefined && BigInt(last.offset) + 1n < stored) {
+        // Everything fetched is a known duplicate: jump to the stored offset instead of reading through.
+        this.consumer.seek({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: stored.toString(),
+        });
+        return;
+      }
+    }
+    let resolved: string | undefined;
+    for (const message of batch.messages) {
+      if (!payload.isRunning() || payload.isStale() || !worker.accepting) break;
+      // Below the stored offset (offsets: 'postgres'): already applied, skipped without a lookup.
+      if (stored === undefined || BigInt(message.offset) >= stored)
+        worker.enqueue(toKafkaRecord(batch, message));
+      resolved = message.offset;
+    }
+    // Synchronously after the accepting check: a revoked worker never moves the new generation's position.
+    if (resolved !== undefined && worker.accepting) payload.resolveOffset(resolved);
+  }
+
+  private async drain(): Promise<void> {
+    if (this.state === 'running') this.state = 'draining';
+    const workers = [...this.workers.values()];
+    this.pause(workers.map((w) => ({ topic: w.topic, partitions: [w.partition] })));
+    await Promise.all(workers.map((w) => w.stop()));
+  }
+
+  private pause(topics: KafkaTopicPartitions[]): void {
+    if (topics.length === 0) return;
+    try {
+      this.consumer.pause(topics);
+    } catch (err) {
+      this.ctx?.logger.warn({ err, topics }, 'effectively-once: kafka pause failed');
+    }
+  }
+
+  private resume(topics: KafkaTopicPartitions[]): void {
+    try {
+      this.consumer.resume(topics);
+    } catch (err) {
+      this.ctx?.logger.warn({ err, topics }, 'effectively-once: kafka resume failed');
+    }
+  }
+}
+
+/**
+ * A Kafka consumer-group source with an exactly-once effect in the consumer's database:
+ * per-partition order, offsets committed only up to the contiguous finished records,
+ * retries in place, dead-letter topic, and optional offsets stored with the effect.
+ */
+export function kafkaSource<T = unknown>(options: KafkaSourceOptions<T>): KafkaSource<T> {
+  return new KafkaSource<T>(options);
+}
+
+function tpKey(topic: string, partition: number): string {
+  return `${topic}/${partition}`;
+}
+
+/** Waits for `work` (which never rejects), heartbeating meanwhile; a rebalance error propagates to kafkajs. */
+async function whileHeartbeating(
+  work: Promise<void>,
+  payload: EachBatchPayloadLike,
+): Promise<void> {
+  let done = false;
+  void work.then(() => (done = true));
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const tick = new Promise<void>(
+      (resolve) => (timer = setTimeout(resolve, HEARTBEAT_WHILE_WAITING_MS)),
+    );
+    await Promise.race([work, tick]);
+    clearTimeout(timer);
+    if (done) return;
+    await payload.heartbeat();
+  }
+}
