@@ -14,7 +14,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import pg from 'pg';
 import { databaseUrl, kafkaBrokers, sqsEndpoint } from '../helpers/env.js';
 import { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from '../helpers/services/index.js';
@@ -124,7 +124,7 @@ describe('Kafka', () => {
       });
       const topic = `smoke-${randomUUID()}`;
       const admin = kafka.admin();
-      const producer = kafka.producer();
+      const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
       const consumer = kafka.consumer({ groupId: `smoke-${randomUUID()}` });
       try {
         await admin.connect();
