@@ -9,3 +9,10 @@ export type { SqsDelivery } from './delivery.js';
 export { DEAD_LETTER_ERROR_ATTRIBUTE } from './dead-letter.js';
 export { defaultKey } from './keys.js';
 export { sqsMessage, isSqsDelivery } from './message.js';
+export { withDedup, withDedupBatch } from './with-dedup.js';
+export type {
+  WithDedupOptions,
+  DedupWorker,
+  DedupMessageHandler,
+  DedupBatchHandler,
+} from './with-dedup.js';
