@@ -14,6 +14,14 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
+/** A command line for error messages: a 10 kB classpath would bury the actual error. */
+export function describeCommand(cmd: string, args: readonly string[]): string {
+  return [
+    cmd,
+    ...args.map((a) => (a.length > 120 ? `${a.slice(0, 60)}...(${a.length} chars)` : a)),
+  ].join(' ');
+}
+
 /** Runs a command to completion; the error carries its output, which is where tools explain themselves. */
 export function run(cmd: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -30,11 +38,10 @@ export function run(cmd: string, args: readonly string[], opts: RunOptions = {})
       (error, stdout, stderr) => {
         if (error) {
           const output = `${stdout}\n${stderr}`.trim().split('\n').slice(-30).join('\n');
-          reject(
-            new Error(`${cmd} ${args.join(' ')} failed: ${error.message}\n${output}`, {
-              cause: error,
-            }),
-          );
+          const how = error.killed
+            ? 'timed out'
+            : `exit code ${String(error.code ?? error.signal)}`;
+          reject(new Error(`${describeCommand(cmd, args)} failed (${how})\n${output}`));
         } else {
           resolve(stdout);
         }
@@ -64,7 +71,10 @@ export function spawnDetached(
       stdio: ['ignore', fd, fd],
       ...(opts.runAs ?? {}),
     });
-    if (child.pid === undefined) throw new Error(`could not spawn ${cmd}`);
+    // A failed spawn (ENOENT) also emits 'error', which would crash jest unhandled.
+    child.on('error', () => {});
+    if (child.pid === undefined)
+      throw new Error(`could not spawn ${cmd} (not found or not executable?)`);
     child.unref();
     return child.pid;
   } finally {
