@@ -92,7 +92,13 @@ describe('OffsetTracker', () => {
   it('knows which offsets are pending', () => {
     const t = tracker([1, 3, 5]);
     t.finish(3n);
-    expect([1n, 2n, 3n, 5n, 6n].map((o) => t.isPending(o))).toEqual([true, false, false, true, false]);
+    expect([1n, 2n, 3n, 5n, 6n].map((o) => t.isPending(o))).toEqual([
+      true,
+      false,
+      false,
+      true,
+      false,
+    ]);
   });
 
   describe('storableAfter (offsets stored with the effect)', () => {
@@ -156,7 +162,8 @@ describe('OffsetTracker', () => {
       for (const offset of order) {
         // Before finishing `offset`, what it may store must be safe: every received record below is finished.
         const storable = t.storableAfter(offset) as bigint;
-        for (const r of received) if (r < storable && r !== offset) expect(finished.has(r)).toBe(true);
+        for (const r of received)
+          if (r < storable && r !== offset) expect(finished.has(r)).toBe(true);
         t.finish(offset);
         finished.add(offset);
         let expected: bigint | undefined;
@@ -165,7 +172,9 @@ describe('OffsetTracker', () => {
           expected = r + 1n;
         }
         expect(t.commitPoint).toBe(expected);
-        expect(t.pending).toBe(received.filter((r) => expected === undefined || r >= expected).length);
+        expect(t.pending).toBe(
+          received.filter((r) => expected === undefined || r >= expected).length,
+        );
       }
     }
   });
