@@ -1,0 +1,119 @@
+import type { Pool } from 'pg';
+import type { Plan } from './producer.js';
+
+/** Everything the final table shows, gathered by main.ts. */
+export interface RunFigures {
+  title: string;
+  plan: Plan;
+  messagesSent: number;
+  resends: number;
+  deliveries: number;
+  duplicates: number;
+  retries: number;
+  slowCharges: number;
+  crash: string;
+  leftInQueue: number;
+  leftInDeadLetterQueue: number;
+  seconds: number;
+}
+
+/** What the ledger says. */
+export interface Ledger {
+  applied: number;
+  distinct: number;
+  chargedTwice: number;
+  totalCents: number;
+  accountsOff: number;
+}
+
+/** Reads the payment tables: the ground truth, independent of any counter. */
+export async function readLedger(pool: Pool, plan: Plan): Promise<Ledger> {
+  const { rows } = await pool.query<{ applied: string; distinct: string; total: string | null }>(
+    'SELECT count(*) AS applied, count(DISTINCT charge_id) AS distinct, sum(amount_cents) AS total FROM charges',
+  );
+  const twice = await pool.query<{ n: string }>(
+    'SELECT count(*) AS n FROM (SELECT charge_id FROM charges GROUP BY charge_id HAVING count(*) > 1) d',
+  );
+  const balances = await pool.query<{ id: string; balance: string }>(
+    'SELECT id, balance_cents AS balance FROM accounts',
+  );
+  const accountsOff = balances.rows.filter(
+    (r) => -Number(r.balance) !== (plan.expectedByAccount.get(r.id) ?? 0),
+  ).length;
+  const row = rows[0];
+  return {
+    applied: Number(row?.applied ?? 0),
+    distinct: Number(row?.distinct ?? 0),
+    chargedTwice: Number(twice.rows[0]?.n ?? 0),
+    totalCents: Number(row?.total ?? 0),
+    accountsOff,
+  };
+}
+
+const euros = (cents: number) =>
+  `€${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+
+/** Prints the table to stdout; returns whether every check passed. */
+export function printReport(
+  f: RunFigures,
+  ledger: Ledger,
+  out: NodeJS.WriteStream = process.stdout,
+): boolean {
+  const n = f.plan.charges.length;
+  const checks = {
+    applied: ledger.applied === n && ledger.distinct === n,
+    twice: ledger.chargedTwice === 0,
+    total: ledger.totalCents === f.plan.expectedTotalCents,
+    accounts: ledger.accountsOff === 0,
+    drained: f.leftInQueue === 0 && f.leftInDeadLetterQueue === 0,
+  };
+  const mark = (ok: boolean) => (ok ? 'ok' : 'FAIL');
+  const rows: Array<[string, string, string]> = [
+    ['logical charges (N)', String(n), ''],
+    [
+      'messages sent (with producer resends)',
+      String(f.messagesSent),
+      `${f.resends} resends, same Idempotency-Key`,
+    ],
+    ['deliveries received by workers', String(f.deliveries), ''],
+    ['duplicates skipped', String(f.duplicates), ''],
+    ['retried later (claim busy, rolled back)', String(f.retries), ''],
+    ['charges applied', String(ledger.applied), `${mark(checks.applied)}: expected ${n}`],
+    ['charged more than once', String(ledger.chargedTwice), `${mark(checks.twice)}: expected 0`],
+    [
+      'total amount charged',
+      euros(ledger.totalCents),
+      `${mark(checks.total)}: expected ${euros(f.plan.expectedTotalCents)}`,
+    ],
+    [
+      'account balances',
+      ledger.accountsOff === 0 ? 'all match' : `${ledger.accountsOff} off`,
+      mark(checks.accounts),
+    ],
+    [
+      'left in queue / dead-letter queue',
+      `${f.leftInQueue} / ${f.leftInDeadLetterQueue}`,
+      mark(checks.drained),
+    ],
+  ];
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length));
+  const w2 = Math.max(...rows.map((r) => r[2].length));
+  const rule = `+${'-'.repeat(w0 + 2)}+${'-'.repeat(w1 + 2)}+${'-'.repeat(w2 + 2)}+`;
+  const pass = Object.values(checks).every(Boolean);
+  const lines = [
+    '',
+    f.title,
+    rule,
+    ...rows.map(([a, b, c]) => `| ${a.padEnd(w0)} | ${b.padStart(w1)} | ${c.padEnd(w2)} |`),
+    rule,
+    `faults injected: ${f.resends} producer resends, ${f.slowCharges} slow handlers outliving the visibility timeout,`,
+    `                 ${f.crash}`,
+    pass
+      ? `PASS: ${n} charges applied exactly once in ${f.seconds.toFixed(1)} s, although ${f.deliveries} deliveries arrived.`
+      : `FAIL: the ledger does not match the ${n} logical charges (see the rows marked FAIL).`,
+    '',
+  ];
+  out.write(lines.join('\n'));
+  return pass;
+}
