@@ -48,12 +48,12 @@ export interface DedupWorker {
    * it) once its effect committed or it proved a duplicate; throws when it must stay
    * on the queue (the handler failed, the claim was busy, the consumer is stopping).
    */
-  handleMessage(message: Message): Promise<Message | undefined>;
+  readonly handleMessage: (message: Message) => Promise<Message | undefined>;
   /**
    * For sqs-consumer's `handleMessageBatch`: runs every message and resolves with the
    * ones to delete. It never throws, since sqs-consumer would then keep the whole batch.
    */
-  handleMessageBatch(messages: Message[]): Promise<Message[]>;
+  readonly handleMessageBatch: (messages: Message[]) => Promise<Message[]>;
   /** The consumer behind the handlers: events (`processed`, `duplicate`, `error`...) and `stats()`. */
   readonly consumer: Consumer;
   /** Migrates the dedup table and starts the consumer. Called by the first message if you do not. */
