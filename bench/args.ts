@@ -1,0 +1,86 @@
+import { parseArgs } from 'node:util';
+import { SCENARIO_IDS, type ScenarioId } from './scenarios.js';
+
+export type BrokerName = 'sqs' | 'kafka';
+
+/** Everything a bench run is configured with; see `bench/README.md`. */
+export interface BenchOptions {
+  broker: BrokerName;
+  /** Messages pre-filled and drained per scenario run. */
+  messages: number;
+  /** Pool size, and what each scenario runs at once (see README for each scenario's meaning). */
+  concurrency: number;
+  /** How many times the interleaved sequence of scenarios is repeated; the median is reported. */
+  rounds: number;
+  /** Scenarios to run, in this order within a round. */
+  scenarios: ScenarioId[];
+  /** Batch mode's `batch.maxSize` (scenario c). */
+  batchSize: number;
+  /** Inbox rows one worker transaction takes (scenario f). */
+  inboxBatch: number;
+  /** Kafka partitions of each scenario's topic. */
+  partitions: number;
+  /** Extra run: rows pre-loaded in `processed_messages` for the dedup-growth comparison; 0 skips it. */
+  dedupRows: number;
+  /** Directory for `latest-<broker>.{md,json}`. */
+  out: string;
+}
+
+const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--rounds 3]
+                         [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
+                         [--partitions <concurrency>] [--dedup-rows 0] [--out bench/results]`;
+
+export function parseBenchArgs(argv: readonly string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      broker: { type: 'string' },
+      messages: { type: 'string', default: '5000' },
+      concurrency: { type: 'string', default: '8' },
+      rounds: { type: 'string', default: '3' },
+      scenarios: { type: 'string', default: SCENARIO_IDS.join(',') },
+      'batch-size': { type: 'string', default: '100' },
+      'inbox-batch': { type: 'string', default: '10' },
+      partitions: { type: 'string' },
+      'dedup-rows': { type: 'string', default: '0' },
+      out: { type: 'string', default: 'bench/results' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const broker = values.broker;
+  if (broker !== 'sqs' && broker !== 'kafka') fail(`--broker must be sqs or kafka\n${USAGE}`);
+  const concurrency = int('concurrency', values.concurrency, 1, 200);
+  const scenarios = values.scenarios.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of scenarios) {
+    if (!(SCENARIO_IDS as readonly string[]).includes(s)) fail(`--scenarios: unknown scenario "${s}" (known: ${SCENARIO_IDS.join(',')})`);
+  }
+  if (scenarios.length === 0) fail('--scenarios: give at least one');
+  return {
+    broker,
+    messages: int('messages', values.messages, 1, 10_000_000),
+    concurrency,
+    rounds: int('rounds', values.rounds, 1, 50),
+    scenarios: scenarios as ScenarioId[],
+    batchSize: int('batch-size', values['batch-size'], 1, 10_000),
+    inboxBatch: int('inbox-batch', values['inbox-batch'], 1, 10_000),
+    partitions: int('partitions', values.partitions ?? String(concurrency), 1, 1000),
+    dedupRows: int('dedup-rows', values['dedup-rows'], 0, 100_000_000),
+    out: values.out,
+  };
+}
+
+function int(name: string, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) fail(`--${name} must be an integer from ${min} to ${max}`);
+  return value;
+}
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}

@@ -1,0 +1,13 @@
+import type pg from 'pg';
+import type { Drain } from './drain.js';
+
+/** What every scenario runner gets. */
+export interface RunContext {
+  /** Pool of `concurrency` connections, search_path = the bench schema. */
+  pool: pg.Pool;
+  messages: number;
+  concurrency: number;
+  batchSize: number;
+  inboxBatch: number;
+  drain: Drain;
+}

@@ -1,0 +1,31 @@
+import type { BenchMessage } from './message.js';
+
+/** Anything with pg's `query`: a Pool (autocommit) or a PoolClient inside a transaction. */
+export interface Queryable {
+  query(text: string, values?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * The effect every scenario applies: one row in `charges`. `created_at` is
+ * `clock_timestamp()` (not `now()`, which is the transaction's start), so
+ * `created_at - sent_at` is send → effect written, a round trip short of the commit.
+ */
+const INSERT_ONE =
+  'INSERT INTO charges (message_id, amount_cents, sent_at) VALUES ($1, $2, to_timestamp($3::float8 / 1000))';
+
+const INSERT_MANY = `INSERT INTO charges (message_id, amount_cents, sent_at)
+  SELECT id, amount, to_timestamp(sent / 1000) FROM unnest($1::bigint[], $2::int[], $3::float8[]) AS u(id, amount, sent)`;
+
+export async function insertCharge(db: Queryable, message: BenchMessage): Promise<void> {
+  await db.query(INSERT_ONE, [message.id, message.amountCents, message.sentAt]);
+}
+
+/** The batch form of the same effect: one statement for many messages. */
+export async function insertCharges(db: Queryable, messages: readonly BenchMessage[]): Promise<void> {
+  if (messages.length === 0) return;
+  await db.query(INSERT_MANY, [
+    messages.map((m) => m.id),
+    messages.map((m) => m.amountCents),
+    messages.map((m) => m.sentAt),
+  ]);
+}

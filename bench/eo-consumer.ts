@@ -1,0 +1,52 @@
+import { createConsumer, type ConsumerOptions, type Source } from 'effectively-once';
+import type { RunContext } from './context.js';
+import { BENCH_SCHEMA, CONSUMER_NAME } from './db.js';
+import { insertCharge, insertCharges } from './effect.js';
+import type { BenchMessage } from './message.js';
+import { observedSource } from './observed-source.js';
+
+/** How long a drain may make no progress before the run is declared stuck. */
+export const STALL_MS = 60_000;
+
+/**
+ * Scenarios b and c: `createConsumer` over the broker's source, the effect through
+ * `ctx.tx`. `per-message`: one transaction per message (b); `batch`: batch mode with
+ * `batchHandler` and one unnest INSERT per batch (c). Resolves once drained and stopped.
+ */
+export async function runEffectivelyOnce(
+  ctx: RunContext,
+  source: Source<BenchMessage>,
+  mode: 'per-message' | 'batch',
+): Promise<void> {
+  const observed = observedSource(source, {
+    onDeliver: () => ctx.drain.start(),
+    onSettled: (delivery, outcome) => {
+      if (outcome === 'processed' || outcome === 'duplicate') ctx.drain.done(delivery.body.id);
+      else if (!ctx.drain.signal.aborted) ctx.drain.fail(new Error(`bench: delivery ${delivery.key} settled as ${outcome}`));
+    },
+  });
+  const common: Omit<ConsumerOptions<BenchMessage>, 'handler' | 'batchHandler'> = {
+    name: CONSUMER_NAME,
+    source: observed,
+    pool: ctx.pool,
+    schema: BENCH_SCHEMA,
+    concurrency: ctx.concurrency,
+    migrate: false,
+  };
+  const consumer =
+    mode === 'per-message'
+      ? createConsumer<BenchMessage>({ ...common, handler: (message, { tx }) => insertCharge(tx, message) })
+      : createConsumer<BenchMessage>({
+          ...common,
+          batch: { maxSize: ctx.batchSize },
+          batchHandler: (items, { tx }) => insertCharges(tx, items.map((item) => item.message)),
+        });
+  consumer.on('error', (error) => ctx.drain.fail(error));
+  consumer.on('failed', ({ error }) => ctx.drain.fail(error));
+  await consumer.start();
+  try {
+    await ctx.drain.wait(STALL_MS);
+  } finally {
+    await consumer.stop({ timeoutMs: 10_000 });
+  }
+}

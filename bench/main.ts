@@ -1,0 +1,132 @@
+/**
+ * `tsx bench/main.ts --broker sqs|kafka --messages N [--concurrency C] [--rounds R] [--out dir]`
+ *
+ * Starts what it needs (Postgres and the broker, natively, unless DATABASE_URL and
+ * SQS_ENDPOINT / KAFKA_BROKERS are set), then runs every scenario R times, interleaved
+ * (a,b,c,d,e,f, a,b,c,...), each in a fresh process against a fresh queue/topic and
+ * empty tables, and writes `<out>/latest-<broker>.{json,md}`. See bench/README.md.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { parseBenchArgs, type BenchOptions } from './args.js';
+import { createPool, createSchema } from './db.js';
+import type { RunResult, ScenarioTask } from './protocol.js';
+import { renderMarkdown, type Environment, type Report } from './report.js';
+import type { ScenarioId } from './scenarios.js';
+import { ensureServices, type Endpoints } from './services.js';
+import { killChildren, runInChild } from './spawn.js';
+import { summarize, type RunFailure } from './summary.js';
+import { evaluateTargets } from './targets.js';
+
+async function postgresVersion(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ v: string }>(`SELECT current_setting('server_version') AS v`);
+    return `Postgres ${rows[0]?.v ?? '?'}`;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The runs of one bench, in order: rounds of the scenario list, plus dedup-growth runs per round. */
+function plan(options: BenchOptions): Array<{ scenario: ScenarioId; round: number; dedupPreload: number }> {
+  const runs = [];
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const scenario of options.scenarios) runs.push({ scenario, round, dedupPreload: 0 });
+    if (options.dedupRows > 0) {
+      for (const scenario of (['b', 'c'] as const).filter((s) => options.scenarios.includes(s))) {
+        runs.push({ scenario, round, dedupPreload: options.dedupRows });
+      }
+    }
+  }
+  return runs;
+}
+
+async function runAll(options: BenchOptions, endpoints: Endpoints): Promise<{ runs: RunResult[]; failures: RunFailure[] }> {
+  const runs: RunResult[] = [];
+  const failures: RunFailure[] = [];
+  const all = plan(options);
+  for (const [i, step] of all.entries()) {
+    const task: ScenarioTask = {
+      broker: options.broker,
+      ...step,
+      messages: options.messages,
+      concurrency: options.concurrency,
+      batchSize: options.batchSize,
+      inboxBatch: options.inboxBatch,
+      partitions: options.partitions,
+      endpoints,
+    };
+    const what = `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})${step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : ''}`;
+    try {
+      const result = await runInChild(task, 300_000 + options.messages * 20 + step.dedupPreload / 10);
+      runs.push(result);
+      console.log(
+        `${what}: ${Math.round(result.throughput)} msg/s, p50 ${Math.round(result.p50Ms ?? NaN)} ms, ` +
+          `p99 ${Math.round(result.p99Ms ?? NaN)} ms, peak RSS ${result.peakRssMb} MB` +
+          (result.problems.length ? `  PROBLEMS: ${result.problems.join('; ')}` : ''),
+      );
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      failures.push({ ...step, error: message });
+      console.error(`${what}: FAILED ${message}`);
+    }
+  }
+  return { runs, failures };
+}
+
+async function main(): Promise<void> {
+  const options = parseBenchArgs(process.argv.slice(2));
+  const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`;
+  const loadAverageStart = os.loadavg();
+  const services = await ensureServices(options.broker);
+  const stopOnSignal = (): void => {
+    killChildren();
+    void services.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  try {
+    const { databaseUrl } = services.endpoints;
+    const setupPool = createPool(databaseUrl, 1);
+    await createSchema(setupPool).finally(() => setupPool.end());
+    const { runs, failures } = await runAll(options, services.endpoints);
+    const summary = summarize(runs, failures);
+    const environment: Environment = {
+      command,
+      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+      cpus: `${os.cpus().length}× ${os.cpus()[0]?.model.trim() ?? 'cpu'}`,
+      node: process.versions.node,
+      postgres: await postgresVersion(databaseUrl),
+      broker: options.broker === 'sqs' ? 'ElasticMQ, native JVM' : 'Apache Kafka (KRaft, 1 broker), native JVM',
+      loadAverageStart,
+      loadAverageEnd: os.loadavg(),
+      servicesStartedByBench: services.started,
+    };
+    const main = summary.filter((s) => s.dedupPreload === 0);
+    const report: Report = {
+      options,
+      environment,
+      summary,
+      targets: evaluateTargets(options.broker, (id) => main.find((s) => s.scenario === id)?.throughput ?? null),
+      runs,
+      failures,
+    };
+    const markdown = renderMarkdown(report);
+    fs.mkdirSync(options.out, { recursive: true });
+    fs.writeFileSync(path.join(options.out, `latest-${options.broker}.json`), JSON.stringify(report, null, 2) + '\n');
+    fs.writeFileSync(path.join(options.out, `latest-${options.broker}.md`), markdown);
+    console.log(`\n${markdown}\nwritten to ${path.join(options.out, `latest-${options.broker}.{md,json}`)}`);
+    if (failures.length > 0 || summary.some((s) => s.problems.length > 0)) process.exitCode = 1;
+  } finally {
+    await services.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,43 @@
+import type { BrokerName } from './args.js';
+import type { EffectSummary } from './db.js';
+import type { ScenarioId } from './scenarios.js';
+
+/** What the parent asks one child process to measure. */
+export interface ScenarioTask {
+  broker: BrokerName;
+  scenario: ScenarioId;
+  round: number;
+  messages: number;
+  concurrency: number;
+  batchSize: number;
+  inboxBatch: number;
+  partitions: number;
+  /** Rows put in `processed_messages` (another consumer's keys) before the run. */
+  dedupPreload: number;
+  endpoints: { databaseUrl: string; sqsEndpoint?: string | undefined; kafkaBrokers?: string | undefined };
+}
+
+/** One scenario run's figures and checks. */
+export interface RunResult {
+  scenario: ScenarioId;
+  round: number;
+  dedupPreload: number;
+  messages: number;
+  /** First message seen by the scenario's code → last one done (committed and acked). */
+  drainMs: number;
+  throughput: number;
+  /** End to end, send → effect committed (d: send → delete confirmed), ms. */
+  p50Ms: number | null;
+  p99Ms: number | null;
+  peakRssMb: number;
+  startRssMb: number;
+  /** Ids done more than once (at-least-once redeliveries). */
+  repeats: number;
+  effects: EffectSummary;
+  /** Messages left on the broker after the drain; 0 expected. */
+  remaining: number | null;
+  /** Failed checks; empty when the run is sound. */
+  problems: string[];
+}
+
+export type ChildReply = { ok: true; result: RunResult } | { ok: false; error: string };

@@ -1,0 +1,117 @@
+import type pg from 'pg';
+import type { BrokerDriver } from './broker.js';
+import type { RunContext } from './context.js';
+import { prepareInMemory, runDbCeiling } from './db-ceiling.js';
+import { createPool, preloadDedupRows, resetTables, summarizeEffects, type EffectSummary } from './db.js';
+import { Drain } from './drain.js';
+import { collectGarbage, mb, RssSampler } from './memory.js';
+import { percentile } from './stats.js';
+import type { RunResult, ScenarioTask } from './protocol.js';
+import { SCENARIOS } from './scenarios.js';
+
+async function driverFor(task: ScenarioTask): Promise<BrokerDriver> {
+  if (task.broker === 'sqs') {
+    const { sqsDriver } = await import('./sqs/driver.js');
+    return sqsDriver(need(task.endpoints.sqsEndpoint, 'SQS endpoint'));
+  }
+  const { kafkaDriver } = await import('./kafka/driver.js');
+  return kafkaDriver(need(task.endpoints.kafkaBrokers, 'Kafka brokers'), task.partitions);
+}
+
+/** Opens every connection of the pool up front: connection setup is not part of any scenario's cost. */
+async function warmPool(pool: pg.Pool, size: number): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: size }, () => pool.connect()));
+  for (const client of clients) client.release();
+}
+
+/**
+ * One scenario run, in a process of its own (so peak RSS is the scenario's):
+ * reset the tables, pre-fill the broker, drain it, then check the effect.
+ */
+export async function runScenario(task: ScenarioTask): Promise<RunResult> {
+  const info = SCENARIOS[task.scenario];
+  const admin = createPool(task.endpoints.databaseUrl, 1);
+  const pool = createPool(task.endpoints.databaseUrl, task.concurrency);
+  let driver: BrokerDriver | undefined;
+  try {
+    await resetTables(admin);
+    if (task.dedupPreload > 0) await preloadDedupRows(admin, task.dedupPreload);
+    let inMemory: ReturnType<typeof prepareInMemory> | undefined;
+    if (info.usesBroker) {
+      driver = await driverFor(task);
+      await driver.prepare(`${task.scenario}${task.round}`, task.messages);
+    } else {
+      inMemory = prepareInMemory(task.messages);
+    }
+    await warmPool(pool, task.concurrency);
+    collectGarbage();
+
+    const drain = new Drain(task.messages);
+    const ctx: RunContext = {
+      pool,
+      messages: task.messages,
+      concurrency: task.concurrency,
+      batchSize: task.batchSize,
+      inboxBatch: task.inboxBatch,
+      drain,
+    };
+    const rss = new RssSampler();
+    rss.start();
+    let peak: number;
+    try {
+      if (driver !== undefined) await driver.run(task.scenario as Exclude<typeof task.scenario, 'e'>, ctx);
+      else await runDbCeiling(ctx, inMemory ?? []);
+    } finally {
+      peak = rss.stop();
+    }
+
+    const effects = await summarizeEffects(admin);
+    const remaining = driver === undefined ? null : await driver.remaining();
+    const drainMs = drain.elapsedMs;
+    const noDb = info.expect === 'no-effect';
+    return {
+      scenario: task.scenario,
+      round: task.round,
+      dedupPreload: task.dedupPreload,
+      messages: task.messages,
+      drainMs,
+      throughput: (task.messages / drainMs) * 1000,
+      p50Ms: noDb ? percentile(drain.latencies, 0.5) : effects.p50Ms,
+      p99Ms: noDb ? percentile(drain.latencies, 0.99) : effects.p99Ms,
+      peakRssMb: mb(peak),
+      startRssMb: mb(rss.startRss),
+      repeats: drain.repeats,
+      effects,
+      remaining,
+      problems: check(task, effects, remaining),
+    };
+  } finally {
+    await driver?.close();
+    await pool.end();
+    await admin.end();
+  }
+}
+
+/** The effect count each kind of scenario must leave; anything else is a bug the bench reports. */
+function check(task: ScenarioTask, effects: EffectSummary, remaining: number | null): string[] {
+  const n = task.messages;
+  const problems: string[] = [];
+  const expect = SCENARIOS[task.scenario].expect;
+  if (expect === 'exactly-once' && (effects.rows !== n || effects.distinct !== n)) {
+    problems.push(`effect rows ${effects.rows} (distinct ${effects.distinct}), expected exactly ${n}`);
+  }
+  if (expect === 'at-least-once' && effects.distinct !== n) {
+    problems.push(`effect covers ${effects.distinct} distinct messages, expected ${n}`);
+  }
+  if (expect === 'no-effect' && effects.rows !== 0) problems.push(`effect rows ${effects.rows}, expected none`);
+  if ((task.scenario === 'b' || task.scenario === 'c' || task.scenario === 'e') && effects.dedupRows !== n) {
+    problems.push(`processed_messages has ${effects.dedupRows} claims, expected ${n}`);
+  }
+  if (remaining !== null && remaining !== 0) problems.push(`${remaining} messages left on the broker`);
+  return problems;
+}
+
+function need(value: string | undefined, what: string): string {
+  if (value === undefined || value === '') throw new Error(`bench: no ${what} given to the scenario process`);
+  return value;
+}

@@ -1,0 +1,45 @@
+import type { BrokerName } from './args.js';
+
+export interface Endpoints {
+  databaseUrl: string;
+  sqsEndpoint?: string | undefined;
+  kafkaBrokers?: string | undefined;
+}
+
+export interface RunningServices {
+  endpoints: Endpoints;
+  /** Which services the bench started itself (and stops in `stop`). */
+  started: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Uses DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set; starts what is missing
+ * natively (no Docker) with the integration tests' service helpers, and stops it in `stop`.
+ */
+export async function ensureServices(broker: BrokerName): Promise<RunningServices> {
+  const brokerEnv = broker === 'sqs' ? 'SQS_ENDPOINT' : 'KAFKA_BROKERS';
+  const missing = [
+    ...(process.env['DATABASE_URL'] ? [] : ['postgres']),
+    ...(process.env[brokerEnv] ? [] : [broker]),
+  ];
+  let stop = async (): Promise<void> => {};
+  if (missing.length > 0) {
+    console.log(`[bench] starting ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`);
+    process.env['EO_SERVICES'] = missing.join(',');
+    const services = await import('../test/helpers/services/index.js');
+    await services.startServices();
+    stop = () => services.stopServices();
+  }
+  const databaseUrl = process.env['DATABASE_URL'];
+  if (!databaseUrl) throw new Error('bench: DATABASE_URL is still unset after starting Postgres');
+  return {
+    endpoints: {
+      databaseUrl,
+      sqsEndpoint: broker === 'sqs' ? process.env['SQS_ENDPOINT'] : undefined,
+      kafkaBrokers: broker === 'kafka' ? process.env['KAFKA_BROKERS'] : undefined,
+    },
+    started: missing,
+    stop,
+  };
+}

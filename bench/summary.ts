@@ -1,0 +1,57 @@
+import type { RunResult } from './protocol.js';
+import { SCENARIOS, type ScenarioId } from './scenarios.js';
+import { median } from './stats.js';
+
+/** Medians over the rounds of one scenario (at one dedup-table size). */
+export interface ScenarioSummary {
+  scenario: ScenarioId;
+  label: string;
+  dedupPreload: number;
+  runs: number;
+  throughput: number | null;
+  throughputMin: number | null;
+  throughputMax: number | null;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  /** Highest peak RSS of any round. */
+  peakRssMb: number | null;
+  /** Checks that failed in any round, and rounds that crashed. */
+  problems: string[];
+}
+
+export interface RunFailure {
+  scenario: ScenarioId;
+  round: number;
+  dedupPreload: number;
+  error: string;
+}
+
+export function summarize(results: readonly RunResult[], failures: readonly RunFailure[]): ScenarioSummary[] {
+  const groups = new Map<string, { scenario: ScenarioId; dedupPreload: number }>();
+  for (const r of [...results, ...failures]) groups.set(`${r.dedupPreload}:${r.scenario}`, r);
+  return [...groups.values()]
+    .sort((x, y) => x.dedupPreload - y.dedupPreload || x.scenario.localeCompare(y.scenario))
+    .map(({ scenario, dedupPreload }) => {
+      const runs = results.filter((r) => r.scenario === scenario && r.dedupPreload === dedupPreload);
+      const crashed = failures.filter((f) => f.scenario === scenario && f.dedupPreload === dedupPreload);
+      const tput = runs.map((r) => r.throughput);
+      return {
+        scenario,
+        label: SCENARIOS[scenario].label,
+        dedupPreload,
+        runs: runs.length,
+        throughput: median(tput),
+        throughputMin: tput.length ? Math.min(...tput) : null,
+        throughputMax: tput.length ? Math.max(...tput) : null,
+        p50Ms: median(runs.flatMap((r) => (r.p50Ms === null ? [] : [r.p50Ms]))),
+        p99Ms: median(runs.flatMap((r) => (r.p99Ms === null ? [] : [r.p99Ms]))),
+        peakRssMb: runs.length ? Math.max(...runs.map((r) => r.peakRssMb)) : null,
+        problems: [
+          ...new Set([
+            ...runs.flatMap((r) => r.problems.map((p) => `round ${r.round}: ${p}`)),
+            ...crashed.map((f) => `round ${f.round} failed: ${f.error.split('\n')[0]}`),
+          ]),
+        ],
+      };
+    });
+}
