@@ -10,4 +10,6 @@ export interface RunContext {
   batchSize: number;
   inboxBatch: number;
   drain: Drain;
+  /** Diagnostics a scenario wants in the report (averages in ms, counts), e.g. where a delivery's time goes. */
+  notes: Record<string, number>;
 }

@@ -18,9 +18,21 @@ export async function runEffectivelyOnce(
   source: Source<BenchMessage>,
   mode: 'per-message' | 'batch',
 ): Promise<void> {
+  // Where a delivery's time goes: in the runner overall (claim, handler, commit, ack)
+  // versus in the handler + COMMIT part ('processed' events' durationMs).
+  const started = new WeakMap<object, number>();
+  let settledMs = 0;
+  let settled = 0;
+  let txMs = 0;
+  let txCount = 0;
   const observed = observedSource(source, {
-    onDeliver: () => ctx.drain.start(),
+    onDeliver: (delivery) => {
+      ctx.drain.start();
+      started.set(delivery, performance.now());
+    },
     onSettled: (delivery, outcome) => {
+      settledMs += performance.now() - (started.get(delivery) ?? NaN);
+      settled++;
       if (outcome === 'processed' || outcome === 'duplicate') ctx.drain.done(delivery.body.id);
       else if (!ctx.drain.signal.aborted) ctx.drain.fail(new Error(`bench: delivery ${delivery.key} settled as ${outcome}`));
     },
@@ -41,6 +53,10 @@ export async function runEffectivelyOnce(
           batch: { maxSize: ctx.batchSize },
           batchHandler: (items, { tx }) => insertCharges(tx, items.map((item) => item.message)),
         });
+  consumer.on('processed', ({ durationMs }) => {
+    txMs += durationMs;
+    txCount++;
+  });
   consumer.on('error', (error) => ctx.drain.fail(error));
   consumer.on('failed', ({ error }) => ctx.drain.fail(error));
   await consumer.start();
@@ -48,5 +64,7 @@ export async function runEffectivelyOnce(
     await ctx.drain.wait(STALL_MS);
   } finally {
     await consumer.stop({ timeoutMs: 10_000 });
+    ctx.notes['avgDeliverToSettledMs'] = settledMs / settled;
+    ctx.notes['avgHandlerAndCommitMs'] = txMs / txCount;
   }
 }

@@ -67,6 +67,7 @@ async function runAll(options: BenchOptions, endpoints: Endpoints): Promise<{ ru
       console.log(
         `${what}: ${Math.round(result.throughput)} msg/s, p50 ${Math.round(result.p50Ms ?? NaN)} ms, ` +
           `p99 ${Math.round(result.p99Ms ?? NaN)} ms, peak RSS ${result.peakRssMb} MB` +
+          Object.entries(result.notes).map(([k, v]) => `, ${k} ${v.toFixed(1)}`).join('') +
           (result.problems.length ? `  PROBLEMS: ${result.problems.join('; ')}` : ''),
       );
     } catch (error) {
@@ -79,6 +80,8 @@ async function runAll(options: BenchOptions, endpoints: Endpoints): Promise<{ ru
 }
 
 async function main(): Promise<void> {
+  // The AWS SDK's "Node 22 from 2027" notice, once per process, is noise in every run.
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   const options = parseBenchArgs(process.argv.slice(2));
   const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`;
   const loadAverageStart = os.loadavg();

@@ -36,6 +36,8 @@ export interface RunResult {
   effects: EffectSummary;
   /** Messages left on the broker after the drain; 0 expected. */
   remaining: number | null;
+  /** Scenario diagnostics (see RunContext.notes). */
+  notes: Record<string, number>;
   /** Failed checks; empty when the run is sound. */
   problems: string[];
 }

@@ -83,6 +83,13 @@ export function renderMarkdown(report: Report): string {
       );
     }
   }
+  const noted = main.filter((s) => Object.keys(s.notes).length > 0);
+  if (noted.length > 0) {
+    lines.push('', 'Where the time goes (medians over rounds, ms per delivery):', '');
+    for (const s of noted) {
+      lines.push(`- (${s.scenario}): ${Object.entries(s.notes).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    }
+  }
   lines.push(
     '',
     'msg/s: N ÷ (first message seen by the scenario → last one committed *and* acked). Latency: send → effect row written ' +

@@ -54,6 +54,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       batchSize: task.batchSize,
       inboxBatch: task.inboxBatch,
       drain,
+      notes: {},
     };
     const rss = new RssSampler();
     rss.start();
@@ -83,6 +84,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       repeats: drain.repeats,
       effects,
       remaining,
+      notes: ctx.notes,
       problems: check(task, effects, remaining),
     };
   } finally {

@@ -11,11 +11,7 @@ const running = new Set<ReturnType<typeof fork>>();
  */
 export function runInChild(task: ScenarioTask, timeoutMs: number): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(CHILD, [], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      // The SDK's "Node 22 from 2027" notice, once per process, is noise in every run.
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    });
+    const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     running.add(child);
     let reply: ChildReply | undefined;
     const timer = setTimeout(() => {

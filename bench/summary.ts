@@ -15,6 +15,8 @@ export interface ScenarioSummary {
   p99Ms: number | null;
   /** Highest peak RSS of any round. */
   peakRssMb: number | null;
+  /** Median of each diagnostic over the rounds. */
+  notes: Record<string, number>;
   /** Checks that failed in any round, and rounds that crashed. */
   problems: string[];
 }
@@ -45,6 +47,7 @@ export function summarize(results: readonly RunResult[], failures: readonly RunF
         throughputMax: tput.length ? Math.max(...tput) : null,
         p50Ms: median(runs.flatMap((r) => (r.p50Ms === null ? [] : [r.p50Ms]))),
         p99Ms: median(runs.flatMap((r) => (r.p99Ms === null ? [] : [r.p99Ms]))),
+        notes: medianNotes(runs),
         peakRssMb: runs.length ? Math.max(...runs.map((r) => r.peakRssMb)) : null,
         problems: [
           ...new Set([
@@ -54,4 +57,14 @@ export function summarize(results: readonly RunResult[], failures: readonly RunF
         ],
       };
     });
+}
+
+function medianNotes(runs: readonly RunResult[]): Record<string, number> {
+  const keys = new Set(runs.flatMap((r) => Object.keys(r.notes)));
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const m = median(runs.flatMap((r) => (Number.isFinite(r.notes[key]) ? [r.notes[key]!] : [])));
+    if (m !== null) out[key] = Math.round(m * 100) / 100;
+  }
+  return out;
 }

@@ -54,10 +54,29 @@ async function runSqsConsumers(
   }
 }
 
-/** Scenario d: receive 10, DeleteMessageBatch, no database; `concurrency` loops. */
+/**
+ * Scenario d: `concurrency` loops of ReceiveMessage(10) + DeleteMessageBatch, no
+ * database. Each loop's next receive overlaps its previous delete (at most one delete
+ * in flight per loop), so this is what the broker and the client can do.
+ */
 async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): Promise<void> {
   const { drain } = ctx;
+  const deleteAll = async (messages: Message[]): Promise<void> => {
+    const out = await client.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+      }),
+    );
+    if (out.Failed !== undefined && out.Failed.length > 0) throw new Error(`DeleteMessageBatch failed: ${out.Failed[0]?.Message}`);
+    const now = Date.now();
+    for (const m of messages) {
+      const body = decodeMessage(m.Body);
+      drain.done(body.id, now - body.sentAt);
+    }
+  };
   const loop = async (): Promise<void> => {
+    let deleting: Promise<void> = Promise.resolve();
     while (!drain.signal.aborted) {
       let messages: Message[];
       try {
@@ -67,24 +86,16 @@ async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): 
         );
         messages = out.Messages ?? [];
       } catch (error) {
-        if (drain.signal.aborted) return;
+        if (drain.signal.aborted) break;
         throw error;
       }
       if (messages.length === 0) continue;
       drain.start();
-      const out = await client.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-        }),
-      );
-      if (out.Failed !== undefined && out.Failed.length > 0) throw new Error(`DeleteMessageBatch failed: ${out.Failed[0]?.Message}`);
-      const now = Date.now();
-      for (const m of messages) {
-        const body = decodeMessage(m.Body);
-        drain.done(body.id, now - body.sentAt);
-      }
+      await deleting;
+      deleting = deleteAll(messages);
+      deleting.catch(() => undefined); // awaited on the next turn; not an unhandled rejection meanwhile
     }
+    await deleting;
   };
   const loops = Promise.all(Array.from({ length: ctx.concurrency }, loop));
   loops.catch((error: unknown) => drain.fail(error));
