@@ -24,7 +24,10 @@ export interface SqsSourceOptions<T = unknown> {
   queueUrl: string;
   /** Messages requested per ReceiveMessage (`MaxNumberOfMessages`). Default 10, 1..10. */
   batchSize?: number;
-  /** Long-poll duration of one ReceiveMessage, in seconds. Default 20, 0..20. */
+  /**
+   * Long-poll duration of one ReceiveMessage, in seconds. Default 20, 0..20. With 0
+   * (short polling) an empty receive is followed by a 200 ms pause.
+   */
   waitTimeSeconds?: number;
   /**
    * Visibility timeout requested on receive and re-applied by each heartbeat, in whole

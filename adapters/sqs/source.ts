@@ -17,6 +17,9 @@ import { sleep } from './visibility.js';
 /** SQS's default visibility timeout, used when the queue's own cannot be read. */
 const DEFAULT_VISIBILITY_TIMEOUT = 30;
 
+/** Pause after a short poll (`waitTimeSeconds: 0`) found nothing, so an idle queue is not hammered. */
+const EMPTY_SHORT_POLL_PAUSE_MS = 200;
+
 const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** What the start-up check learned about the queue. */
@@ -103,6 +106,10 @@ export class SqsSource<T> implements Source<T> {
         );
         await sleep(Math.min(maxMs, initialMs * 2 ** failures), ctx.signal);
         failures += 1;
+        continue;
+      }
+      if (messages.length === 0) {
+        if (this.options.waitTimeSeconds === 0) await sleep(EMPTY_SHORT_POLL_PAUSE_MS, ctx.signal);
         continue;
       }
       const receivedAt = Date.now();

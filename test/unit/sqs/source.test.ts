@@ -104,6 +104,15 @@ describe('sqsSource receive loop', () => {
     expect(s.errors).toHaveLength(0);
   });
 
+  it('pauses between empty short polls instead of spinning', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q');
+    const s = start(sqs, { queueUrl: url, waitTimeSeconds: 0 });
+    await new Promise((r) => setTimeout(r, 500));
+    await s.stop();
+    expect(sqs.callsOf('ReceiveMessageCommand').length).toBeLessThanOrEqual(4);
+  });
+
   it('reports receive errors with context, backs off and keeps polling', async () => {
     const sqs = new FakeSqs();
     const url = sqs.createQueue('q');
