@@ -18,6 +18,8 @@ const common = {
 
 /** @type {import('jest').Config} */
 export default {
+  // Jest reads testTimeout only at the top level; integration tests need broker round trips.
+  testTimeout: 120_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {
@@ -26,7 +28,6 @@ export default {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
-      testTimeout: 120_000,
     },
   ],
 };

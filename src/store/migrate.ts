@@ -28,6 +28,14 @@ export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise
     throw new DatabaseError('connect (migrate)', cause);
   });
   try {
+    // CREATE INDEX IF NOT EXISTS takes a table lock even when the index exists, and
+    // would queue behind every open claim (a long handler), stalling claims queued
+    // behind it: a worker starting next to a busy fleet must not touch the DDL at all.
+    const existing = await client.query<{ ready: boolean }>(
+      'SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready',
+      [table, `${schema}.${index}`],
+    );
+    if (existing.rows[0]?.ready === true) return;
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
