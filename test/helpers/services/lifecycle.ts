@@ -13,12 +13,6 @@ export async function startServices(): Promise<void> {
   const provider = process.env['EO_TEST_PROVIDER'] ?? 'native';
   if (provider === 'native') return startNative(services);
   if (provider === 'testcontainers') {
-    // testcontainers 12 (its undici) does not load on Node 20: say so instead of a TypeError.
-    if (Number(process.versions.node.split('.')[0]) < 22) {
-      throw new Error(
-        `EO_TEST_PROVIDER=testcontainers needs Node >= 22 (testcontainers 12); this is Node ${process.versions.node}`,
-      );
-    }
     // Loaded lazily so the native path never loads testcontainers.
     const { startContainers } = await import('./testcontainers.js');
     return startContainers(services);

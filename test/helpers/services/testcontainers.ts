@@ -8,6 +8,7 @@
 import path from 'node:path';
 import type { StartedTestContainer } from 'testcontainers';
 import { repoRoot } from './maven.js';
+import { freePorts, HOST } from './ports.js';
 import { exportEndpoint, type ServiceName } from './setup.js';
 
 /**
@@ -54,10 +55,30 @@ export async function startContainers(services: ServiceName[]): Promise<void> {
       exportEndpoint('sqs', localstack.getConnectionUri());
     },
     kafka: async () => {
-      const { RedpandaContainer } = await import('@testcontainers/redpanda');
-      const redpanda = await new RedpandaContainer(IMAGES.redpanda).start();
+      // Kafka clients connect to the advertised address, which must be known before
+      // start: bind the same free port on host and container and advertise it.
+      const { GenericContainer, Wait } = await import('testcontainers');
+      const [port] = await freePorts(1);
+      const host = process.env['EO_DOCKER_HOST_ADDRESS'] ?? HOST;
+      const redpanda = await new GenericContainer(IMAGES.redpanda)
+        .withExposedPorts({ container: port!, host: port! })
+        .withCommand([
+          'redpanda',
+          'start',
+          '--mode',
+          'dev-container',
+          '--smp',
+          '1',
+          '--overprovisioned',
+          '--kafka-addr',
+          `PLAINTEXT://0.0.0.0:${port}`,
+          '--advertise-kafka-addr',
+          `PLAINTEXT://${host}:${port}`,
+        ])
+        .withWaitStrategy(Wait.forLogMessage(/Successfully started Redpanda/))
+        .start();
       started.push(redpanda);
-      exportEndpoint('kafka', redpanda.getBootstrapServers());
+      exportEndpoint('kafka', `${host}:${port}`);
     },
   };
   const results = await Promise.allSettled(services.map((name) => start[name]()));
