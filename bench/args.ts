@@ -20,15 +20,20 @@ export interface BenchOptions {
   inboxBatch: number;
   /** Kafka partitions of each scenario's topic. */
   partitions: number;
-  /** Extra run: rows pre-loaded in `processed_messages` for the dedup-growth comparison; 0 skips it. */
+  /** kafkaSource `keyConcurrency` in b and c (records of one partition in flight, distinct keys). */
+  keyConcurrency: number;
+  /** Extra runs of b, c and e with this many rows pre-loaded in `processed_messages`; 0 skips them. */
   dedupRows: number;
-  /** Directory for `latest-<broker>.{md,json}`. */
+  /** Directory for `latest-<broker>[-<name>].{md,json}`. */
   out: string;
+  /** Suffix of the output files, to keep a variant run next to the default one. */
+  name: string | undefined;
 }
 
 const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
-                         [--partitions <concurrency>] [--dedup-rows 0] [--out bench/results]`;
+                         [--partitions <concurrency>] [--key-concurrency 1] [--dedup-rows 0]
+                         [--out bench/results] [--name variant]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -42,8 +47,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       'batch-size': { type: 'string', default: '100' },
       'inbox-batch': { type: 'string', default: '10' },
       partitions: { type: 'string' },
+      'key-concurrency': { type: 'string', default: '1' },
       'dedup-rows': { type: 'string', default: '0' },
       out: { type: 'string', default: 'bench/results' },
+      name: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -69,8 +76,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     batchSize: int('batch-size', values['batch-size'], 1, 10_000),
     inboxBatch: int('inbox-batch', values['inbox-batch'], 1, 10_000),
     partitions: int('partitions', values.partitions ?? String(concurrency), 1, 1000),
+    keyConcurrency: int('key-concurrency', values['key-concurrency'], 1, 1000),
     dedupRows: int('dedup-rows', values['dedup-rows'], 0, 100_000_000),
     out: values.out,
+    name: values.name === undefined ? undefined : safeName(values.name),
   };
 }
 
@@ -78,6 +87,11 @@ function int(name: string, raw: string, min: number, max: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) fail(`--${name} must be an integer from ${min} to ${max}`);
   return value;
+}
+
+function safeName(name: string): string {
+  if (!/^[a-z0-9][a-z0-9_-]{0,40}$/i.test(name)) fail('--name: letters, digits, - and _ only');
+  return name;
 }
 
 function fail(message: string): never {

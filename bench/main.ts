@@ -37,7 +37,7 @@ function plan(options: BenchOptions): Array<{ scenario: ScenarioId; round: numbe
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of options.scenarios) runs.push({ scenario, round, dedupPreload: 0 });
     if (options.dedupRows > 0) {
-      for (const scenario of (['b', 'c'] as const).filter((s) => options.scenarios.includes(s))) {
+      for (const scenario of (['b', 'c', 'e'] as const).filter((s) => options.scenarios.includes(s))) {
         runs.push({ scenario, round, dedupPreload: options.dedupRows });
       }
     }
@@ -58,6 +58,7 @@ async function runAll(options: BenchOptions, endpoints: Endpoints): Promise<{ ru
       batchSize: options.batchSize,
       inboxBatch: options.inboxBatch,
       partitions: options.partitions,
+      keyConcurrency: options.keyConcurrency,
       endpoints,
     };
     const what = `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})${step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : ''}`;
@@ -119,10 +120,11 @@ async function main(): Promise<void> {
       failures,
     };
     const markdown = renderMarkdown(report);
+    const base = path.join(options.out, `latest-${options.broker}${options.name ? `-${options.name}` : ''}`);
     fs.mkdirSync(options.out, { recursive: true });
-    fs.writeFileSync(path.join(options.out, `latest-${options.broker}.json`), JSON.stringify(report, null, 2) + '\n');
-    fs.writeFileSync(path.join(options.out, `latest-${options.broker}.md`), markdown);
-    console.log(`\n${markdown}\nwritten to ${path.join(options.out, `latest-${options.broker}.{md,json}`)}`);
+    fs.writeFileSync(`${base}.json`, JSON.stringify(report, null, 2) + '\n');
+    fs.writeFileSync(`${base}.md`, markdown);
+    console.log(`\n${markdown}\nwritten to ${base}.{md,json}`);
     if (failures.length > 0 || summary.some((s) => s.problems.length > 0)) process.exitCode = 1;
   } finally {
     await services.stop();

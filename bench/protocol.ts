@@ -12,6 +12,7 @@ export interface ScenarioTask {
   batchSize: number;
   inboxBatch: number;
   partitions: number;
+  keyConcurrency: number;
   /** Rows put in `processed_messages` (another consumer's keys) before the run. */
   dedupPreload: number;
   endpoints: { databaseUrl: string; sqsEndpoint?: string | undefined; kafkaBrokers?: string | undefined };

@@ -42,7 +42,7 @@ export function renderMarkdown(report: Report): string {
   lines.push('```', env.command, '```', '');
   lines.push(
     `${fmt(o.messages)} messages pre-filled per run; concurrency ${o.concurrency} (pool of ${o.concurrency} connections in every scenario)` +
-      `${o.broker === 'kafka' ? `, ${o.partitions} partitions` : ''}; batch mode maxSize ${o.batchSize}; inbox worker batch ${o.inboxBatch}; ` +
+      `${o.broker === 'kafka' ? `, ${o.partitions} partitions, kafkaSource keyConcurrency ${o.keyConcurrency}` : ''}; batch mode maxSize ${o.batchSize}; inbox worker batch ${o.inboxBatch}; ` +
       `${o.rounds} round(s) of ${o.scenarios.join(',')} interleaved, median shown (range = min–max msg/s). ` +
       `${env.date}, ${env.cpus}, Node ${env.node}.`,
     '',

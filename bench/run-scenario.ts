@@ -15,7 +15,7 @@ async function driverFor(task: ScenarioTask): Promise<BrokerDriver> {
     return sqsDriver(need(task.endpoints.sqsEndpoint, 'SQS endpoint'));
   }
   const { kafkaDriver } = await import('./kafka/driver.js');
-  return kafkaDriver(need(task.endpoints.kafkaBrokers, 'Kafka brokers'), task.partitions);
+  return kafkaDriver(need(task.endpoints.kafkaBrokers, 'Kafka brokers'), task.partitions, task.keyConcurrency);
 }
 
 /** Opens every connection of the pool up front: connection setup is not part of any scenario's cost. */

@@ -1,6 +1,32 @@
-import type { BrokerDriver } from '../broker.js';
+import type { Admin } from 'kafkajs';
+import type { BrokerDriver, BrokerScenario } from '../broker.js';
+import type { RunContext } from '../context.js';
+import { kafkaScenarios } from './scenarios.js';
+import { createTopic, fillTopic, groupLag, kafkaClient, uniqueName } from './topic.js';
 
-/** Placeholder until kafkaSource lands: the Kafka side of the bench. */
-export function kafkaDriver(_brokers: string, _partitions: number): BrokerDriver {
-  throw new Error('bench: the Kafka driver is not written yet');
+export function kafkaDriver(brokers: string, partitions: number, keyConcurrency: number): BrokerDriver {
+  const kafka = kafkaClient(brokers);
+  const admin: Admin = kafka.admin();
+  let connected = false;
+  let target: { topic: string; groupId: string } | undefined;
+  const current = () => {
+    if (target === undefined) throw new Error('bench: Kafka topic not prepared');
+    return target;
+  };
+  return {
+    async prepare(tag: string, n: number) {
+      await admin.connect();
+      connected = true;
+      const topic = await createTopic(admin, tag, partitions);
+      await fillTopic(kafka, topic, partitions, n);
+      target = { topic, groupId: uniqueName(`bench-${tag}`) };
+    },
+    run: (scenario: BrokerScenario, ctx: RunContext) => kafkaScenarios[scenario](ctx, { kafka, keyConcurrency, ...current() }),
+    remaining: () => groupLag(admin, current().groupId, current().topic),
+    async close() {
+      if (!connected) return;
+      if (target !== undefined) await admin.deleteTopics({ topics: [target.topic] }).catch(() => undefined);
+      await admin.disconnect();
+    },
+  };
 }

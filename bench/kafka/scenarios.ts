@@ -1,0 +1,91 @@
+import type { Consumer, EachBatchPayload, EachMessagePayload, Kafka } from 'kafkajs';
+import { kafkaSource } from 'effectively-once/kafka';
+import type { RunContext } from '../context.js';
+import { insertCharge } from '../effect.js';
+import { runEffectivelyOnce, STALL_MS } from '../eo-consumer.js';
+import { runInboxWorkers, storeInInbox } from '../inbox.js';
+import { decodeMessage, type BenchMessage } from '../message.js';
+
+export interface KafkaTarget {
+  kafka: Kafka;
+  topic: string;
+  groupId: string;
+  /** kafkaSource `keyConcurrency` for b and c. */
+  keyConcurrency: number;
+}
+
+export type KafkaScenario = 'a' | 'b' | 'c' | 'd' | 'f';
+type Runner = (ctx: RunContext, target: KafkaTarget) => Promise<void>;
+
+/** Runs a plain kafkajs consumer (`concurrency` partitions at once, auto-commit) until the drain finished. */
+async function runKafkajs(
+  ctx: RunContext,
+  { kafka, topic, groupId }: KafkaTarget,
+  handlers: { eachMessage: (payload: EachMessagePayload) => Promise<void> } | { eachBatch: (payload: EachBatchPayload) => Promise<void> },
+): Promise<void> {
+  const consumer: Consumer = kafka.consumer({ groupId });
+  consumer.on(consumer.events.CRASH, ({ payload }) => ctx.drain.fail(payload.error));
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({ partitionsConsumedConcurrently: ctx.concurrency, ...handlers });
+    await ctx.drain.wait(STALL_MS);
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+/** At-least-once handler shape people write with kafkajs: do the work, return, offsets auto-commit. */
+function eachMessage(ctx: RunContext, work: (message: BenchMessage, body: string) => Promise<void>, doneOnReturn: boolean) {
+  return {
+    eachMessage: async ({ message }: EachMessagePayload): Promise<void> => {
+      ctx.drain.start();
+      const body = message.value?.toString() ?? '';
+      const decoded = decodeMessage(body);
+      await work(decoded, body);
+      if (doneOnReturn) ctx.drain.done(decoded.id);
+    },
+  };
+}
+
+/** Scenario d: each fetched batch is resolved and committed at once, no database. */
+function brokerCeiling(ctx: RunContext) {
+  return {
+    eachBatch: async (payload: EachBatchPayload): Promise<void> => {
+      const { batch } = payload;
+      if (batch.messages.length === 0) return;
+      ctx.drain.start();
+      const last = batch.messages[batch.messages.length - 1]!;
+      payload.resolveOffset(last.offset);
+      await payload.commitOffsetsIfNecessary();
+      const now = Date.now();
+      for (const message of batch.messages) {
+        const body = decodeMessage(message.value);
+        ctx.drain.done(body.id, now - body.sentAt);
+      }
+    },
+  };
+}
+
+const source = ({ kafka, topic, groupId, keyConcurrency }: KafkaTarget) =>
+  kafkaSource<BenchMessage>({
+    kafka,
+    groupId,
+    topics: [topic],
+    fromBeginning: true,
+    keyConcurrency,
+    parse: (record) => decodeMessage(record.value),
+  });
+
+export const kafkaScenarios: Record<KafkaScenario, Runner> = {
+  a: (ctx, target) => runKafkajs(ctx, target, eachMessage(ctx, (message) => insertCharge(ctx.pool, message), true)),
+  b: (ctx, target) => runEffectivelyOnce(ctx, source(target), 'per-message'),
+  c: (ctx, target) => runEffectivelyOnce(ctx, source(target), 'batch'),
+  d: (ctx, target) => runKafkajs(ctx, target, brokerCeiling(ctx)),
+  f: async (ctx, target) => {
+    const workers = runInboxWorkers(ctx);
+    workers.catch((error: unknown) => ctx.drain.fail(error));
+    await runKafkajs(ctx, target, eachMessage(ctx, (message, body) => storeInInbox(ctx.pool, message, body), false));
+    await workers;
+  },
+};
