@@ -28,12 +28,14 @@ export interface BenchOptions {
   out: string;
   /** Suffix of the output files, to keep a variant run next to the default one. */
   name: string | undefined;
+  /** Write a V8 CPU profile of every scenario process to `<out>/profiles/`. */
+  profile: boolean;
 }
 
 const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--dedup-rows 0]
-                         [--out bench/results] [--name variant]`;
+                         [--out bench/results] [--name variant] [--profile]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -51,6 +53,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       'dedup-rows': { type: 'string', default: '0' },
       out: { type: 'string', default: 'bench/results' },
       name: { type: 'string' },
+      profile: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -62,9 +65,13 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const broker = values.broker;
   if (broker !== 'sqs' && broker !== 'kafka') fail(`--broker must be sqs or kafka\n${USAGE}`);
   const concurrency = int('concurrency', values.concurrency, 1, 200);
-  const scenarios = values.scenarios.split(',').map((s) => s.trim()).filter(Boolean);
+  const scenarios = values.scenarios
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const s of scenarios) {
-    if (!(SCENARIO_IDS as readonly string[]).includes(s)) fail(`--scenarios: unknown scenario "${s}" (known: ${SCENARIO_IDS.join(',')})`);
+    if (!(SCENARIO_IDS as readonly string[]).includes(s))
+      fail(`--scenarios: unknown scenario "${s}" (known: ${SCENARIO_IDS.join(',')})`);
   }
   if (scenarios.length === 0) fail('--scenarios: give at least one');
   return {
@@ -80,12 +87,14 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     dedupRows: int('dedup-rows', values['dedup-rows'], 0, 100_000_000),
     out: values.out,
     name: values.name === undefined ? undefined : safeName(values.name),
+    profile: values.profile,
   };
 }
 
 function int(name: string, raw: string, min: number, max: number): number {
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) fail(`--${name} must be an integer from ${min} to ${max}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    fail(`--${name} must be an integer from ${min} to ${max}`);
   return value;
 }
 

@@ -17,6 +17,10 @@ function reply(message: ChildReply): void {
 process.once('message', (task: ScenarioTask) => {
   runScenario(task).then(
     (result) => reply({ ok: true, result }),
-    (error: unknown) => reply({ ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+    (error: unknown) =>
+      reply({
+        ok: false,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      }),
   );
 });

@@ -33,7 +33,13 @@ export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[
       const { message, payload } = prepared[i]!;
       const client = await ctx.pool.connect();
       try {
-        const claimed = await claims.begin(client, CONSUMER_NAME, `mem-${message.id}`, payloadHash(payload, message), 5000);
+        const claimed = await claims.begin(
+          client,
+          CONSUMER_NAME,
+          `mem-${message.id}`,
+          payloadHash(payload, message),
+          5000,
+        );
         if (!claimed) throw new Error(`bench: key mem-${message.id} was already claimed`);
         await insertCharge(client, message);
         await client.query('COMMIT');

@@ -8,7 +8,11 @@ export const CONSUMER_NAME = 'bench';
 
 /** A pool whose unqualified names resolve in the bench schema. */
 export function createPool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, options: `-c search_path=${BENCH_SCHEMA}` });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    options: `-c search_path=${BENCH_SCHEMA}`,
+  });
   pool.on('error', (err) => console.error('[bench] idle pg client error', err));
   return pool;
 }
@@ -32,13 +36,17 @@ export async function createSchema(pool: pg.Pool): Promise<void> {
       received_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
       processed_at timestamptz
     )`);
-  await pool.query(`CREATE INDEX inbox_pending_idx ON ${BENCH_SCHEMA}.inbox (received_at) WHERE processed_at IS NULL`);
+  await pool.query(
+    `CREATE INDEX inbox_pending_idx ON ${BENCH_SCHEMA}.inbox (received_at) WHERE processed_at IS NULL`,
+  );
   await migrate(pool, { schema: BENCH_SCHEMA });
 }
 
 /** Empties every table, so each scenario run starts from the same state. */
 export async function resetTables(pool: pg.Pool): Promise<void> {
-  await pool.query(`TRUNCATE ${BENCH_SCHEMA}.charges, ${BENCH_SCHEMA}.inbox, ${BENCH_SCHEMA}.processed_messages`);
+  await pool.query(
+    `TRUNCATE ${BENCH_SCHEMA}.charges, ${BENCH_SCHEMA}.inbox, ${BENCH_SCHEMA}.processed_messages`,
+  );
 }
 
 /**
@@ -64,7 +72,12 @@ export interface EffectSummary {
 }
 
 export async function summarizeEffects(pool: pg.Pool): Promise<EffectSummary> {
-  const { rows } = await pool.query<{ rows: number; distinct: number; p50: number | null; p99: number | null }>(`
+  const { rows } = await pool.query<{
+    rows: number;
+    distinct: number;
+    p50: number | null;
+    p99: number | null;
+  }>(`
     SELECT (SELECT count(*) FROM charges)::int AS rows,
            count(*)::int AS distinct,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,

@@ -32,7 +32,8 @@ export class Drain {
 
   /** Message `id` is done; `latencyMs` only from scenarios whose latency is not in the effect table. */
   done(id: number, latencyMs?: number): void {
-    if (!Number.isInteger(id) || id < 0 || id >= this.total) throw new Error(`bench: unexpected message id ${id}`);
+    if (!Number.isInteger(id) || id < 0 || id >= this.total)
+      throw new Error(`bench: unexpected message id ${id}`);
     this.start();
     if (latencyMs !== undefined) this.latencies.push(latencyMs);
     if (this.doneIds[id] === 1) {
@@ -51,7 +52,8 @@ export class Drain {
   /** A scenario hit something that makes its figures meaningless: stop and report it. */
   fail(error: unknown): void {
     if (this.failure !== undefined || this.remaining === 0) return;
-    this.failure = error instanceof Error ? error : new Error(`bench: scenario failed: ${String(error)}`);
+    this.failure =
+      error instanceof Error ? error : new Error(`bench: scenario failed: ${String(error)}`);
     this.abort.abort();
     this.resolveFinished();
   }
@@ -62,7 +64,8 @@ export class Drain {
 
   /** First message seen → last message done, in ms. */
   get elapsedMs(): number {
-    if (this.firstAt === undefined || this.lastAt === undefined) throw new Error('bench: drain not finished');
+    if (this.firstAt === undefined || this.lastAt === undefined)
+      throw new Error('bench: drain not finished');
     return this.lastAt - this.firstAt;
   }
 
@@ -79,7 +82,9 @@ export class Drain {
       if (this.failure !== undefined) throw this.failure;
       if (outcome === 'done') return;
       if (this.doneCount === last) {
-        throw new Error(`bench: drain stalled at ${this.doneCount}/${this.total} for ${stallMs} ms`);
+        throw new Error(
+          `bench: drain stalled at ${this.doneCount}/${this.total} for ${stallMs} ms`,
+        );
       }
       last = this.doneCount;
     }

@@ -21,7 +21,10 @@ export async function insertCharge(db: Queryable, message: BenchMessage): Promis
 }
 
 /** The batch form of the same effect: one statement for many messages. */
-export async function insertCharges(db: Queryable, messages: readonly BenchMessage[]): Promise<void> {
+export async function insertCharges(
+  db: Queryable,
+  messages: readonly BenchMessage[],
+): Promise<void> {
   if (messages.length === 0) return;
   await db.query(INSERT_MANY, [
     messages.map((m) => m.id),

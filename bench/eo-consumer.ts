@@ -34,7 +34,8 @@ export async function runEffectivelyOnce(
       settledMs += performance.now() - (started.get(delivery) ?? NaN);
       settled++;
       if (outcome === 'processed' || outcome === 'duplicate') ctx.drain.done(delivery.body.id);
-      else if (!ctx.drain.signal.aborted) ctx.drain.fail(new Error(`bench: delivery ${delivery.key} settled as ${outcome}`));
+      else if (!ctx.drain.signal.aborted)
+        ctx.drain.fail(new Error(`bench: delivery ${delivery.key} settled as ${outcome}`));
     },
   });
   const common: Omit<ConsumerOptions<BenchMessage>, 'handler' | 'batchHandler'> = {
@@ -47,11 +48,18 @@ export async function runEffectivelyOnce(
   };
   const consumer =
     mode === 'per-message'
-      ? createConsumer<BenchMessage>({ ...common, handler: (message, { tx }) => insertCharge(tx, message) })
+      ? createConsumer<BenchMessage>({
+          ...common,
+          handler: (message, { tx }) => insertCharge(tx, message),
+        })
       : createConsumer<BenchMessage>({
           ...common,
           batch: { maxSize: ctx.batchSize },
-          batchHandler: (items, { tx }) => insertCharges(tx, items.map((item) => item.message)),
+          batchHandler: (items, { tx }) =>
+            insertCharges(
+              tx,
+              items.map((item) => item.message),
+            ),
         });
   consumer.on('processed', ({ durationMs }) => {
     txMs += durationMs;

@@ -4,11 +4,15 @@ import { insertCharge, type Queryable } from './effect.js';
 import { decodeMessage, type BenchMessage } from './message.js';
 
 /** Scenario f, first half: the consumer stores the message (autocommit) and acks it. */
-export async function storeInInbox(db: Queryable, message: BenchMessage, body: string): Promise<void> {
-  await db.query('INSERT INTO inbox (message_id, body) VALUES ($1, $2) ON CONFLICT (message_id) DO NOTHING', [
-    message.id,
-    body,
-  ]);
+export async function storeInInbox(
+  db: Queryable,
+  message: BenchMessage,
+  body: string,
+): Promise<void> {
+  await db.query(
+    'INSERT INTO inbox (message_id, body) VALUES ($1, $2) ON CONFLICT (message_id) DO NOTHING',
+    [message.id, body],
+  );
 }
 
 /** Pause of a worker that found nothing to do; peers poll every 100 ms to 1 s, 5 ms is generous. */
@@ -46,9 +50,10 @@ async function processInboxBatch(ctx: RunContext): Promise<BenchMessage[]> {
     }
     const messages = rows.map((row) => decodeMessage(row.body));
     for (const message of messages) await insertCharge(client, message);
-    await client.query('UPDATE inbox SET processed_at = clock_timestamp() WHERE message_id = ANY($1::bigint[])', [
-      rows.map((row) => row.message_id),
-    ]);
+    await client.query(
+      'UPDATE inbox SET processed_at = clock_timestamp() WHERE message_id = ANY($1::bigint[])',
+      [rows.map((row) => row.message_id)],
+    );
     await client.query('COMMIT');
     return messages;
   } catch (error) {

@@ -24,7 +24,9 @@ async function postgresVersion(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ v: string }>(`SELECT current_setting('server_version') AS v`);
+    const { rows } = await client.query<{ v: string }>(
+      `SELECT current_setting('server_version') AS v`,
+    );
     return `Postgres ${rows[0]?.v ?? '?'}`;
   } finally {
     await client.end();
@@ -32,12 +34,16 @@ async function postgresVersion(url: string): Promise<string> {
 }
 
 /** The runs of one bench, in order: rounds of the scenario list, plus dedup-growth runs per round. */
-function plan(options: BenchOptions): Array<{ scenario: ScenarioId; round: number; dedupPreload: number }> {
+function plan(
+  options: BenchOptions,
+): Array<{ scenario: ScenarioId; round: number; dedupPreload: number }> {
   const runs = [];
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of options.scenarios) runs.push({ scenario, round, dedupPreload: 0 });
     if (options.dedupRows > 0) {
-      for (const scenario of (['b', 'c', 'e'] as const).filter((s) => options.scenarios.includes(s))) {
+      for (const scenario of (['b', 'c', 'e'] as const).filter((s) =>
+        options.scenarios.includes(s),
+      )) {
         runs.push({ scenario, round, dedupPreload: options.dedupRows });
       }
     }
@@ -45,7 +51,10 @@ function plan(options: BenchOptions): Array<{ scenario: ScenarioId; round: numbe
   return runs;
 }
 
-async function runAll(options: BenchOptions, endpoints: Endpoints): Promise<{ runs: RunResult[]; failures: RunFailure[] }> {
+async function runAll(
+  options: BenchOptions,
+  endpoints: Endpoints,
+): Promise<{ runs: RunResult[]; failures: RunFailure[] }> {
   const runs: RunResult[] = [];
   const failures: RunFailure[] = [];
   const all = plan(options);
@@ -63,12 +72,19 @@ async function runAll(options: BenchOptions, endpoints: Endpoints): Promise<{ ru
     };
     const what = `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})${step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : ''}`;
     try {
-      const result = await runInChild(task, 300_000 + options.messages * 20 + step.dedupPreload / 10);
+      const timeoutMs = 300_000 + options.messages * 20 + step.dedupPreload / 10;
+      const result = await runInChild(
+        task,
+        timeoutMs,
+        options.profile ? path.join(options.out, 'profiles') : undefined,
+      );
       runs.push(result);
       console.log(
         `${what}: ${Math.round(result.throughput)} msg/s, p50 ${Math.round(result.p50Ms ?? NaN)} ms, ` +
           `p99 ${Math.round(result.p99Ms ?? NaN)} ms, peak RSS ${result.peakRssMb} MB` +
-          Object.entries(result.notes).map(([k, v]) => `, ${k} ${v.toFixed(1)}`).join('') +
+          Object.entries(result.notes)
+            .map(([k, v]) => `, ${k} ${v.toFixed(1)}`)
+            .join('') +
           (result.problems.length ? `  PROBLEMS: ${result.problems.join('; ')}` : ''),
       );
     } catch (error) {
@@ -105,7 +121,10 @@ async function main(): Promise<void> {
       cpus: `${os.cpus().length}× ${os.cpus()[0]?.model.trim() ?? 'cpu'}`,
       node: process.versions.node,
       postgres: await postgresVersion(databaseUrl),
-      broker: options.broker === 'sqs' ? 'ElasticMQ, native JVM' : 'Apache Kafka (KRaft, 1 broker), native JVM',
+      broker:
+        options.broker === 'sqs'
+          ? 'ElasticMQ, native JVM'
+          : 'Apache Kafka (KRaft, 1 broker), native JVM',
       loadAverageStart,
       loadAverageEnd: os.loadavg(),
       servicesStartedByBench: services.started,
@@ -115,12 +134,18 @@ async function main(): Promise<void> {
       options,
       environment,
       summary,
-      targets: evaluateTargets(options.broker, (id) => main.find((s) => s.scenario === id)?.throughput ?? null),
+      targets: evaluateTargets(
+        options.broker,
+        (id) => main.find((s) => s.scenario === id)?.throughput ?? null,
+      ),
       runs,
       failures,
     };
     const markdown = renderMarkdown(report);
-    const base = path.join(options.out, `latest-${options.broker}${options.name ? `-${options.name}` : ''}`);
+    const base = path.join(
+      options.out,
+      `latest-${options.broker}${options.name ? `-${options.name}` : ''}`,
+    );
     fs.mkdirSync(options.out, { recursive: true });
     fs.writeFileSync(`${base}.json`, JSON.stringify(report, null, 2) + '\n');
     fs.writeFileSync(`${base}.md`, markdown);

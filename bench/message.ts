@@ -18,7 +18,11 @@ export function encodeMessage(message: BenchMessage): string {
 export function decodeMessage(body: string | Buffer | null | undefined): BenchMessage {
   if (body === null || body === undefined) throw new Error('bench message without a body');
   const parsed = JSON.parse(body.toString()) as Partial<BenchMessage>;
-  if (typeof parsed.id !== 'number' || typeof parsed.sentAt !== 'number' || typeof parsed.amountCents !== 'number') {
+  if (
+    typeof parsed.id !== 'number' ||
+    typeof parsed.sentAt !== 'number' ||
+    typeof parsed.amountCents !== 'number'
+  ) {
     throw new Error(`not a bench message: ${body.toString().slice(0, 100)}`);
   }
   return parsed as BenchMessage;

@@ -15,7 +15,11 @@ export interface ScenarioTask {
   keyConcurrency: number;
   /** Rows put in `processed_messages` (another consumer's keys) before the run. */
   dedupPreload: number;
-  endpoints: { databaseUrl: string; sqsEndpoint?: string | undefined; kafkaBrokers?: string | undefined };
+  endpoints: {
+    databaseUrl: string;
+    sqsEndpoint?: string | undefined;
+    kafkaBrokers?: string | undefined;
+  };
 }
 
 /** One scenario run's figures and checks. */

@@ -29,16 +29,25 @@ export interface Report {
 const RATIO_BASES: ScenarioId[] = ['a', 'd', 'e', 'f'];
 
 const fmt = (value: number | null, digits = 0): string =>
-  value === null ? '–' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  value === null
+    ? '–'
+    : value.toLocaleString('en-US', {
+        minimumFractionDigits: digits,
+        maximumFractionDigits: digits,
+      });
 
 const load = (l: number[]): string => l.map((x) => x.toFixed(1)).join(' / ');
 
 export function renderMarkdown(report: Report): string {
   const { options: o, environment: env } = report;
   const main = report.summary.filter((s) => s.dedupPreload === 0);
-  const tput = (id: ScenarioId): number | null => main.find((s) => s.scenario === id)?.throughput ?? null;
+  const tput = (id: ScenarioId): number | null =>
+    main.find((s) => s.scenario === id)?.throughput ?? null;
   const lines: string[] = [];
-  lines.push(`## Bench: ${o.broker === 'sqs' ? 'SQS' : 'Kafka'} (${env.broker}) + Postgres (${env.postgres})`, '');
+  lines.push(
+    `## Bench: ${o.broker === 'sqs' ? 'SQS' : 'Kafka'} (${env.broker}) + Postgres (${env.postgres})`,
+    '',
+  );
   lines.push('```', env.command, '```', '');
   lines.push(
     `${fmt(o.messages)} messages pre-filled per run; concurrency ${o.concurrency} (pool of ${o.concurrency} connections in every scenario)` +
@@ -74,7 +83,11 @@ export function renderMarkdown(report: Report): string {
   }
   const growth = report.summary.filter((s) => s.dedupPreload > 0);
   if (growth.length > 0) {
-    lines.push('', '| dedup table growth | msg/s empty table | msg/s with preloaded rows | ratio |', '|---|--:|--:|--:|');
+    lines.push(
+      '',
+      '| dedup table growth | msg/s empty table | msg/s with preloaded rows | ratio |',
+      '|---|--:|--:|--:|',
+    );
     for (const g of growth) {
       const empty = tput(g.scenario);
       lines.push(
@@ -87,7 +100,11 @@ export function renderMarkdown(report: Report): string {
   if (noted.length > 0) {
     lines.push('', 'Where the time goes (medians over rounds, ms per delivery):', '');
     for (const s of noted) {
-      lines.push(`- (${s.scenario}): ${Object.entries(s.notes).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      lines.push(
+        `- (${s.scenario}): ${Object.entries(s.notes)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      );
     }
   }
   lines.push(

@@ -2,7 +2,13 @@ import type pg from 'pg';
 import type { BrokerDriver } from './broker.js';
 import type { RunContext } from './context.js';
 import { prepareInMemory, runDbCeiling } from './db-ceiling.js';
-import { createPool, preloadDedupRows, resetTables, summarizeEffects, type EffectSummary } from './db.js';
+import {
+  createPool,
+  preloadDedupRows,
+  resetTables,
+  summarizeEffects,
+  type EffectSummary,
+} from './db.js';
 import { Drain } from './drain.js';
 import { collectGarbage, mb, RssSampler } from './memory.js';
 import { percentile } from './stats.js';
@@ -15,7 +21,11 @@ async function driverFor(task: ScenarioTask): Promise<BrokerDriver> {
     return sqsDriver(need(task.endpoints.sqsEndpoint, 'SQS endpoint'));
   }
   const { kafkaDriver } = await import('./kafka/driver.js');
-  return kafkaDriver(need(task.endpoints.kafkaBrokers, 'Kafka brokers'), task.partitions, task.keyConcurrency);
+  return kafkaDriver(
+    need(task.endpoints.kafkaBrokers, 'Kafka brokers'),
+    task.partitions,
+    task.keyConcurrency,
+  );
 }
 
 /** Opens every connection of the pool up front: connection setup is not part of any scenario's cost. */
@@ -60,7 +70,8 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
     rss.start();
     let peak: number;
     try {
-      if (driver !== undefined) await driver.run(task.scenario as Exclude<typeof task.scenario, 'e'>, ctx);
+      if (driver !== undefined)
+        await driver.run(task.scenario as Exclude<typeof task.scenario, 'e'>, ctx);
       else await runDbCeiling(ctx, inMemory ?? []);
     } finally {
       peak = rss.stop();
@@ -100,20 +111,28 @@ function check(task: ScenarioTask, effects: EffectSummary, remaining: number | n
   const problems: string[] = [];
   const expect = SCENARIOS[task.scenario].expect;
   if (expect === 'exactly-once' && (effects.rows !== n || effects.distinct !== n)) {
-    problems.push(`effect rows ${effects.rows} (distinct ${effects.distinct}), expected exactly ${n}`);
+    problems.push(
+      `effect rows ${effects.rows} (distinct ${effects.distinct}), expected exactly ${n}`,
+    );
   }
   if (expect === 'at-least-once' && effects.distinct !== n) {
     problems.push(`effect covers ${effects.distinct} distinct messages, expected ${n}`);
   }
-  if (expect === 'no-effect' && effects.rows !== 0) problems.push(`effect rows ${effects.rows}, expected none`);
-  if ((task.scenario === 'b' || task.scenario === 'c' || task.scenario === 'e') && effects.dedupRows !== n) {
+  if (expect === 'no-effect' && effects.rows !== 0)
+    problems.push(`effect rows ${effects.rows}, expected none`);
+  if (
+    (task.scenario === 'b' || task.scenario === 'c' || task.scenario === 'e') &&
+    effects.dedupRows !== n
+  ) {
     problems.push(`processed_messages has ${effects.dedupRows} claims, expected ${n}`);
   }
-  if (remaining !== null && remaining !== 0) problems.push(`${remaining} messages left on the broker`);
+  if (remaining !== null && remaining !== 0)
+    problems.push(`${remaining} messages left on the broker`);
   return problems;
 }
 
 function need(value: string | undefined, what: string): string {
-  if (value === undefined || value === '') throw new Error(`bench: no ${what} given to the scenario process`);
+  if (value === undefined || value === '')
+    throw new Error(`bench: no ${what} given to the scenario process`);
   return value;
 }

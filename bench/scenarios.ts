@@ -14,10 +14,30 @@ export interface ScenarioInfo {
 }
 
 export const SCENARIOS: Record<ScenarioId, ScenarioInfo> = {
-  a: { id: 'a', label: 'at-least-once baseline (autocommit INSERT)', expect: 'at-least-once', usesBroker: true },
-  b: { id: 'b', label: 'effectively-once, per-message tx', expect: 'exactly-once', usesBroker: true },
+  a: {
+    id: 'a',
+    label: 'at-least-once baseline (autocommit INSERT)',
+    expect: 'at-least-once',
+    usesBroker: true,
+  },
+  b: {
+    id: 'b',
+    label: 'effectively-once, per-message tx',
+    expect: 'exactly-once',
+    usesBroker: true,
+  },
   c: { id: 'c', label: 'effectively-once, batch mode', expect: 'exactly-once', usesBroker: true },
   d: { id: 'd', label: 'broker ceiling (no DB)', expect: 'no-effect', usesBroker: true },
-  e: { id: 'e', label: 'database ceiling (claim + effect tx, no broker)', expect: 'exactly-once', usesBroker: false },
-  f: { id: 'f', label: 'inbox pattern (inbox + SKIP LOCKED worker)', expect: 'exactly-once', usesBroker: true },
+  e: {
+    id: 'e',
+    label: 'database ceiling (claim + effect tx, no broker)',
+    expect: 'exactly-once',
+    usesBroker: false,
+  },
+  f: {
+    id: 'f',
+    label: 'inbox pattern (inbox + SKIP LOCKED worker)',
+    expect: 'exactly-once',
+    usesBroker: true,
+  },
 };

@@ -25,7 +25,9 @@ export async function ensureServices(broker: BrokerName): Promise<RunningService
   ];
   let stop = async (): Promise<void> => {};
   if (missing.length > 0) {
-    console.log(`[bench] starting ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`);
+    console.log(
+      `[bench] starting ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`,
+    );
     process.env['EO_SERVICES'] = missing.join(',');
     const services = await import('../test/helpers/services/index.js');
     await services.startServices();

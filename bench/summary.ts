@@ -28,14 +28,21 @@ export interface RunFailure {
   error: string;
 }
 
-export function summarize(results: readonly RunResult[], failures: readonly RunFailure[]): ScenarioSummary[] {
+export function summarize(
+  results: readonly RunResult[],
+  failures: readonly RunFailure[],
+): ScenarioSummary[] {
   const groups = new Map<string, { scenario: ScenarioId; dedupPreload: number }>();
   for (const r of [...results, ...failures]) groups.set(`${r.dedupPreload}:${r.scenario}`, r);
   return [...groups.values()]
     .sort((x, y) => x.dedupPreload - y.dedupPreload || x.scenario.localeCompare(y.scenario))
     .map(({ scenario, dedupPreload }) => {
-      const runs = results.filter((r) => r.scenario === scenario && r.dedupPreload === dedupPreload);
-      const crashed = failures.filter((f) => f.scenario === scenario && f.dedupPreload === dedupPreload);
+      const runs = results.filter(
+        (r) => r.scenario === scenario && r.dedupPreload === dedupPreload,
+      );
+      const crashed = failures.filter(
+        (f) => f.scenario === scenario && f.dedupPreload === dedupPreload,
+      );
       const tput = runs.map((r) => r.throughput);
       return {
         scenario,

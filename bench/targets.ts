@@ -16,14 +16,29 @@ const BOTH: Target[] = [
 
 export const TARGETS: Record<BrokerName, Target[]> = {
   sqs: [
-    { numerator: 'b', denominator: 'a', min: 1.0, why: 'exactly-once per message as fast as the at-least-once worker' },
+    {
+      numerator: 'b',
+      denominator: 'a',
+      min: 1.0,
+      why: 'exactly-once per message as fast as the at-least-once worker',
+    },
     { numerator: 'c', denominator: 'a', min: 2, why: 'batch mode twice the at-least-once worker' },
     { numerator: 'c', denominator: 'd', min: 0.6, why: 'batch mode close to the broker ceiling' },
     ...BOTH,
   ],
   kafka: [
-    { numerator: 'b', denominator: 'e', min: 0.8, why: 'runner and broker add little over the database' },
-    { numerator: 'c', denominator: 'a', min: 3, why: 'batch mode three times the at-least-once worker' },
+    {
+      numerator: 'b',
+      denominator: 'e',
+      min: 0.8,
+      why: 'runner and broker add little over the database',
+    },
+    {
+      numerator: 'c',
+      denominator: 'a',
+      min: 3,
+      why: 'batch mode three times the at-least-once worker',
+    },
     { numerator: 'c', denominator: 'd', min: 0.5, why: 'batch mode close to the broker ceiling' },
     ...BOTH,
   ],
@@ -34,7 +49,10 @@ export interface TargetResult extends Target {
   met: boolean | null;
 }
 
-export function evaluateTargets(broker: BrokerName, throughput: (id: ScenarioId) => number | null): TargetResult[] {
+export function evaluateTargets(
+  broker: BrokerName,
+  throughput: (id: ScenarioId) => number | null,
+): TargetResult[] {
   return TARGETS[broker].map((t) => {
     const num = throughput(t.numerator);
     const den = throughput(t.denominator);

@@ -4,7 +4,11 @@ import type { RunContext } from '../context.js';
 import { kafkaScenarios } from './scenarios.js';
 import { createTopic, fillTopic, groupLag, kafkaClient, uniqueName } from './topic.js';
 
-export function kafkaDriver(brokers: string, partitions: number, keyConcurrency: number): BrokerDriver {
+export function kafkaDriver(
+  brokers: string,
+  partitions: number,
+  keyConcurrency: number,
+): BrokerDriver {
   const kafka = kafkaClient(brokers);
   const admin: Admin = kafka.admin();
   let connected = false;
@@ -21,11 +25,13 @@ export function kafkaDriver(brokers: string, partitions: number, keyConcurrency:
       await fillTopic(kafka, topic, partitions, n);
       target = { topic, groupId: uniqueName(`bench-${tag}`) };
     },
-    run: (scenario: BrokerScenario, ctx: RunContext) => kafkaScenarios[scenario](ctx, { kafka, keyConcurrency, ...current() }),
+    run: (scenario: BrokerScenario, ctx: RunContext) =>
+      kafkaScenarios[scenario](ctx, { kafka, keyConcurrency, ...current() }),
     remaining: () => groupLag(admin, current().groupId, current().topic),
     async close() {
       if (!connected) return;
-      if (target !== undefined) await admin.deleteTopics({ topics: [target.topic] }).catch(() => undefined);
+      if (target !== undefined)
+        await admin.deleteTopics({ topics: [target.topic] }).catch(() => undefined);
       await admin.disconnect();
     },
   };

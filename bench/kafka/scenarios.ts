@@ -21,7 +21,9 @@ type Runner = (ctx: RunContext, target: KafkaTarget) => Promise<void>;
 async function runKafkajs(
   ctx: RunContext,
   { kafka, topic, groupId }: KafkaTarget,
-  handlers: { eachMessage: (payload: EachMessagePayload) => Promise<void> } | { eachBatch: (payload: EachBatchPayload) => Promise<void> },
+  handlers:
+    | { eachMessage: (payload: EachMessagePayload) => Promise<void> }
+    | { eachBatch: (payload: EachBatchPayload) => Promise<void> },
 ): Promise<void> {
   const consumer: Consumer = kafka.consumer({ groupId });
   consumer.on(consumer.events.CRASH, ({ payload }) => ctx.drain.fail(payload.error));
@@ -36,7 +38,11 @@ async function runKafkajs(
 }
 
 /** At-least-once handler shape people write with kafkajs: do the work, return, offsets auto-commit. */
-function eachMessage(ctx: RunContext, work: (message: BenchMessage, body: string) => Promise<void>, doneOnReturn: boolean) {
+function eachMessage(
+  ctx: RunContext,
+  work: (message: BenchMessage, body: string) => Promise<void>,
+  doneOnReturn: boolean,
+) {
   return {
     eachMessage: async ({ message }: EachMessagePayload): Promise<void> => {
       ctx.drain.start();
@@ -78,14 +84,23 @@ const source = ({ kafka, topic, groupId, keyConcurrency }: KafkaTarget) =>
   });
 
 export const kafkaScenarios: Record<KafkaScenario, Runner> = {
-  a: (ctx, target) => runKafkajs(ctx, target, eachMessage(ctx, (message) => insertCharge(ctx.pool, message), true)),
+  a: (ctx, target) =>
+    runKafkajs(
+      ctx,
+      target,
+      eachMessage(ctx, (message) => insertCharge(ctx.pool, message), true),
+    ),
   b: (ctx, target) => runEffectivelyOnce(ctx, source(target), 'per-message'),
   c: (ctx, target) => runEffectivelyOnce(ctx, source(target), 'batch'),
   d: (ctx, target) => runKafkajs(ctx, target, brokerCeiling(ctx)),
   f: async (ctx, target) => {
     const workers = runInboxWorkers(ctx);
     workers.catch((error: unknown) => ctx.drain.fail(error));
-    await runKafkajs(ctx, target, eachMessage(ctx, (message, body) => storeInInbox(ctx.pool, message, body), false));
+    await runKafkajs(
+      ctx,
+      target,
+      eachMessage(ctx, (message, body) => storeInInbox(ctx.pool, message, body), false),
+    );
     await workers;
   },
 };

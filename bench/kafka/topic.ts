@@ -6,7 +6,11 @@ import { encodeMessage, newMessage } from '../message.js';
 export const KEY_HEADER = 'idempotency-key';
 
 export function kafkaClient(brokers: string): Kafka {
-  return new Kafka({ clientId: 'eo-bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  return new Kafka({
+    clientId: 'eo-bench',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+  });
 }
 
 export const uniqueName = (prefix: string): string => `${prefix}-${randomBytes(4).toString('hex')}`;
@@ -14,12 +18,21 @@ export const uniqueName = (prefix: string): string => `${prefix}-${randomBytes(4
 /** A fresh topic per scenario run, so runs never see each other's records. */
 export async function createTopic(admin: Admin, tag: string, partitions: number): Promise<string> {
   const topic = uniqueName(`bench-${tag}`);
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  await admin.createTopics({
+    topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+    waitForLeaders: true,
+  });
   return topic;
 }
 
 /** Produces ids 0..n-1 round-robin over the partitions, `perRequest` records per send. */
-export async function fillTopic(kafka: Kafka, topic: string, partitions: number, n: number, perRequest = 1000): Promise<void> {
+export async function fillTopic(
+  kafka: Kafka,
+  topic: string,
+  partitions: number,
+  n: number,
+  perRequest = 1000,
+): Promise<void> {
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   try {
@@ -47,7 +60,9 @@ export async function groupLag(admin: Admin, groupId: string, topic: string): Pr
     admin.fetchTopicOffsets(topic),
     admin.fetchOffsets({ groupId, topics: [topic] }),
   ]);
-  const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+  const done = new Map(
+    (committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]),
+  );
   return ends.reduce((lag, p) => {
     const at = done.get(p.partition) ?? -1;
     return lag + Number(p.high) - (at < 0 ? Number(p.low) : at);

@@ -20,7 +20,10 @@ export function sqsClient(endpoint: string): SQSClient {
 export async function createQueue(client: SQSClient, tag: string): Promise<string> {
   const name = `bench-${tag}-${randomBytes(4).toString('hex')}`;
   const { QueueUrl } = await client.send(
-    new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: String(VISIBILITY_TIMEOUT_S) } }),
+    new CreateQueueCommand({
+      QueueName: name,
+      Attributes: { VisibilityTimeout: String(VISIBILITY_TIMEOUT_S) },
+    }),
   );
   if (QueueUrl === undefined) throw new Error(`CreateQueue ${name} returned no URL`);
   return QueueUrl;
@@ -31,7 +34,12 @@ export async function deleteQueue(client: SQSClient, queueUrl: string): Promise<
 }
 
 /** Sends ids 0..n-1 with SendMessageBatch (10 per request, `parallel` requests at once). */
-export async function fillQueue(client: SQSClient, queueUrl: string, n: number, parallel = 8): Promise<void> {
+export async function fillQueue(
+  client: SQSClient,
+  queueUrl: string,
+  n: number,
+  parallel = 8,
+): Promise<void> {
   let next = 0;
   const sender = async (): Promise<void> => {
     for (let start = next; start < n; start = next) {
@@ -41,9 +49,13 @@ export async function fillQueue(client: SQSClient, queueUrl: string, n: number, 
       for (let id = start; id < next; id++) {
         entries.push({ Id: String(id), MessageBody: encodeMessage(newMessage(id, sentAt)) });
       }
-      const out = await client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+      const out = await client.send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }),
+      );
       if (out.Failed !== undefined && out.Failed.length > 0) {
-        throw new Error(`SendMessageBatch failed for ${out.Failed.length} entries: ${out.Failed[0]?.Message}`);
+        throw new Error(
+          `SendMessageBatch failed for ${out.Failed.length} entries: ${out.Failed[0]?.Message}`,
+        );
       }
     }
   };
@@ -58,5 +70,8 @@ export async function queueDepth(client: SQSClient, queueUrl: string): Promise<n
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
     }),
   );
-  return Number(Attributes?.ApproximateNumberOfMessages ?? NaN) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? NaN);
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages ?? NaN) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? NaN)
+  );
 }

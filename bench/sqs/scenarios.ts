@@ -1,4 +1,9 @@
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { Consumer } from 'sqs-consumer';
 import { sqsSource } from 'effectively-once/sqs';
 import type { RunContext } from '../context.js';
@@ -42,7 +47,8 @@ async function runSqsConsumers(
     }),
   );
   for (const consumer of consumers) {
-    if (doneOnAck) consumer.on('message_processed', (message) => ctx.drain.done(decodeMessage(message.Body).id));
+    if (doneOnAck)
+      consumer.on('message_processed', (message) => ctx.drain.done(decodeMessage(message.Body).id));
     consumer.on('error', (error) => ctx.drain.fail(error));
     consumer.on('processing_error', (error) => ctx.drain.fail(error));
     consumer.start();
@@ -68,7 +74,8 @@ async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): 
         Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
       }),
     );
-    if (out.Failed !== undefined && out.Failed.length > 0) throw new Error(`DeleteMessageBatch failed: ${out.Failed[0]?.Message}`);
+    if (out.Failed !== undefined && out.Failed.length > 0)
+      throw new Error(`DeleteMessageBatch failed: ${out.Failed[0]?.Message}`);
     const now = Date.now();
     for (const m of messages) {
       const body = decodeMessage(m.Body);
@@ -81,7 +88,11 @@ async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): 
       let messages: Message[];
       try {
         const out = await client.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+          }),
           { abortSignal: drain.signal },
         );
         messages = out.Messages ?? [];
@@ -104,16 +115,30 @@ async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): 
 }
 
 export const sqsScenarios: Record<SqsScenario, Runner> = {
-  a: (ctx, target) => runSqsConsumers(ctx, target, (message) => insertCharge(ctx.pool, message), true),
+  a: (ctx, target) =>
+    runSqsConsumers(ctx, target, (message) => insertCharge(ctx.pool, message), true),
   b: (ctx, { client, queueUrl }) =>
-    runEffectivelyOnce(ctx, sqsSource<BenchMessage>({ client, queueUrl, parse: decodeMessage }), 'per-message'),
+    runEffectivelyOnce(
+      ctx,
+      sqsSource<BenchMessage>({ client, queueUrl, parse: decodeMessage }),
+      'per-message',
+    ),
   c: (ctx, { client, queueUrl }) =>
-    runEffectivelyOnce(ctx, sqsSource<BenchMessage>({ client, queueUrl, parse: decodeMessage }), 'batch'),
+    runEffectivelyOnce(
+      ctx,
+      sqsSource<BenchMessage>({ client, queueUrl, parse: decodeMessage }),
+      'batch',
+    ),
   d: brokerCeiling,
   f: async (ctx, target) => {
     const workers = runInboxWorkers(ctx);
     workers.catch((error: unknown) => ctx.drain.fail(error));
-    await runSqsConsumers(ctx, target, (message, body) => storeInInbox(ctx.pool, message, body), false);
+    await runSqsConsumers(
+      ctx,
+      target,
+      (message, body) => storeInInbox(ctx.pool, message, body),
+      false,
+    );
     await workers;
   },
 };
