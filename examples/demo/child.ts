@@ -59,14 +59,14 @@ export function spawnWorker(options: ChildOptions): ChildWorker {
   ready.catch(() => undefined); // awaited by the caller; a stop before ready is not an error here
   const lines = createInterface({ input: child.stdout });
   lines.on('line', (line) => {
-    let event: { t?: string; n?: number; key?: string; commits?: number };
+    let event: { t?: string; key?: string; commits?: number };
     try {
       event = JSON.parse(line) as typeof event;
     } catch {
       return;
     }
     if (event.t === 'ready') markReady();
-    else if (event.t === 'receive') counters.deliveries += event.n ?? 0;
+    else if (event.t === 'delivery') counters.deliveries += 1;
     else if (event.t === 'processed') counters.processed += 1;
     else if (event.t === 'duplicate') counters.duplicates += 1;
     else if (event.t === 'failed') counters.failed += 1;

@@ -5,8 +5,8 @@
  * parent reads what it did from JSON lines on stdout, written synchronously so they
  * survive the kill.
  *
- * Env: DEMO_WORKER, DEMO_DATABASE_URL, DEMO_SCHEMA, DEMO_SQS_ENDPOINT, DEMO_QUEUE_URL,
- * DEMO_CRASH_AFTER (0: never), DEMO_CONCURRENCY.
+ * Env: DEMO_WORKER, DEMO_DATABASE_URL, DEMO_SCHEMA, DEMO_CRASH_AFTER (0: never),
+ * DEMO_CONCURRENCY, and the broker's DEMO_* settings (see broker.ts).
  */
 import { writeSync } from 'node:fs';
 import { startPaymentWorker } from './worker.js';
@@ -28,16 +28,19 @@ const worker = await startPaymentWorker({
   worker: env('DEMO_WORKER'),
   databaseUrl: env('DEMO_DATABASE_URL'),
   schema: env('DEMO_SCHEMA'),
-  sqsEndpoint: process.env['DEMO_SQS_ENDPOINT'] || undefined,
-  queueUrl: env('DEMO_QUEUE_URL'),
+  broker: Object.fromEntries(
+    Object.entries(process.env).filter(
+      (e): e is [string, string] => e[0].startsWith('DEMO_') && e[1] !== undefined,
+    ),
+  ),
   concurrency: Number(env('DEMO_CONCURRENCY')),
-  onReceive: (messages) => emit({ t: 'receive', n: messages }),
+  onDelivery: () => emit({ t: 'delivery' }),
 });
 
 let commits = 0;
 const { consumer } = worker;
 consumer.on('duplicate', () => emit({ t: 'duplicate' }));
-consumer.on('failed', () => emit({ t: 'failed' }));
+consumer.on('failed', ({ willRetry }) => willRetry && emit({ t: 'failed' }));
 // `processed` fires after COMMIT and before the delete is even queued: the crash point.
 consumer.on('processed', ({ key }) => {
   commits += 1;

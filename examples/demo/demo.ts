@@ -1,110 +1,168 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { migrate } from 'effectively-once';
+import type { DemoBroker } from './broker.js';
 import { spawnWorker, type ChildWorker } from './child.js';
 import { FAULTS, isSlow, sleep } from './faults.js';
 import { createPaymentTables } from './payments.js';
 import { planCharges, produce, type ProducerStats } from './producer.js';
 import { Progress } from './progress.js';
 import { printReport, readLedger } from './report.js';
-import { startServices } from './services.js';
-import { createQueues, queueDepth, sqsClient } from './sqs.js';
+import { startBroker, startDatabase, type DemoDatabase } from './services.js';
 import { startPaymentWorker, type PaymentWorker } from './worker.js';
 
 export interface DemoOptions {
   messages: number;
   seed: number;
-  /** Give up waiting for the queue to drain after this long. */
+  /** Give up waiting for the backlog to drain this long after the producer finished. */
   deadlineMs: number;
 }
 
 /**
  * The main job: a payment worker fleet (two workers in this process, one in another
- * process that gets killed between COMMIT and delete, and its replacement) drains N
- * logical charges that a retrying producer sends, while slow handlers outlive the
- * visibility timeout. Resolves true when the ledger shows every charge exactly once.
+ * process that gets killed between COMMIT and ack, and its replacement) drains N
+ * logical charges that a retrying producer sends. Resolves true when the ledger shows
+ * every charge exactly once.
  */
-export async function runSqsDemo(options: DemoOptions): Promise<boolean> {
+export async function runDemo(options: DemoOptions): Promise<boolean> {
   const started = Date.now();
   const say = (text: string) => process.stderr.write(`${text}\n`);
-  say(
-    `effectively-once demo: ${options.messages} charges through SQS into Postgres (seed ${options.seed})`,
-  );
-  const services = await startServices();
-  say(`  services: ${services.description} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  say(`effectively-once demo: ${options.messages} charges into Postgres (seed ${options.seed})`);
+  const [db, broker] = await startServices();
+  say(`  services: ${db.description} + ${broker.description} (${seconds(started)} s)`);
   const admin = new pg.Pool({
-    connectionString: services.databaseUrl,
+    connectionString: db.url,
     max: 3,
-    options: `-c search_path=${services.schema}`,
+    options: `-c search_path=${db.schema}`,
   });
   admin.on('error', () => undefined);
-  const client = sqsClient(services.sqsEndpoint);
-  const children: ChildWorker[] = [];
-  const workers: PaymentWorker[] = [];
-  let queues: Awaited<ReturnType<typeof createQueues>> | undefined;
+  const fleet = new Fleet(db, broker);
   try {
-    await admin.query(`CREATE SCHEMA IF NOT EXISTS ${services.schema}`);
+    await admin.query(`CREATE SCHEMA IF NOT EXISTS ${db.schema}`);
     await createPaymentTables(admin);
-    await migrate(admin, { schema: services.schema });
-    queues = await createQueues(
-      client,
-      `eo-demo-${randomBytes(4).toString('hex')}`,
-      FAULTS.visibilityTimeoutSeconds,
-    );
-    const plan = planCharges(options.messages, options.seed);
-    const producerStats: ProducerStats = { logicalSent: 0, messagesSent: 0, resends: 0 };
-    const progress = new Progress(options.messages);
-    let applied = 0;
-    let localDeliveries = 0;
-    const totals = () => {
-      const local = workers.map((w) => w.consumer.stats());
-      return {
-        deliveries: localDeliveries + children.reduce((s, c) => s + c.counters.deliveries, 0),
-        duplicates:
-          local.reduce((s, x) => s + x.duplicates, 0) +
-          children.reduce((s, c) => s + c.counters.duplicates, 0),
-        retries:
-          local.reduce((s, x) => s + x.retried, 0) +
-          children.reduce((s, c) => s + c.counters.failed, 0),
-        inFlight: local.reduce((s, x) => s + x.inFlight, 0),
-      };
-    };
-    const redraw = () =>
-      progress.update({ applied, sent: producerStats.messagesSent, ...totals() });
+    await migrate(admin, { schema: db.schema });
+    return await drive(options, started, admin, broker, fleet, db);
+  } finally {
+    await fleet.close();
+    if (db.shared)
+      await admin.query(`DROP SCHEMA IF EXISTS ${db.schema} CASCADE`).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+    await broker.close();
+    await db.stop();
+  }
+}
 
-    const workerConfig = {
-      databaseUrl: services.databaseUrl,
-      schema: services.schema,
-      sqsEndpoint: services.sqsEndpoint,
-      queueUrl: queues.queueUrl,
-      concurrency: 8,
-    };
+async function drive(
+  options: DemoOptions,
+  started: number,
+  admin: pg.Pool,
+  broker: DemoBroker,
+  fleet: Fleet,
+  db: DemoDatabase,
+): Promise<boolean> {
+  const plan = planCharges(options.messages, options.seed);
+  const producerStats: ProducerStats = { logicalSent: 0, messagesSent: 0, resends: 0 };
+  const progress = new Progress(options.messages);
+  let applied = 0;
+  const redraw = () =>
+    progress.update({ applied, sent: producerStats.messagesSent, ...fleet.totals() });
+  fleet.onChange = redraw;
+  fleet.note = (text) => progress.note(text);
+
+  await fleet.start(FAULTS.crashAfterCommits(options.messages));
+  const poll = setInterval(() => {
+    admin.query<{ n: string }>('SELECT count(*) AS n FROM charges').then(
+      (r) => {
+        applied = Number(r.rows[0]?.n ?? 0);
+        redraw();
+      },
+      () => undefined,
+    );
+  }, 150);
+  let left = { pending: -1, deadLetters: -1 };
+  try {
+    await produce(broker.send, plan, producerStats, redraw);
+    // Drained: nothing pending or dead twice in a row, and nothing in flight here.
+    const deadline = Date.now() + options.deadlineMs;
+    for (let empty = 0; empty < 2 && Date.now() < deadline;) {
+      await sleep(250);
+      left = await broker.backlog();
+      empty =
+        left.pending === 0 && left.deadLetters === 0 && fleet.totals().inFlight === 0
+          ? empty + 1
+          : 0;
+    }
+  } finally {
+    clearInterval(poll);
+  }
+  await fleet.close();
+  const ledger = await readLedger(admin, plan);
+  applied = ledger.applied;
+  redraw();
+  progress.finish();
+  const totals = fleet.totals();
+  const slow = plan.charges.filter((c) => isSlow(c.chargeId)).length;
+  return printReport(
+    {
+      title: `effectively-once demo: ${db.description} + ${broker.description}`,
+      plan,
+      messagesSent: producerStats.messagesSent,
+      resends: producerStats.resends,
+      deliveries: totals.deliveries,
+      duplicates: totals.duplicates,
+      retries: totals.retries,
+      faults: [
+        `${producerStats.resends} producer resends (same idempotency key)`,
+        broker.faults(slow),
+        fleet.crash,
+      ],
+      leftPending: left.pending,
+      leftDead: left.deadLetters,
+      seconds: (Date.now() - started) / 1000,
+    },
+    ledger,
+  );
+}
+
+/** The workers: two in this process, one in a child process that gets killed, its replacement. */
+class Fleet {
+  onChange: () => void = () => undefined;
+  note: (text: string) => void = () => undefined;
+  crash = 'no worker crash (worker-3 committed too few charges)';
+  private readonly local: PaymentWorker[] = [];
+  private readonly children: ChildWorker[] = [];
+  private localDeliveries = 0;
+  private replaced: Promise<void> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: DemoDatabase,
+    private readonly broker: DemoBroker,
+  ) {}
+
+  async start(crashAfter: number): Promise<void> {
     const childEnv = {
-      DEMO_DATABASE_URL: services.databaseUrl,
-      DEMO_SCHEMA: services.schema,
-      DEMO_SQS_ENDPOINT: services.sqsEndpoint ?? '',
-      DEMO_QUEUE_URL: queues.queueUrl,
+      DEMO_DATABASE_URL: this.db.url,
+      DEMO_SCHEMA: this.db.schema,
+      ...this.broker.env,
     };
-    const crashAfter = FAULTS.crashAfterCommits(options.messages);
-    let crash = `no worker crash (worker-3 committed fewer than ${crashAfter} charges)`;
     const doomed = spawnWorker({
       name: 'worker-3',
       env: childEnv,
       crashAfter,
       concurrency: 8,
-      onChange: redraw,
+      onChange: () => this.onChange(),
       onCrash: (key, commits) => {
-        crash = `worker-3 killed (SIGKILL) after its COMMIT #${commits}, before the delete`;
-        progress.note(
-          `! worker-3 killed with SIGKILL right after COMMIT of charge ${key.slice(0, 8)}…, before its delete`,
+        this.crash = `worker-3 killed (SIGKILL) right after its COMMIT #${commits}, before the ack`;
+        this.note(
+          `! worker-3 killed with SIGKILL right after COMMIT of charge ${key.slice(0, 8)}…, before its ack`,
         );
       },
     });
-    children.push(doomed);
+    this.children.push(doomed);
     // The supervisor restarts a crashed worker, as ECS or Kubernetes would.
-    const replaced = doomed.exited.then((crashedAfter) => {
-      if (crashedAfter === undefined) return;
-      progress.note(
+    this.replaced = doomed.exited.then(async (crashedAfter) => {
+      if (crashedAfter === undefined || this.closing) return;
+      this.note(
         '  worker-4 starts in a fresh process to replace it; redeliveries of its messages are deduplicated',
       );
       const fresh = spawnWorker({
@@ -112,92 +170,74 @@ export async function runSqsDemo(options: DemoOptions): Promise<boolean> {
         env: childEnv,
         crashAfter: 0,
         concurrency: 8,
-        onChange: redraw,
+        onChange: () => this.onChange(),
       });
-      children.push(fresh);
-      return fresh.ready;
+      this.children.push(fresh);
+      await fresh.ready.catch(() => undefined);
     });
     let lapseNotes = 0;
     for (const name of ['worker-1', 'worker-2']) {
       const worker = await startPaymentWorker({
-        ...workerConfig,
         worker: name,
-        onReceive: (n) => (localDeliveries += n),
+        databaseUrl: this.db.url,
+        schema: this.db.schema,
+        broker: this.broker.env,
+        concurrency: 8,
+        onDelivery: () => (this.localDeliveries += 1),
       });
       worker.consumer.on('duplicate', ({ key, attempt }) => {
-        if (isSlow(key) && attempt > 1 && lapseNotes++ < 3) {
-          progress.note(
+        if (
+          this.broker.env['DEMO_BROKER'] === 'sqs' &&
+          isSlow(key) &&
+          attempt > 1 &&
+          lapseNotes++ < 3
+        ) {
+          this.note(
             `! charge ${key.slice(0, 8)}…: visibility lapsed mid-handler; its redelivery waited on the claim, then was skipped`,
           );
         }
       });
-      workers.push(worker);
+      this.local.push(worker);
     }
     await doomed.ready;
-    say(
-      `  workers: worker-1, worker-2 (this process), worker-3 (own process, will be killed); visibility timeout ${FAULTS.visibilityTimeoutSeconds} s, heartbeat off`,
+    process.stderr.write(
+      '  workers: worker-1, worker-2 (this process), worker-3 (own process, will be killed)\n',
     );
-
-    const pollAppliedEvery = setInterval(() => {
-      admin.query<{ n: string }>('SELECT count(*) AS n FROM charges').then(
-        (r) => {
-          applied = Number(r.rows[0]?.n ?? 0);
-          redraw();
-        },
-        () => undefined,
-      );
-    }, 150);
-    let left = { queue: -1, deadLetter: -1 };
-    try {
-      await produce(client, queues.queueUrl, plan, producerStats, redraw);
-      // Drained: both queues empty twice in a row and nothing in flight here.
-      const deadline = Date.now() + options.deadlineMs;
-      let emptyChecks = 0;
-      while (emptyChecks < 2 && Date.now() < deadline) {
-        await sleep(250);
-        left = {
-          queue: await queueDepth(client, queues.queueUrl),
-          deadLetter: await queueDepth(client, queues.deadLetterQueueUrl),
-        };
-        emptyChecks =
-          left.queue === 0 && left.deadLetter === 0 && totals().inFlight === 0
-            ? emptyChecks + 1
-            : 0;
-      }
-    } finally {
-      clearInterval(pollAppliedEvery);
-    }
-    await replaced;
-    await Promise.all([...workers.map((w) => w.close()), ...children.map((c) => c.stop())]);
-    const ledger = await readLedger(admin, plan);
-    applied = ledger.applied;
-    redraw();
-    progress.finish();
-    const t = totals();
-    return printReport(
-      {
-        title: `effectively-once demo: ${services.description}`,
-        plan,
-        messagesSent: producerStats.messagesSent,
-        resends: producerStats.resends,
-        deliveries: t.deliveries,
-        duplicates: t.duplicates,
-        retries: t.retries,
-        slowCharges: plan.charges.filter((c) => isSlow(c.chargeId)).length,
-        crash,
-        leftInQueue: left.queue,
-        leftInDeadLetterQueue: left.deadLetter,
-        seconds: (Date.now() - started) / 1000,
-      },
-      ledger,
-    );
-  } finally {
-    await Promise.allSettled([...workers.map((w) => w.close()), ...children.map((c) => c.stop())]);
-    if (services.sharedDatabase)
-      await admin.query(`DROP SCHEMA IF EXISTS ${services.schema} CASCADE`).catch(() => undefined);
-    await admin.end().catch(() => undefined);
-    await queues?.delete();
-    client.destroy();
-    await services.stop();
   }
+
+  totals() {
+    const local = this.local.map((w) => w.consumer.stats());
+    const sum = (f: (s: (typeof local)[number]) => number) => local.reduce((n, s) => n + f(s), 0);
+    const kids = (f: (c: ChildWorker['counters']) => number) =>
+      this.children.reduce((n, c) => n + f(c.counters), 0);
+    return {
+      deliveries: this.localDeliveries + kids((c) => c.deliveries),
+      duplicates: sum((s) => s.duplicates) + kids((c) => c.duplicates),
+      retries: sum((s) => s.retried) + kids((c) => c.failed),
+      inFlight: sum((s) => s.inFlight),
+    };
+  }
+
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      await this.replaced;
+      await Promise.allSettled([
+        ...this.local.map((w) => w.close()),
+        ...this.children.map((c) => c.stop()),
+      ]);
+    })());
+  }
+}
+
+/** Database and broker in parallel; if one fails, stops the other before throwing. */
+async function startServices(): Promise<[DemoDatabase, DemoBroker]> {
+  const [db, broker] = await Promise.allSettled([startDatabase(), startBroker()]);
+  if (db.status === 'fulfilled' && broker.status === 'fulfilled') return [db.value, broker.value];
+  if (db.status === 'fulfilled') await db.value.stop();
+  if (broker.status === 'fulfilled') await broker.value.close();
+  throw db.status === 'rejected' ? db.reason : (broker as PromiseRejectedResult).reason;
+}
+
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1);
 }

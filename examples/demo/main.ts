@@ -36,8 +36,8 @@ if (!Number.isInteger(seed)) {
 }
 
 try {
-  const { runSqsDemo } = await import('./sqs-demo.js');
-  const pass = await runSqsDemo({ messages, seed, deadlineMs: 40_000 });
+  const { runDemo } = await import('./demo.js');
+  const pass = await runDemo({ messages, seed, deadlineMs: 40_000 });
   process.exit(pass ? 0 : 1);
 } catch (error) {
   process.stderr.write(

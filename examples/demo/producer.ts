@@ -1,6 +1,6 @@
-import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SendCharges } from './broker.js';
 import { FAULTS, seededRandom, sleep } from './faults.js';
-import { ACCOUNTS, IDEMPOTENCY_KEY, type Charge } from './payments.js';
+import { ACCOUNTS, type Charge } from './payments.js';
 
 /** What the producer will send, and what the ledger must show at the end. */
 export interface Plan {
@@ -44,12 +44,12 @@ export interface ProducerStats {
 /**
  * Sends the plan in batches of 10, paced over a couple of seconds so the workers are
  * busy while it runs. A resend is what a producer does when its request timed out
- * although SQS stored the message: it sends again with the same Idempotency-Key and a
- * byte-identical body, a little later. SQS gives the resend a new MessageId.
+ * although the broker stored the message: it sends again with the same idempotency key
+ * and a byte-identical body, a little later. To the broker it is a new message (SQS
+ * gives it a new MessageId, Kafka a new offset).
  */
 export async function produce(
-  client: SQSClient,
-  queueUrl: string,
+  sendCharges: SendCharges,
   plan: Plan,
   stats: ProducerStats,
   onChange: () => void,
@@ -58,21 +58,7 @@ export async function produce(
   const send = async (charges: Charge[]) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        const output = await client.send(
-          new SendMessageBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: charges.map((charge, i) => ({
-              Id: String(i),
-              MessageBody: JSON.stringify(charge),
-              MessageAttributes: {
-                [IDEMPOTENCY_KEY]: { DataType: 'String', StringValue: charge.chargeId },
-              },
-            })),
-          }),
-        );
-        const failed = output.Failed ?? [];
-        if (failed.length > 0)
-          throw new Error(`${failed.length} entries failed: ${failed[0]?.Message ?? ''}`);
+        await sendCharges(charges);
         stats.messagesSent += charges.length;
         onChange();
         return;

@@ -10,10 +10,10 @@ export interface RunFigures {
   deliveries: number;
   duplicates: number;
   retries: number;
-  slowCharges: number;
-  crash: string;
-  leftInQueue: number;
-  leftInDeadLetterQueue: number;
+  /** One line per fault injected. */
+  faults: string[];
+  leftPending: number;
+  leftDead: number;
   seconds: number;
 }
 
@@ -65,7 +65,7 @@ export function printReport(
     twice: ledger.chargedTwice === 0,
     total: ledger.totalCents === f.plan.expectedTotalCents,
     accounts: ledger.accountsOff === 0,
-    drained: f.leftInQueue === 0 && f.leftInDeadLetterQueue === 0,
+    drained: f.leftPending === 0 && f.leftDead === 0,
   };
   const mark = (ok: boolean) => (ok ? 'ok' : 'FAIL');
   const rows: Array<[string, string, string]> = [
@@ -73,7 +73,7 @@ export function printReport(
     [
       'messages sent (with producer resends)',
       String(f.messagesSent),
-      `${f.resends} resends, same Idempotency-Key`,
+      `${f.resends} resends, same idempotency key`,
     ],
     ['deliveries received by workers', String(f.deliveries), ''],
     ['duplicates skipped', String(f.duplicates), ''],
@@ -90,11 +90,7 @@ export function printReport(
       ledger.accountsOff === 0 ? 'all match' : `${ledger.accountsOff} off`,
       mark(checks.accounts),
     ],
-    [
-      'left in queue / dead-letter queue',
-      `${f.leftInQueue} / ${f.leftInDeadLetterQueue}`,
-      mark(checks.drained),
-    ],
+    ['left unprocessed / dead-lettered', `${f.leftPending} / ${f.leftDead}`, mark(checks.drained)],
   ];
   const w0 = Math.max(...rows.map((r) => r[0].length));
   const w1 = Math.max(...rows.map((r) => r[1].length));
@@ -107,8 +103,7 @@ export function printReport(
     rule,
     ...rows.map(([a, b, c]) => `| ${a.padEnd(w0)} | ${b.padStart(w1)} | ${c.padEnd(w2)} |`),
     rule,
-    `faults injected: ${f.resends} producer resends, ${f.slowCharges} slow handlers outliving the visibility timeout,`,
-    `                 ${f.crash}`,
+    ...f.faults.map((fault, i) => `${i === 0 ? 'faults injected:' : '                '} ${fault}`),
     pass
       ? `PASS: ${n} charges applied exactly once in ${f.seconds.toFixed(1)} s, although ${f.deliveries} deliveries arrived.`
       : `FAIL: the ledger does not match the ${n} logical charges (see the rows marked FAIL).`,

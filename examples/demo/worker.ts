@@ -1,35 +1,33 @@
 import pg from 'pg';
-import { createConsumer, type Consumer } from 'effectively-once';
-import { sqsSource } from 'effectively-once/sqs';
-import { chargeHandler, IDEMPOTENCY_KEY, type Charge } from './payments.js';
-import { countReceives, sqsClient } from './sqs.js';
+import { createConsumer, type Consumer, type Source } from 'effectively-once';
+import { workerSource, type BrokerEnv } from './broker.js';
+import { chargeHandler, type Charge } from './payments.js';
 
-/** Where a payment worker finds its database and queue. */
+/** Where a payment worker finds its database and broker. */
 export interface WorkerConfig {
   /** Worker instance name, written next to each charge it books. */
   worker: string;
   databaseUrl: string;
   /** Schema holding the payment tables and the dedup table. */
   schema: string;
-  sqsEndpoint: string | undefined;
-  queueUrl: string;
+  broker: BrokerEnv;
   /** Deliveries handled at once. */
   concurrency: number;
-  /** Called with the size of every ReceiveMessage result. */
-  onReceive?: (messages: number) => void;
+  /** Called for every delivery the broker hands to this worker. */
+  onDelivery?: () => void;
 }
 
 /** A started payment worker. */
 export interface PaymentWorker {
   consumer: Consumer;
-  /** Stops the consumer (finishing in-flight charges), then closes its pool and client. Idempotent. */
+  /** Stops the consumer (finishing in-flight charges), then closes its pool. Idempotent. */
   close(): Promise<void>;
 }
 
 /**
- * One payment worker instance: `createConsumer` + `sqsSource`. Every instance uses the
- * same consumer `name`, so they share one dedup namespace, like the replicas of one
- * deployment.
+ * One payment worker instance: `createConsumer` + the broker's source. Every instance
+ * uses the same consumer `name`, so they share one dedup namespace, like the replicas
+ * of one deployment.
  */
 export async function startPaymentWorker(config: WorkerConfig): Promise<PaymentWorker> {
   const pool = new pg.Pool({
@@ -38,22 +36,13 @@ export async function startPaymentWorker(config: WorkerConfig): Promise<PaymentW
     options: `-c search_path=${config.schema}`,
   });
   pool.on('error', () => undefined); // idle clients of a stopped server; nothing to do
-  const client = sqsClient(config.sqsEndpoint);
-  if (config.onReceive) countReceives(client, config.onReceive);
+  const broker = await workerSource(config.broker, config.worker);
   const consumer = createConsumer<Charge>({
     name: 'payments',
     schema: config.schema,
     pool,
     concurrency: config.concurrency,
-    source: sqsSource<Charge>({
-      client,
-      queueUrl: config.queueUrl,
-      keyAttribute: IDEMPOTENCY_KEY,
-      waitTimeSeconds: 1,
-      // Off on purpose: a slow handler then outlives the visibility timeout and SQS
-      // delivers its message again while it runs. Keep it on in production.
-      heartbeat: false,
-    }),
+    source: config.onDelivery ? counting(broker.source, config.onDelivery) : broker.source,
     handler: chargeHandler(config.worker),
     backoff: { initialMs: 200, maxMs: 2_000 },
     busyRetryDelayMs: 500,
@@ -67,8 +56,24 @@ export async function startPaymentWorker(config: WorkerConfig): Promise<PaymentW
     close: () =>
       (closing ??= (async () => {
         await consumer.stop({ timeoutMs: 10_000 });
-        client.destroy();
+        broker.close();
         await pool.end();
       })()),
+  };
+}
+
+/** The same source, counting each delivery it hands to the runner. */
+function counting<T>(source: Source<T>, onDelivery: () => void): Source<T> {
+  return {
+    description: source.description,
+    run: (ctx) =>
+      source.run({
+        ...ctx,
+        deliver: (delivery) => {
+          onDelivery();
+          return ctx.deliver(delivery);
+        },
+      }),
+    close: () => source.close(),
   };
 }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { databaseUrl, sqsEndpoint } from '../../helpers/env.js';
+import { databaseUrl, kafkaBrokers, sqsEndpoint } from '../../helpers/env.js';
 import { runTs } from './support.js';
 
 /** Runs `npm run demo`'s entry point and returns its exit code and output. */
-async function demo(messages: number, env: NodeJS.ProcessEnv): Promise<{ code: number | string; output: string }> {
+async function demo(
+  messages: number,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | string; output: string }> {
   const run = runTs('examples/demo/main.ts', ['--messages', String(messages), '--seed', '3'], env);
   const code = await run.exited;
   return { code, output: run.output() };
@@ -25,6 +28,18 @@ describe('the demo (npm run demo)', () => {
     const { code, output } = await demo(100, env);
     expect(output).toContain('Postgres at DATABASE_URL + SQS at');
     expect(output).toContain('PASS: 100 charges applied exactly once');
+    expect(code).toBe(0);
+  }, 90_000);
+
+  it('the Kafka variant (KAFKA_BROKERS): rebalances and a killed member, every charge applied once', async () => {
+    const env = {
+      ...process.env,
+      DATABASE_URL: databaseUrl(),
+      KAFKA_BROKERS: kafkaBrokers().join(','),
+    };
+    const { code, output } = await demo(200, env);
+    expect(output).toContain('+ Kafka at');
+    expect(output).toContain('PASS: 200 charges applied exactly once');
     expect(code).toBe(0);
   }, 90_000);
 });
