@@ -1,0 +1,33 @@
+import type { ChaosArgs } from './args.js';
+import type { Send } from './plan.js';
+import type { WorkerBrokerConfig } from './protocol.js';
+
+/** The broker side of a chaos run: queues or topics, the producer, and the checks. */
+export interface ChaosBroker {
+  /** What workers need to consume (and dead-letter). */
+  readonly worker: WorkerBrokerConfig;
+  /** Sends everything, retrying failed sends until done or `signal` aborts; returns the re-sends. */
+  send(sends: Send[], signal: AbortSignal): Promise<{ resent: number }>;
+  /** Nothing left to consume: SQS queue empty (visible, in flight, delayed) / Kafka group lag 0. */
+  drained(): Promise<boolean>;
+  /** Messages in the dead-letter target so far. */
+  deadLetterCount(): Promise<number>;
+  /** Idempotency keys of every dead letter (a key may appear twice if a move was repeated). */
+  deadLetteredKeys(): Promise<string[]>;
+  /** Deletes the run's queues/topics when asked, and closes clients. */
+  close(cleanup: boolean): Promise<void>;
+}
+
+export async function createBroker(args: ChaosArgs, endpoint: string, runId: string): Promise<ChaosBroker> {
+  if (args.broker === 'sqs') {
+    const { createSqsBroker } = await import('./sqs-broker.js');
+    return createSqsBroker(endpoint, runId);
+  }
+  const { createKafkaBroker } = await import('./kafka-broker.js');
+  return createKafkaBroker(endpoint.split(','), runId, args.partitions);
+}
+
+export const IDEMPOTENCY_ATTRIBUTE = 'Idempotency-Key';
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

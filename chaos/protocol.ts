@@ -1,0 +1,37 @@
+/** Where the worker processes consume from (sent to each worker at spawn). */
+export type WorkerBrokerConfig =
+  | { kind: 'sqs'; endpoint: string; queueUrl: string; deadLetterQueueUrl: string }
+  | { kind: 'kafka'; brokers: string[]; topic: string; groupId: string };
+
+/** A worker's whole configuration, passed as JSON in the CHAOS_WORKER environment variable. */
+export interface WorkerConfig {
+  /** Slot number, for the ledger and the logs. */
+  index: number;
+  databaseUrl: string;
+  /** Schema holding the dedup table and the chaos tables. */
+  schema: string;
+  /** Consumer name (dedup namespace). */
+  consumerName: string;
+  concurrency: number;
+  maxAttempts: number;
+  broker: WorkerBrokerConfig;
+}
+
+export const WORKER_ENV = 'CHAOS_WORKER';
+
+/**
+ * Points where an armed worker SIGKILLs itself:
+ * - `after-commit`: the effect's transaction committed, the delivery is not acked yet
+ *   (the consumer's `processed` event, emitted between COMMIT and ack);
+ * - `in-handler`: the handler wrote its effect in `ctx.tx`, COMMIT not sent;
+ * - `during-ack`: a `DeleteMessageBatch` / Kafka offset commit is on the wire (or its
+ *   answer arrived and was not yet seen by the adapter).
+ */
+export type FaultPoint = 'after-commit' | 'in-handler' | 'during-ack';
+export const FAULT_POINTS: readonly FaultPoint[] = ['after-commit', 'in-handler', 'during-ack'];
+
+/** Parent → worker. */
+export type ToWorker = { type: 'arm'; point: FaultPoint } | { type: 'stop' };
+
+/** Worker → parent. */
+export type FromWorker = { type: 'ready' } | { type: 'armed'; point: FaultPoint };

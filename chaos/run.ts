@@ -1,0 +1,226 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChaosArgs } from './args.js';
+import { createBroker, sleep, type ChaosBroker } from './broker.js';
+import { check, type Verdict } from './checker.js';
+import { adminPool, appliedCount, createChaosSchema, dropChaosSchema, readCounters } from './db.js';
+import { Fleet } from './fleet.js';
+import { Nemesis, planEvents } from './nemesis.js';
+import { makePlan } from './plan.js';
+import { defaultRate, produce } from './producer.js';
+import { Rng } from './rng.js';
+import { ensureServices, type ChaosServices } from './services.js';
+import type { RunResult } from './summary.js';
+
+const say = (line: string): void => console.error(`[chaos] ${line}`);
+
+/** Handler failures before a poison message is dead-lettered. */
+const MAX_ATTEMPTS = 4;
+
+/**
+ * One chaos run: services, schema, queues/topics; W workers; the producer and the
+ * nemesis at the same time; then quiescence (every key applied, nothing left to
+ * consume, poison dead-lettered, two checks in a row), a clean stop, and the checker.
+ */
+export async function runChaos(args: ChaosArgs): Promise<RunResult> {
+  const started = Date.now();
+  const rng = new Rng(args.seed);
+  const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  const plan = makePlan(rng, args.messages, args.duplicateRatio, args.poison);
+  say(
+    `run ${runId}: broker=${args.broker} messages=${args.messages} sends=${plan.sends.length} ` +
+      `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} kills=${args.kills} seed=${args.seed}`,
+  );
+  const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
+  fs.mkdirSync(logDir, { recursive: true });
+
+  const abort = new AbortController();
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanup = async (): Promise<void> => {
+    for (const fn of cleanups.splice(0).reverse()) await fn().catch((e: unknown) => say(`cleanup: ${String(e)}`));
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    say(`${signal}: stopping workers and services`);
+    abort.abort();
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let success = false;
+  try {
+    const services = await ensureServices(args.broker, say);
+    cleanups.push(() => services.stop());
+    if (services.root) say(`private services in ${services.root}`);
+    const shortfalls = impossibleFaults(args, services);
+    const pool = adminPool(services.databaseUrl);
+    cleanups.push(() => pool.end());
+    const schema = `chaos_${runId}`;
+    await createChaosSchema(pool, schema);
+    cleanups.push(async () => {
+      if (success && !args.keep) await dropChaosSchema(pool, schema);
+      else say(`kept schema ${schema}`);
+    });
+    const broker = await createBroker(args, services.brokerEndpoint, runId);
+    cleanups.push(() => broker.close(success && !args.keep));
+
+    const fleet = new Fleet(
+      (index) => ({
+        index,
+        databaseUrl: services.databaseUrl,
+        schema,
+        consumerName: `chaos-${args.broker}`,
+        concurrency: args.concurrency,
+        maxAttempts: MAX_ATTEMPTS,
+        broker: broker.worker,
+      }),
+      args.workers,
+      rng,
+      path.join(logDir, 'workers.log'),
+    );
+    say(`worker logs: ${path.join(logDir, 'workers.log')}`);
+    fleet.start();
+    cleanups.push(() => fleet.stop(2000));
+
+    const events = planEvents(
+      rng,
+      args.kills,
+      services.canRestartPostgres ? args.pgRestarts : 0,
+      services.canRestartBroker ? args.brokerRestarts : 0,
+    );
+    const nemesis = new Nemesis(events, fleet, services, rng, (line) => say(`nemesis: ${line}`));
+
+    // Progress: keys applied so far (kept at the last known value while Postgres is down).
+    let applied = 0;
+    const poller = (async () => {
+      while (!abort.signal.aborted) {
+        applied = (await appliedCount(pool, schema)) ?? applied;
+        await sleep(250);
+      }
+    })();
+    const progress = (): number => Math.min(1, applied / args.messages);
+
+    const deadline = started + args.timeoutMs;
+    const timer = setTimeout(() => abort.abort(), args.timeoutMs);
+    const rate = args.rate ?? defaultRate(args, plan.sends.length);
+    say(`producer: ${rate > 0 ? `${rate} sends/s` : 'unpaced'}`);
+    const producing = produce(broker, plan.sends, rate, abort.signal).then((r) => {
+      say(`producer: ${plan.sends.length} sends done in ${((Date.now() - started) / 1000).toFixed(1)} s${r.resent > 0 ? ` (${r.resent} re-sent after errors)` : ''}`);
+      return r;
+    });
+    const faults = nemesis.run(progress, abort.signal);
+
+    const quiescent = await waitForQuiescence({ broker, poison: args.poison, messages: args.messages, applied: () => applied, fleet, producing, faults, deadline, signal: abort.signal });
+    clearTimeout(timer);
+    say(quiescent ? `quiescent after ${((Date.now() - started) / 1000).toFixed(1)} s; stopping workers` : 'timed out before quiescence; stopping workers');
+    abort.abort();
+    await fleet.stop();
+    await poller;
+
+    const verdict = await finalCheck(pool, schema, plan, broker);
+    const report = nemesis.report;
+    if (report.kills < args.kills) shortfalls.push(`kills: ${report.kills} of ${args.kills} happened`);
+    if (services.canRestartPostgres && report.pgRestarts < args.pgRestarts) shortfalls.push(`Postgres restarts: ${report.pgRestarts} of ${args.pgRestarts}`);
+    if (services.canRestartBroker && report.brokerRestarts < args.brokerRestarts) shortfalls.push(`broker restarts: ${report.brokerRestarts} of ${args.brokerRestarts}`);
+    say(`kills by mode: ${JSON.stringify(report.killsByMode)}${report.fallbacks > 0 ? `, ${report.fallbacks} armed point(s) not reached in time (killed from outside)` : ''}; worker processes started: ${fleet.spawned}${otherExits(fleet)}`);
+    for (const line of verdict.problems) say(`PROBLEM: ${line}`);
+    for (const line of shortfalls) say(`note: ${line}`);
+    const result: RunResult = {
+      args,
+      duplicatesSent: plan.duplicates,
+      nemesis: report,
+      verdict,
+      timedOut: !quiescent,
+      shortfalls,
+      durationMs: Date.now() - started,
+    };
+    success = quiescent && verdict.problems.length === 0 && verdict.doubles === 0 && verdict.lost === 0;
+    say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
+    if (success) fs.rmSync(logDir, { recursive: true, force: true });
+    else say(`worker logs kept in ${logDir}`);
+    return result;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    abort.abort();
+    await cleanup();
+  }
+}
+
+/** Worker exits that were not SIGKILLs (e.g. a start that failed while Postgres was down). */
+function otherExits(fleet: Fleet): string {
+  const other = fleet.exits.filter((e) => e.signal !== 'SIGKILL' && !(e.code === 0 && e.signal === null));
+  return other.length === 0 ? '' : `; other worker exits: ${other.map((e) => `code ${e.code ?? e.signal}`).join(', ')}`;
+}
+
+/** Restarts asked for that cannot happen because the service was given from outside. */
+function impossibleFaults(args: ChaosArgs, services: ChaosServices): string[] {
+  if (args.pgRestarts > 0 && !services.canRestartPostgres) {
+    say('note: DATABASE_URL was given, so Postgres restarts are impossible in this run (pg_restarts=0)');
+  }
+  if (args.brokerRestarts > 0 && !services.canRestartBroker) {
+    say('note: KAFKA_BROKERS was given, so broker restarts are impossible in this run (broker_restarts=0)');
+  }
+  return [];
+}
+
+interface QuiescenceInput {
+  broker: ChaosBroker;
+  messages: number;
+  poison: number;
+  applied: () => number;
+  fleet: Fleet;
+  producing: Promise<unknown>;
+  faults: Promise<void>;
+  deadline: number;
+  signal: AbortSignal;
+}
+
+/**
+ * True once, two checks in a row (a second apart): the producer and the nemesis are
+ * done, every key is applied, nothing is left to consume and every poison message
+ * reached the dead-letter target. False at the deadline.
+ */
+async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
+  let producerDone = false;
+  let faultsDone = false;
+  void q.producing.then(() => (producerDone = true));
+  void q.faults.then(() => (faultsDone = true));
+  let stable = 0;
+  let lastReport = 0;
+  while (Date.now() < q.deadline && !q.signal.aborted) {
+    await sleep(1000);
+    let drained = false;
+    let dead = -1;
+    if (producerDone && faultsDone && q.applied() >= q.messages) {
+      drained = await q.broker.drained().catch(() => false);
+      dead = await q.broker.deadLetterCount().catch(() => -1);
+    }
+    stable = drained && dead >= q.poison ? stable + 1 : 0;
+    if (stable >= 2) return true;
+    if (Date.now() - lastReport > 5000) {
+      lastReport = Date.now();
+      say(
+        `applied ${q.applied()}/${q.messages}, producer ${producerDone ? 'done' : 'sending'}, nemesis ${faultsDone ? 'done' : 'active'}, ` +
+          `workers ready ${q.fleet.readySlots().length}${dead >= 0 ? `, dead letters ${dead}/${q.poison}` : ''}${producerDone && faultsDone && q.applied() >= q.messages ? `, drained ${drained}` : ''}`,
+      );
+    }
+  }
+  return false;
+}
+
+async function finalCheck(pool: ReturnType<typeof adminPool>, schema: string, plan: ReturnType<typeof makePlan>, broker: ChaosBroker): Promise<Verdict> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { counters, ledger, ledgerRows } = await readCounters(pool, schema);
+      const deadLetterKeys = await broker.deadLetteredKeys();
+      return check(plan, counters, ledger, ledgerRows, deadLetterKeys);
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      say(`final check failed (${String(error)}), retrying`);
+      await sleep(2000);
+    }
+  }
+}

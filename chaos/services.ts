@@ -1,0 +1,67 @@
+import type { BrokerName } from './args.js';
+
+/** Postgres and the broker for a chaos run, with what may be restarted. */
+export interface ChaosServices {
+  databaseUrl: string;
+  /** SQS endpoint or comma-separated Kafka brokers. */
+  brokerEndpoint: string;
+  /** False when DATABASE_URL was given: someone else's Postgres is not ours to crash. */
+  canRestartPostgres: boolean;
+  /** False when KAFKA_BROKERS was given (and always for SQS: ElasticMQ keeps messages in memory). */
+  canRestartBroker: boolean;
+  /** Where the private services live (state file, logs), when any were started. */
+  root: string | undefined;
+  /** Crash (immediate stop), stay down `downMs`, start again. */
+  restartPostgres(downMs: number): Promise<void>;
+  /** Kafka only: SIGKILL the broker, stay down `downMs`, start it again. */
+  restartBroker(downMs: number): Promise<void>;
+  /** Stops what this run started. */
+  stop(): Promise<void>;
+}
+
+const BROKER_ENV: Record<BrokerName, string> = { sqs: 'SQS_ENDPOINT', kafka: 'KAFKA_BROKERS' };
+
+/**
+ * Uses DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set, and starts what is
+ * missing privately with the integration tests' native service helpers (a run
+ * directory of its own, free ports), so it can crash and restart them without
+ * disturbing anybody else.
+ */
+export async function ensureServices(broker: BrokerName, log: (line: string) => void): Promise<ChaosServices> {
+  const brokerEnv = BROKER_ENV[broker];
+  const missing = [...(process.env['DATABASE_URL'] ? [] : ['postgres']), ...(process.env[brokerEnv] ? [] : [broker])];
+  const services = await import('../test/helpers/services/index.js');
+  let root: string | undefined;
+  if (missing.length > 0) {
+    log(`starting private ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`);
+    // The helpers read these; a parent's (e.g. jest's) services must not be reused or restarted.
+    delete process.env['EO_SERVICES_STATE'];
+    process.env['EO_SERVICES'] = missing.join(',');
+    process.env['EO_TEST_PROVIDER'] = 'native';
+    await services.startServices();
+    root = services.servicesState()?.root;
+  }
+  const databaseUrl = process.env['DATABASE_URL'];
+  const brokerEndpoint = process.env[brokerEnv];
+  if (!databaseUrl || !brokerEndpoint) throw new Error(`DATABASE_URL / ${brokerEnv} still unset after starting services`);
+  const canRestartPostgres = missing.includes('postgres');
+  const canRestartBroker = broker === 'kafka' && missing.includes('kafka');
+  return {
+    databaseUrl,
+    brokerEndpoint,
+    canRestartPostgres,
+    canRestartBroker,
+    root,
+    async restartPostgres(downMs) {
+      if (!canRestartPostgres) throw new Error('Postgres was given (DATABASE_URL): it cannot be restarted');
+      await services.restartPostgres({ mode: 'immediate', downMs });
+    },
+    async restartBroker(downMs) {
+      if (!canRestartBroker) throw new Error('the broker cannot be restarted (given endpoint, or SQS)');
+      await services.restartKafka({ signal: 'SIGKILL', downMs });
+    },
+    async stop() {
+      if (missing.length > 0) await services.stopServices();
+    },
+  };
+}

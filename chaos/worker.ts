@@ -1,0 +1,151 @@
+/**
+ * One chaos worker process: `createConsumer` over `sqsSource` / `kafkaSource`, exactly
+ * as an application would use the public API. Its handler increments the key's counter
+ * and appends a ledger row through `ctx.tx`; poison bodies write the same and then
+ * throw, so only a rollback keeps them out. The parent arms fault points over IPC and
+ * SIGKILLs the process at random; SIGTERM or a `stop` message stops it cleanly.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { createConsumer, type Consumer, type Logger, type Source } from 'effectively-once';
+import { kafkaSource } from 'effectively-once/kafka';
+import { sqsSource } from 'effectively-once/sqs';
+import { tables } from './db.js';
+import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
+import type { ChaosBody } from './plan.js';
+import { WORKER_ENV, type FromWorker, type ToWorker, type WorkerConfig } from './protocol.js';
+
+const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
+if (config === null) throw new Error(`${WORKER_ENV} is not set: this file is started by chaos/main.ts`);
+const cfg: WorkerConfig = config;
+const faults = new Faults();
+const tag = `[worker ${cfg.index} pid ${process.pid}]`;
+
+/** Warnings and errors to stderr (the parent keeps them in the run's worker log). */
+const logger: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (obj, msg) => console.error(tag, 'warn', msg ?? '', brief(obj)),
+  error: (obj, msg) => console.error(tag, 'error', msg ?? '', brief(obj)),
+};
+
+function brief(obj: object): string {
+  const err = (obj as { err?: unknown }).err;
+  return err instanceof Error ? `${err.name}: ${err.message}` : '';
+}
+
+function send(message: FromWorker): void {
+  process.send?.(message);
+}
+
+function source(): Source<ChaosBody> {
+  const b = cfg.broker;
+  if (b.kind === 'sqs') {
+    const client = new SQSClient({
+      region: 'us-east-1',
+      endpoint: b.endpoint,
+      credentials: { accessKeyId: 'chaos', secretAccessKey: 'chaos' },
+    });
+    armSqsDeletes(client, faults);
+    return sqsSource<ChaosBody>({
+      client,
+      queueUrl: b.queueUrl,
+      keyAttribute: 'Idempotency-Key',
+      deadLetterQueueUrl: b.deadLetterQueueUrl,
+      // Short, so a killed worker's messages come back quickly; the heartbeat keeps live ones.
+      visibilityTimeout: 5,
+      heartbeat: true,
+      waitTimeSeconds: 2,
+    });
+  }
+  const kafka = new Kafka({
+    clientId: `chaos-worker-${cfg.index}`,
+    brokers: b.brokers,
+    logLevel: logLevel.ERROR,
+    connectionTimeout: 3000,
+    retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
+  });
+  return kafkaSource<ChaosBody>({
+    kafka: armKafkaCommits(kafka, faults),
+    groupId: b.groupId,
+    topics: [b.topic],
+    fromBeginning: true,
+    // Short sessions: a killed member is noticed (and its partitions reassigned) in seconds.
+    consumerConfig: {
+      sessionTimeout: 4000,
+      rebalanceTimeout: 6000,
+      heartbeatInterval: 400,
+      maxWaitTimeInMs: 100,
+      retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
+    },
+    producerConfig: { retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 } },
+    keyConcurrency: 4,
+    commitIntervalMs: 200,
+    redeliveryDelayMs: 500,
+  });
+}
+
+async function main(): Promise<void> {
+  const pool = new pg.Pool({
+    connectionString: cfg.databaseUrl,
+    max: cfg.concurrency + 2,
+    connectionTimeoutMillis: 5000,
+  });
+  pool.on('error', () => undefined); // Postgres restarts on purpose
+  const { counters, ledger } = tables(cfg.schema);
+  const consumer: Consumer = createConsumer<ChaosBody>({
+    name: cfg.consumerName,
+    source: source(),
+    pool,
+    schema: cfg.schema,
+    concurrency: cfg.concurrency,
+    maxAttempts: cfg.maxAttempts,
+    lockTimeoutMs: 2000,
+    busyRetryDelayMs: 500,
+    backoff: { initialMs: 100, maxMs: 1000 },
+    handlerTimeoutMs: 30_000,
+    logger,
+    handler: async (body, ctx) => {
+      await ctx.tx.query(`INSERT INTO ${counters} (key, n) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`, [ctx.key]);
+      await ctx.tx.query(`INSERT INTO ${ledger} (key, worker, pid, attempt) VALUES ($1, $2, $3, $4)`, [ctx.key, cfg.index, process.pid, ctx.attempt]);
+      if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
+      faults.at('in-handler');
+    },
+  });
+  // Emitted after COMMIT and before the ack (delete / offset) is even queued.
+  consumer.on('processed', () => faults.at('after-commit'));
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await consumer.stop({ timeoutMs: 10_000 });
+      await pool.end().catch(() => undefined);
+      process.exit(0);
+    })());
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+  // The parent is gone (killed): do not outlive it.
+  process.on('disconnect', () => process.exit(1));
+  process.on('message', (message: ToWorker) => {
+    if (message.type === 'stop') void stop();
+    else if (message.type === 'arm') {
+      faults.arm(message.point);
+      send({ type: 'armed', point: message.point });
+    }
+  });
+
+  await consumer.start();
+  send({ type: 'ready' });
+  await consumer.done;
+  if (stopping === undefined) {
+    // The receive loop ended on its own (e.g. kafkajs gave up during a broker outage).
+    console.error(tag, 'receive loop ended unexpectedly; exiting for a restart');
+    process.exit(4);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(tag, 'failed:', error instanceof Error ? error.message : error);
+  process.exit(3);
+});
