@@ -31,3 +31,10 @@ export type {
   KafkaTopicPartitionOffset,
   KafkaTopicPartitions,
 } from './client.js';
+export { exactlyOnceEachMessage } from './each-message.js';
+export type {
+  EachMessagePayloadLike,
+  ExactlyOnceEachMessage,
+  ExactlyOnceEachMessageHandler,
+  ExactlyOnceEachMessageOptions,
+} from './each-message.js';

@@ -1,0 +1,220 @@
+import { createConsumer, type Consumer } from '../../src/consumer.js';
+import { ConfigurationError, ShutdownError } from '../../src/errors.js';
+import type { ConsumerOptions } from '../../src/options.js';
+import type { Delivery, HandlerContext, Source, SourceContext } from '../../src/types.js';
+import type { KafkaMessageLike, KafkaProducerLike } from './client.js';
+import { DeadLetterPublisher } from './dead-letter.js';
+import { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, type KafkaKeyFunction } from './keys.js';
+import { sleep } from './partition-worker.js';
+import { toKafkaRecord, type KafkaRecord } from './record.js';
+
+/** What kafkajs passes to `eachMessage` (kafkajs `EachMessagePayload`). */
+export interface EachMessagePayloadLike {
+  readonly topic: string;
+  readonly partition: number;
+  readonly message: KafkaMessageLike;
+  heartbeat(): Promise<void>;
+}
+
+/**
+ * Your existing `eachMessage` handler, plus a second argument: do the database work
+ * through `ctx.tx` (the transaction that holds the dedup claim) and do not commit it.
+ */
+export type ExactlyOnceEachMessageHandler<
+  P extends EachMessagePayloadLike = EachMessagePayloadLike,
+> = (payload: P, ctx: HandlerContext<P>) => Promise<void>;
+
+/** Options of {@link exactlyOnceEachMessage}: the consumer's options, plus Kafka specifics. */
+export interface ExactlyOnceEachMessageOptions<
+  P extends EachMessagePayloadLike = EachMessagePayloadLike,
+> extends Omit<ConsumerOptions<P>, 'source' | 'handler' | 'key'> {
+  /** Producer for dead letters (records that exhausted `maxAttempts` or have no usable key). Required. */
+  producer: KafkaProducerLike;
+  /** Dead-letter topic of a record. Default `${record.topic}.dlq`. */
+  deadLetterTopic?: string | ((record: KafkaRecord) => string);
+  /** Header holding the dedup key; without it the key is `topic/partition/offset`. Default `idempotency-key`. */
+  idempotencyHeader?: string;
+  /** Derives the dedup key from the record, replacing the header/offset rule. */
+  key?: KafkaKeyFunction;
+  /** Delay before a record whose settlement failed (dead-letter topic down) runs again. Default 1000 ms. */
+  redeliveryDelayMs?: number;
+}
+
+/** A wrapped `eachMessage` handler and the consumer that runs it. */
+export interface ExactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMessagePayloadLike> {
+  /** Pass to `consumer.run({ eachMessage })`; kafkajs's own offset handling stays as it is. */
+  readonly eachMessage: (payload: P) => Promise<void>;
+  /** The effectively-once consumer behind it, for `on(...)` events and `stats()`. */
+  readonly consumer: Consumer;
+  /** Stops the effectively-once consumer. Stop (or disconnect) the kafkajs consumer first. */
+  stop(): Promise<void>;
+}
+
+type Settlement = { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'released' };
+
+const HEARTBEAT_WHILE_WAITING_MS = 1000;
+
+/**
+ * Makes an existing kafkajs `eachMessage` handler exactly-once: each record's key is
+ * claimed in the dedup table inside the transaction handed to the handler as
+ * `ctx.tx`, so a record kafkajs delivers again (after a crash, a rebalance or an
+ * offset reset) is recognised as a duplicate instead of being applied twice.
+ *
+ * `eachMessage` resolves once the record is settled, so kafkajs resolves and commits
+ * its offset as usual. A failing handler is retried in place with the consumer's
+ * backoff (heartbeating meanwhile; a rebalance interrupts the wait and the record goes
+ * to its next owner), then dead-lettered to `${topic}.dlq` after `maxAttempts`.
+ *
+ * ```ts
+ * const eo = exactlyOnceEachMessage(async ({ message }, { tx }) => {
+ *   await tx.query('INSERT INTO payments ...', [...]);
+ * }, { name: 'payments', pool, producer });
+ * await consumer.run({ eachMessage: eo.eachMessage });
+ * ```
+ */
+export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMessagePayloadLike>(
+  handler: ExactlyOnceEachMessageHandler<P>,
+  options: ExactlyOnceEachMessageOptions<P>,
+): ExactlyOnceEachMessage<P> {
+  if (typeof handler !== 'function')
+    throw new ConfigurationError('handler', 'must be a function (payload, ctx) => Promise<void>');
+  const {
+    producer,
+    deadLetterTopic,
+    idempotencyHeader,
+    key,
+    redeliveryDelayMs,
+    ...consumerOptions
+  } = options;
+  if (typeof producer?.send !== 'function') {
+    throw new ConfigurationError('producer', 'is required: dead letters are produced with it');
+  }
+  if (
+    deadLetterTopic !== undefined &&
+    typeof deadLetterTopic !== 'function' &&
+    (typeof deadLetterTopic !== 'string' || deadLetterTopic === '')
+  ) {
+    throw new ConfigurationError(
+      'deadLetterTopic',
+      'must be a topic name or a function (record) => topic',
+    );
+  }
+  const header = idempotencyHeader ?? DEFAULT_IDEMPOTENCY_HEADER;
+  if (typeof header !== 'string' || header === '')
+    throw new ConfigurationError('idempotencyHeader', 'must be a non-empty header name');
+  if (key !== undefined && typeof key !== 'function')
+    throw new ConfigurationError('key', 'must be a function (record) => string');
+  const redeliveryMs = redeliveryDelayMs ?? 1000;
+  if (!Number.isInteger(redeliveryMs) || redeliveryMs < 0 || redeliveryMs > 3_600_000) {
+    throw new ConfigurationError('redeliveryDelayMs', 'must be an integer from 0 to 3600000', {
+      value: redeliveryDelayMs,
+    });
+  }
+  const deadLetters = new DeadLetterPublisher(
+    () => producer,
+    false,
+    typeof deadLetterTopic === 'function'
+      ? deadLetterTopic
+      : deadLetterTopic === undefined
+        ? (record) => `${record.topic}.dlq`
+        : () => deadLetterTopic,
+  );
+  const bridge = new BridgeSource<P>();
+  const consumer = createConsumer<P>({ ...consumerOptions, source: bridge, handler });
+  let started: Promise<SourceContext<P>> | undefined;
+  const ready = (): Promise<SourceContext<P>> =>
+    (started ??= consumer.start().then(() => bridge.context()));
+
+  const keyOf = (record: KafkaRecord): string | undefined => {
+    if (key === undefined) return defaultKafkaKey(record, header);
+    try {
+      return key(record);
+    } catch {
+      return undefined; // the runner dead-letters a delivery without a key
+    }
+  };
+
+  const eachMessage = async (payload: P): Promise<void> => {
+    const ctx = await ready();
+    const record = toKafkaRecord(
+      { topic: payload.topic, partition: payload.partition, messages: [] },
+      payload.message,
+    );
+    const dedupKey = keyOf(record);
+    for (let attempt = 1; ; attempt++) {
+      if (ctx.signal.aborted)
+        throw new ShutdownError(dedupKey ?? `${record.topic}/${record.partition}/${record.offset}`);
+      let settled: Settlement | undefined;
+      const settle = (s: Settlement) => void (settled ??= s);
+      const delivery: Delivery<P> = {
+        key: dedupKey,
+        body: payload,
+        payload: record.value ?? undefined,
+        raw: record,
+        attempt,
+        orderingKey: `${record.topic}/${record.partition}`,
+        ack: async () => settle({ kind: 'finished' }),
+        retry: async (delayMs) => settle({ kind: 'retry', delayMs }),
+        release: async () => settle({ kind: 'released' }),
+        deadLetter: async (reason) => {
+          try {
+            await deadLetters.publish(record, reason, attempt);
+          } catch (error) {
+            settle({ kind: 'retry', delayMs: redeliveryMs });
+            throw error;
+          }
+          settle({ kind: 'finished' });
+        },
+      };
+      const outcome = await ctx.deliver(delivery);
+      const settlement: Settlement =
+        settled ??
+        (outcome === 'released' ? { kind: 'released' } : { kind: 'retry', delayMs: redeliveryMs });
+      if (settlement.kind === 'finished') return;
+      // Released at shutdown: kafkajs must not resolve this offset; the record comes back later.
+      if (settlement.kind === 'released') throw new ShutdownError(dedupKey ?? record.offset);
+      await waitHeartbeating(settlement.delayMs, payload, ctx.signal);
+    }
+  };
+
+  return {
+    eachMessage,
+    consumer,
+    stop: () => consumer.stop(),
+  };
+}
+
+/** Waits `ms`, heartbeating; a rebalance error from the heartbeat propagates to kafkajs. */
+async function waitHeartbeating(
+  ms: number,
+  payload: EachMessagePayloadLike,
+  signal: AbortSignal,
+): Promise<void> {
+  const until = Date.now() + ms;
+  for (let left = ms; left > 0 && !signal.aborted; left = until - Date.now()) {
+    await sleep(Math.min(left, HEARTBEAT_WHILE_WAITING_MS), signal);
+    await payload.heartbeat();
+  }
+}
+
+/** The source behind {@link exactlyOnceEachMessage}: kafkajs pushes, this hands records to the runner. */
+class BridgeSource<P> implements Source<P> {
+  readonly description = 'kafka:eachMessage';
+  private ctx: SourceContext<P> | undefined;
+
+  context(): SourceContext<P> {
+    if (this.ctx === undefined)
+      throw new Error('exactlyOnceEachMessage: the consumer did not start its source');
+    return this.ctx;
+  }
+
+  async run(ctx: SourceContext<P>): Promise<void> {
+    this.ctx = ctx;
+    if (ctx.signal.aborted) return;
+    await new Promise<void>((resolve) =>
+      ctx.signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+  }
+
+  async close(): Promise<void> {}
+}

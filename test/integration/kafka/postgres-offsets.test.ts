@@ -1,0 +1,108 @@
+/**
+ * Issue 4, test 5: with `offsets: 'postgres'` the next offset commits with each
+ * effect. After the group's Kafka offsets are reset to earliest, a member starts from
+ * the stored offsets: no record is applied twice, and none is even looked up again.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Kafka } from 'kafkajs';
+import { migrateKafkaOffsets } from '../../../adapters/kafka/index.js';
+import { quoteIdentifier } from '../../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { waitFor } from '../../helpers/wait-for.js';
+import {
+  committedOffsets,
+  createEffects,
+  createTopics,
+  doubleEffects,
+  effectCount,
+  effects,
+  produce,
+  startConsumer,
+  testKafka,
+  unique,
+} from './kafka-helpers.js';
+
+let db: TestDatabase;
+let kafka: Kafka;
+
+beforeAll(async () => {
+  db = await createTestDatabase('kafka_pg_offsets');
+  await createEffects(db);
+  await migrateKafkaOffsets(db.pool, { schema: db.schema });
+  await migrateKafkaOffsets(db.pool, { schema: db.schema }); // idempotent
+  kafka = testKafka();
+}, 30_000);
+
+afterAll(async () => {
+  await db.close();
+});
+
+describe("Kafka: offsets: 'postgres'", () => {
+  it('survives a reset of the group offsets to earliest without applying anything twice', async () => {
+    const topic = unique('pgoff');
+    const groupId = unique('g-pgoff');
+    await createTopics(kafka, [{ topic, partitions: 2 }]);
+    const batch = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        partition: (from + i) % 2,
+        value: JSON.stringify({ seq: from + i }),
+      }));
+    const source = { offsets: 'postgres' as const, pool: db.pool, offsetsSchema: db.schema };
+
+    await produce(kafka, topic, batch(0, 20));
+    const a = await startConsumer({ db, kafka, groupId, topics: [topic], member: 'a', source });
+    try {
+      await waitFor(async () => (await effectCount(db)) === 20, {
+        timeoutMs: 30_000,
+        what: '20 effects',
+      });
+    } finally {
+      await a.stop();
+    }
+    const stored = await db.pool.query<{ topic: string; partition: number; next_offset: string }>(
+      `SELECT topic, partition, next_offset FROM ${quoteIdentifier(db.schema)}.eo_kafka_offsets WHERE group_id = $1 ORDER BY partition`,
+      [groupId],
+    );
+    expect(stored.rows.map((r) => [r.partition, Number(r.next_offset)])).toEqual([
+      [0, 10],
+      [1, 10],
+    ]);
+
+    // An operator resets the group to the start of the topic (the group is empty now).
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await admin.resetOffsets({ groupId, topic, earliest: true });
+    } finally {
+      await admin.disconnect();
+    }
+    expect([...(await committedOffsets(kafka, groupId, topic)).values()].every((o) => o <= 0)).toBe(
+      true,
+    );
+
+    await produce(kafka, topic, batch(20, 10));
+    const b = await startConsumer({ db, kafka, groupId, topics: [topic], member: 'b', source });
+    try {
+      await waitFor(async () => (await effectCount(db)) === 30, {
+        timeoutMs: 30_000,
+        what: '30 effects',
+      });
+      await waitFor(
+        async () => {
+          const offsets = await committedOffsets(kafka, groupId, topic);
+          return offsets.get(0) === 15 && offsets.get(1) === 15;
+        },
+        { timeoutMs: 30_000, what: 'Kafka offsets to catch up' },
+      );
+      expect(await doubleEffects(db)).toEqual([]);
+      // The 20 old records were skipped from the stored offsets: never delivered, not even as duplicates.
+      expect(b.calls.map((c) => Number(c.offset)).every((o) => o >= 10)).toBe(true);
+      expect(b.consumer.stats()).toMatchObject({ received: 10, processed: 10, duplicates: 0 });
+      expect(
+        (await effects(db)).map((r) => r.seq).sort((x, y) => (x as number) - (y as number)),
+      ).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    } finally {
+      await b.stop();
+    }
+  }, 60_000);
+});
