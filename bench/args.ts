@@ -10,6 +10,8 @@ export interface BenchOptions {
   messages: number;
   /** Pool size, and what each scenario runs at once (see README for each scenario's meaning). */
   concurrency: number;
+  /** `createConsumer` `concurrency` in b and c; default `concurrency` (the pool stays `concurrency`). */
+  consumerConcurrency: number;
   /** How many times the interleaved sequence of scenarios is repeated; the median is reported. */
   rounds: number;
   /** Scenarios to run, in this order within a round. */
@@ -32,7 +34,7 @@ export interface BenchOptions {
   profile: boolean;
 }
 
-const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--rounds 3]
+const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--dedup-rows 0]
                          [--out bench/results] [--name variant] [--profile]`;
@@ -44,6 +46,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       broker: { type: 'string' },
       messages: { type: 'string', default: '5000' },
       concurrency: { type: 'string', default: '8' },
+      'consumer-concurrency': { type: 'string' },
       rounds: { type: 'string', default: '3' },
       scenarios: { type: 'string', default: SCENARIO_IDS.join(',') },
       'batch-size': { type: 'string', default: '100' },
@@ -78,6 +81,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     broker,
     messages: int('messages', values.messages, 1, 10_000_000),
     concurrency,
+    consumerConcurrency: int(
+      'consumer-concurrency',
+      values['consumer-concurrency'] ?? String(concurrency),
+      1,
+      1000,
+    ),
     rounds: int('rounds', values.rounds, 1, 50),
     scenarios: scenarios as ScenarioId[],
     batchSize: int('batch-size', values['batch-size'], 1, 10_000),

@@ -7,6 +7,8 @@ export interface RunContext {
   pool: pg.Pool;
   messages: number;
   concurrency: number;
+  /** `createConsumer` `concurrency` (b, c). */
+  consumerConcurrency: number;
   batchSize: number;
   inboxBatch: number;
   drain: Drain;

@@ -43,7 +43,7 @@ export async function runEffectivelyOnce(
     source: observed,
     pool: ctx.pool,
     schema: BENCH_SCHEMA,
-    concurrency: ctx.concurrency,
+    concurrency: ctx.consumerConcurrency,
     migrate: false,
   };
   const consumer =

@@ -15,6 +15,29 @@ export async function storeInInbox(
   );
 }
 
+/**
+ * A message of scenario f is done when both halves are: the broker ack of the inbox
+ * INSERT (delete / offset resolved) and the worker's COMMIT of the effect. Either can
+ * come first; counting only the COMMIT would stop the clock before the broker caught up.
+ */
+export class InboxProgress {
+  private readonly state: Uint8Array;
+  constructor(private readonly ctx: RunContext) {
+    this.state = new Uint8Array(ctx.messages);
+  }
+  acked(id: number): void {
+    this.mark(id, 1);
+  }
+  committed(id: number): void {
+    this.mark(id, 2);
+  }
+  private mark(id: number, bit: number): void {
+    const next = (this.state[id] ?? 0) | bit;
+    this.state[id] = next;
+    if (next === 3) this.ctx.drain.done(id);
+  }
+}
+
 /** Pause of a worker that found nothing to do; peers poll every 100 ms to 1 s, 5 ms is generous. */
 const IDLE_POLL_MS = 5;
 
@@ -22,13 +45,13 @@ const IDLE_POLL_MS = 5;
  * Scenario f, second half: `concurrency` workers, each taking up to `inboxBatch`
  * pending rows with `FOR UPDATE SKIP LOCKED` in a transaction, running the effect per
  * row (the handler), marking the rows processed and committing. Runs until the drain
- * finished; a message is done when the worker's transaction committed.
+ * finished.
  */
-export async function runInboxWorkers(ctx: RunContext): Promise<void> {
+export async function runInboxWorkers(ctx: RunContext, progress: InboxProgress): Promise<void> {
   const worker = async (): Promise<void> => {
     while (!ctx.drain.signal.aborted) {
       const done = await processInboxBatch(ctx);
-      for (const m of done) ctx.drain.done(m.id);
+      for (const m of done) progress.committed(m.id);
       if (done.length === 0) await sleep(IDLE_POLL_MS);
     }
   };

@@ -17,7 +17,7 @@ import { renderMarkdown, type Environment, type Report } from './report.js';
 import type { ScenarioId } from './scenarios.js';
 import { ensureServices, type Endpoints } from './services.js';
 import { killChildren, runInChild } from './spawn.js';
-import { summarize, type RunFailure } from './summary.js';
+import { pairedRatio, summarize, type RunFailure } from './summary.js';
 import { evaluateTargets } from './targets.js';
 
 async function postgresVersion(url: string): Promise<string> {
@@ -64,6 +64,7 @@ async function runAll(
       ...step,
       messages: options.messages,
       concurrency: options.concurrency,
+      consumerConcurrency: options.consumerConcurrency,
       batchSize: options.batchSize,
       inboxBatch: options.inboxBatch,
       partitions: options.partitions,
@@ -129,15 +130,11 @@ async function main(): Promise<void> {
       loadAverageEnd: os.loadavg(),
       servicesStartedByBench: services.started,
     };
-    const main = summary.filter((s) => s.dedupPreload === 0);
     const report: Report = {
       options,
       environment,
       summary,
-      targets: evaluateTargets(
-        options.broker,
-        (id) => main.find((s) => s.scenario === id)?.throughput ?? null,
-      ),
+      targets: evaluateTargets(options.broker, (num, den) => pairedRatio(runs, num, den)),
       runs,
       failures,
     };

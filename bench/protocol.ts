@@ -9,6 +9,7 @@ export interface ScenarioTask {
   round: number;
   messages: number;
   concurrency: number;
+  consumerConcurrency: number;
   batchSize: number;
   inboxBatch: number;
   partitions: number;

@@ -1,7 +1,7 @@
 import type { BenchOptions } from './args.js';
 import type { RunResult } from './protocol.js';
 import type { ScenarioId } from './scenarios.js';
-import type { RunFailure, ScenarioSummary } from './summary.js';
+import { pairedRatio, type RunFailure, type ScenarioSummary } from './summary.js';
 import type { TargetResult } from './targets.js';
 
 /** Where and how the figures were taken. */
@@ -50,9 +50,9 @@ export function renderMarkdown(report: Report): string {
   );
   lines.push('```', env.command, '```', '');
   lines.push(
-    `${fmt(o.messages)} messages pre-filled per run; concurrency ${o.concurrency} (pool of ${o.concurrency} connections in every scenario)` +
+    `${fmt(o.messages)} messages pre-filled per run; concurrency ${o.concurrency} (pool of ${o.concurrency} connections in every scenario${o.consumerConcurrency === o.concurrency ? '' : `; createConsumer concurrency ${o.consumerConcurrency} in b, c`})` +
       `${o.broker === 'kafka' ? `, ${o.partitions} partitions, kafkaSource keyConcurrency ${o.keyConcurrency}` : ''}; batch mode maxSize ${o.batchSize}; inbox worker batch ${o.inboxBatch}; ` +
-      `${o.rounds} round(s) of ${o.scenarios.join(',')} interleaved, median shown (range = min–max msg/s). ` +
+      `${o.rounds} round(s) of ${o.scenarios.join(',')} interleaved; msg/s, latency: median over rounds (range = min–max msg/s); ×(x): median of the per-round ratios. ` +
       `${env.date}, ${env.cpus}, Node ${env.node}.`,
     '',
     `**Taken under load**: 2 shared cores while other engineers ran test suites (load average ${load(env.loadAverageStart)} at start, ` +
@@ -66,8 +66,8 @@ export function renderMarkdown(report: Report): string {
   );
   for (const s of main) {
     const ratios = present.map((id) => {
-      const base = tput(id);
-      return s.throughput === null || base === null ? '–' : `${(s.throughput / base).toFixed(2)}`;
+      const r = pairedRatio(report.runs, s.scenario, id);
+      return r === null ? '–' : r.toFixed(2);
     });
     lines.push(
       `| (${s.scenario}) ${s.label} | ${fmt(s.throughput)} | ${fmt(s.throughputMin)}–${fmt(s.throughputMax)} | ${ratios.join(' | ')} | ` +
@@ -90,9 +90,10 @@ export function renderMarkdown(report: Report): string {
     );
     for (const g of growth) {
       const empty = tput(g.scenario);
+      const r = pairedRatio(report.runs, g.scenario, g.scenario, g.dedupPreload);
       lines.push(
         `| (${g.scenario}) with ${fmt(g.dedupPreload)} rows in processed_messages | ${fmt(empty)} | ${fmt(g.throughput)} | ` +
-          `${empty === null || g.throughput === null ? '–' : (g.throughput / empty).toFixed(2)} |`,
+          `${r === null ? '–' : r.toFixed(2)} |`,
       );
     }
   }

@@ -61,6 +61,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       pool,
       messages: task.messages,
       concurrency: task.concurrency,
+      consumerConcurrency: task.consumerConcurrency,
       batchSize: task.batchSize,
       inboxBatch: task.inboxBatch,
       drain,

@@ -75,3 +75,27 @@ function medianNotes(runs: readonly RunResult[]): Record<string, number> {
   }
   return out;
 }
+
+/**
+ * Median over rounds of (numerator ÷ denominator) within the same round: rounds are
+ * interleaved, so pairing them cancels the load swings between rounds that a ratio of
+ * two medians would keep. `numeratorPreload` compares a dedup-growth run with the
+ * empty-table run of the same round.
+ */
+export function pairedRatio(
+  runs: readonly RunResult[],
+  numerator: ScenarioId,
+  denominator: ScenarioId,
+  numeratorPreload = 0,
+): number | null {
+  const ratios: number[] = [];
+  for (const top of runs) {
+    if (top.scenario !== numerator || top.dedupPreload !== numeratorPreload) continue;
+    const bottom = runs.find(
+      (r) => r.scenario === denominator && r.dedupPreload === 0 && r.round === top.round,
+    );
+    if (bottom !== undefined && bottom.throughput > 0)
+      ratios.push(top.throughput / bottom.throughput);
+  }
+  return median(ratios);
+}

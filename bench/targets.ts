@@ -49,14 +49,13 @@ export interface TargetResult extends Target {
   met: boolean | null;
 }
 
+/** `ratio(numerator, denominator)`: the paired per-round ratio (see `pairedRatio`). */
 export function evaluateTargets(
   broker: BrokerName,
-  throughput: (id: ScenarioId) => number | null,
+  ratio: (numerator: ScenarioId, denominator: ScenarioId) => number | null,
 ): TargetResult[] {
   return TARGETS[broker].map((t) => {
-    const num = throughput(t.numerator);
-    const den = throughput(t.denominator);
-    const ratio = num === null || den === null || den === 0 ? null : num / den;
-    return { ...t, ratio, met: ratio === null ? null : ratio >= t.min };
+    const r = ratio(t.numerator, t.denominator);
+    return { ...t, ratio: r, met: r === null ? null : r >= t.min };
   });
 }

@@ -3,7 +3,7 @@ import { kafkaSource } from 'effectively-once/kafka';
 import type { RunContext } from '../context.js';
 import { insertCharge } from '../effect.js';
 import { runEffectivelyOnce, STALL_MS } from '../eo-consumer.js';
-import { runInboxWorkers, storeInInbox } from '../inbox.js';
+import { InboxProgress, runInboxWorkers, storeInInbox } from '../inbox.js';
 import { decodeMessage, type BenchMessage } from '../message.js';
 
 export interface KafkaTarget {
@@ -37,11 +37,14 @@ async function runKafkajs(
   }
 }
 
-/** At-least-once handler shape people write with kafkajs: do the work, return, offsets auto-commit. */
+/**
+ * The at-least-once handler people write with kafkajs: do the work and return; kafkajs
+ * resolves the offset and auto-commits. `onReturn` runs when the handler returned.
+ */
 function eachMessage(
   ctx: RunContext,
   work: (message: BenchMessage, body: string) => Promise<void>,
-  doneOnReturn: boolean,
+  onReturn: (id: number) => void,
 ) {
   return {
     eachMessage: async ({ message }: EachMessagePayload): Promise<void> => {
@@ -49,7 +52,7 @@ function eachMessage(
       const body = message.value?.toString() ?? '';
       const decoded = decodeMessage(body);
       await work(decoded, body);
-      if (doneOnReturn) ctx.drain.done(decoded.id);
+      onReturn(decoded.id);
     },
   };
 }
@@ -88,18 +91,27 @@ export const kafkaScenarios: Record<KafkaScenario, Runner> = {
     runKafkajs(
       ctx,
       target,
-      eachMessage(ctx, (message) => insertCharge(ctx.pool, message), true),
+      eachMessage(
+        ctx,
+        (message) => insertCharge(ctx.pool, message),
+        (id) => ctx.drain.done(id),
+      ),
     ),
   b: (ctx, target) => runEffectivelyOnce(ctx, source(target), 'per-message'),
   c: (ctx, target) => runEffectivelyOnce(ctx, source(target), 'batch'),
   d: (ctx, target) => runKafkajs(ctx, target, brokerCeiling(ctx)),
   f: async (ctx, target) => {
-    const workers = runInboxWorkers(ctx);
+    const progress = new InboxProgress(ctx);
+    const workers = runInboxWorkers(ctx, progress);
     workers.catch((error: unknown) => ctx.drain.fail(error));
     await runKafkajs(
       ctx,
       target,
-      eachMessage(ctx, (message, body) => storeInInbox(ctx.pool, message, body), false),
+      eachMessage(
+        ctx,
+        (message, body) => storeInInbox(ctx.pool, message, body),
+        (id) => progress.acked(id),
+      ),
     );
     await workers;
   },

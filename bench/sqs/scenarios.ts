@@ -9,7 +9,7 @@ import { sqsSource } from 'effectively-once/sqs';
 import type { RunContext } from '../context.js';
 import { insertCharge } from '../effect.js';
 import { runEffectivelyOnce, STALL_MS } from '../eo-consumer.js';
-import { runInboxWorkers, storeInInbox } from '../inbox.js';
+import { InboxProgress, runInboxWorkers, storeInInbox } from '../inbox.js';
 import { decodeMessage, type BenchMessage } from '../message.js';
 
 export interface SqsTarget {
@@ -22,15 +22,14 @@ type Runner = (ctx: RunContext, target: SqsTarget) => Promise<void>;
 
 /**
  * `concurrency` plain `sqs-consumer` instances (batchSize 10, `handleMessage`, one
- * DeleteMessage per message, as the library does), sharing the pool. `doneOnAck`: a
- * message is done once sqs-consumer deleted it (scenario a); otherwise someone else
- * marks it done (the inbox worker, f).
+ * DeleteMessage per message, as the library does), sharing the pool. `onAck` runs once
+ * sqs-consumer deleted the message.
  */
 async function runSqsConsumers(
   ctx: RunContext,
   { client, queueUrl }: SqsTarget,
   handle: (message: BenchMessage, body: string) => Promise<void>,
-  doneOnAck: boolean,
+  onAck: (id: number) => void,
 ): Promise<void> {
   const consumers = Array.from({ length: ctx.concurrency }, () =>
     Consumer.create({
@@ -47,8 +46,7 @@ async function runSqsConsumers(
     }),
   );
   for (const consumer of consumers) {
-    if (doneOnAck)
-      consumer.on('message_processed', (message) => ctx.drain.done(decodeMessage(message.Body).id));
+    consumer.on('message_processed', (message) => onAck(decodeMessage(message.Body).id));
     consumer.on('error', (error) => ctx.drain.fail(error));
     consumer.on('processing_error', (error) => ctx.drain.fail(error));
     consumer.start();
@@ -116,7 +114,12 @@ async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): 
 
 export const sqsScenarios: Record<SqsScenario, Runner> = {
   a: (ctx, target) =>
-    runSqsConsumers(ctx, target, (message) => insertCharge(ctx.pool, message), true),
+    runSqsConsumers(
+      ctx,
+      target,
+      (message) => insertCharge(ctx.pool, message),
+      (id) => ctx.drain.done(id),
+    ),
   b: (ctx, { client, queueUrl }) =>
     runEffectivelyOnce(
       ctx,
@@ -131,13 +134,14 @@ export const sqsScenarios: Record<SqsScenario, Runner> = {
     ),
   d: brokerCeiling,
   f: async (ctx, target) => {
-    const workers = runInboxWorkers(ctx);
+    const progress = new InboxProgress(ctx);
+    const workers = runInboxWorkers(ctx, progress);
     workers.catch((error: unknown) => ctx.drain.fail(error));
     await runSqsConsumers(
       ctx,
       target,
       (message, body) => storeInInbox(ctx.pool, message, body),
-      false,
+      (id) => progress.acked(id),
     );
     await workers;
   },
