@@ -25,6 +25,8 @@ export async function runEffectivelyOnce(
   let settled = 0;
   let txMs = 0;
   let txCount = 0;
+  let batches = 0;
+  let batchItems = 0;
   const observed = observedSource(source, {
     onDeliver: (delivery) => {
       ctx.drain.start();
@@ -55,11 +57,14 @@ export async function runEffectivelyOnce(
       : createConsumer<BenchMessage>({
           ...common,
           batch: { maxSize: ctx.batchSize },
-          batchHandler: (items, { tx }) =>
-            insertCharges(
+          batchHandler: (items, { tx }) => {
+            batches++;
+            batchItems += items.length;
+            return insertCharges(
               tx,
               items.map((item) => item.message),
-            ),
+            );
+          },
         });
   consumer.on('processed', ({ durationMs }) => {
     txMs += durationMs;
@@ -74,5 +79,6 @@ export async function runEffectivelyOnce(
     await consumer.stop({ timeoutMs: 10_000 });
     ctx.notes['avgDeliverToSettledMs'] = settledMs / settled;
     ctx.notes['avgHandlerAndCommitMs'] = txMs / txCount;
+    if (batches > 0) ctx.notes['avgBatchSize'] = batchItems / batches;
   }
 }
