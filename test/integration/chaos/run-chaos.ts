@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { killProcessesUsing } from '../../helpers/services/process.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** What a `chaos/main.ts` run printed and how it ended. */
+export interface ChaosRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The `chaos: ...` summary line (undefined if none was printed). */
+  line: string | undefined;
+  /** The summary's fields, e.g. `fields.doubles === '0'`. */
+  fields: Record<string, string>;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the chaos CLI in a child process with private services: the endpoints jest's
+ * global setup exported are removed from its environment, so it starts its own
+ * Postgres and broker (under the same EO_SERVICES_DIR) and may crash and restart them
+ * without disturbing the test files that share jest's services.
+ * On timeout it is stopped with SIGTERM (it then stops its services), SIGKILL after 20 s,
+ * and anything still running from its services directory is killed.
+ */
+export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
+  const env = { ...process.env };
+  for (const name of ['DATABASE_URL', 'SQS_ENDPOINT', 'KAFKA_BROKERS', 'EO_SERVICES_STATE', 'EO_SERVICES_SET_ENV', 'EO_SERVICES']) {
+    delete env[name];
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/main.ts', ...args], {
+    cwd: repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const term = setTimeout(() => {
+    stderr += `\n[test] chaos run exceeded ${timeoutMs} ms: SIGTERM\n`;
+    child.kill('SIGTERM');
+  }, timeoutMs);
+  const kill = setTimeout(() => child.kill('SIGKILL'), timeoutMs + 20_000);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(term);
+      clearTimeout(kill);
+      const root = /private services in (\S+)/.exec(stderr)?.[1];
+      if (root !== undefined && fs.existsSync(root)) {
+        // It died without stopping its services: do it for it.
+        killProcessesUsing(root);
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+      const line = stdout.split('\n').find((l) => l.startsWith('chaos: '));
+      const fields = Object.fromEntries(
+        (line ?? '')
+          .split(' ')
+          .slice(1)
+          .map((kv) => kv.split('=') as [string, string]),
+      );
+      resolve({ code, signal, line, fields, stdout, stderr });
+    });
+  });
+}
+
+/** The run's stderr, minus the AWS SDK's Node version notice, for a failing assertion. */
+export function transcript(run: ChaosRun): string {
+  return run.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('[chaos]') || l.startsWith('[test]') || l.startsWith('[services]') || l.startsWith('chaos:'))
+    .join('\n');
+}
