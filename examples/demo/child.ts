@@ -14,6 +14,8 @@ export interface ChildCounters {
 export interface ChildWorker {
   readonly name: string;
   readonly counters: ChildCounters;
+  /** Whether it killed itself between COMMIT and ack. */
+  readonly crashed: boolean;
   /** Resolves once the worker's consumer has started. */
   readonly ready: Promise<void>;
   /** Resolves with the key it was killed after, or undefined if it exited normally. */
@@ -90,6 +92,9 @@ export function spawnWorker(options: ChildOptions): ChildWorker {
   return {
     name: options.name,
     counters,
+    get crashed() {
+      return crashedAfter !== undefined;
+    },
     ready,
     exited,
     stop: async () => {

@@ -110,6 +110,7 @@ async function drive(
       deliveries: totals.deliveries,
       duplicates: totals.duplicates,
       retries: totals.retries,
+      abandoned: totals.abandoned,
       faults: [
         `${producerStats.resends} producer resends (same idempotency key)`,
         broker.faults(slow),
@@ -214,6 +215,13 @@ class Fleet {
       deliveries: this.localDeliveries + kids((c) => c.deliveries),
       duplicates: sum((s) => s.duplicates) + kids((c) => c.duplicates),
       retries: sum((s) => s.retried) + kids((c) => c.failed),
+      // Deliveries the killed worker had in flight: rolled back by Postgres, redelivered.
+      abandoned: this.children
+        .filter((c) => c.crashed)
+        .reduce(
+          (n, { counters: c }) => n + c.deliveries - c.processed - c.duplicates - c.failed,
+          0,
+        ),
       inFlight: sum((s) => s.inFlight),
     };
   }

@@ -10,6 +10,7 @@ export interface RunFigures {
   deliveries: number;
   duplicates: number;
   retries: number;
+  abandoned: number;
   /** One line per fault injected. */
   faults: string[];
   leftPending: number;
@@ -78,6 +79,7 @@ export function printReport(
     ['deliveries received by workers', String(f.deliveries), ''],
     ['duplicates skipped', String(f.duplicates), ''],
     ['retried later (claim busy, rolled back)', String(f.retries), ''],
+    ['in flight in the killed worker', String(f.abandoned), 'rolled back, delivered again'],
     ['charges applied', String(ledger.applied), `${mark(checks.applied)}: expected ${n}`],
     ['charged more than once', String(ledger.chargedTwice), `${mark(checks.twice)}: expected 0`],
     [
