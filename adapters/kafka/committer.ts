@@ -56,6 +56,7 @@ export class OffsetCommitter {
   private inFlight: Promise<void> | undefined;
   private again = false;
   private closed = false;
+  private suspended = false;
 
   constructor(
     private readonly consumer: Pick<KafkaConsumerLike, 'commitOffsets'>,
@@ -85,6 +86,20 @@ export class OffsetCommitter {
     return this.inFlight;
   }
 
+  /**
+   * A rebalance started: send no new commit request until {@link resume} (the new
+   * assignment). Requests already sent carry the old generation, which the broker
+   * accepts only while that generation lasts.
+   */
+  suspend(): void {
+    this.suspended = true;
+  }
+
+  /** The new assignment is in place: commits may go out again. */
+  resume(): void {
+    this.suspended = false;
+  }
+
   /** Stops scheduled commits (a last `flush()` is the caller's choice). */
   close(): void {
     this.closed = true;
@@ -95,6 +110,7 @@ export class OffsetCommitter {
   private async loop(): Promise<void> {
     do {
       this.again = false;
+      if (this.suspended) return;
       const offsets: KafkaTopicPartitionOffset[] = [];
       const advanced: Array<[CommitSource, bigint]> = [];
       for (const worker of this.workers()) {

@@ -56,7 +56,9 @@ export class PartitionWorker<T> {
   private readonly lost = new AbortController();
   /** Aborted on revocation or stop: ends backoff sleeps and slot waits. */
   private readonly halt = new AbortController();
-  private readonly queue: Array<QueuedRecord<T>> = [];
+  /** Records waiting to start, FIFO per ordering key (keys in order of arrival). */
+  private readonly waiting = new Map<string, Array<QueuedRecord<T>>>();
+  private queued = 0;
   /** Ordering keys with a record in flight (or backing off); its size is the records in flight. */
   private readonly busyKeys = new Set<string>();
   private readonly running = new Set<Promise<void>>();
@@ -95,7 +97,7 @@ export class PartitionWorker<T> {
 
   /** Records queued or in flight. */
   get busy(): number {
-    return this.queue.length + this.busyKeys.size;
+    return this.queued + this.busyKeys.size;
   }
 
   /**
@@ -106,8 +108,12 @@ export class PartitionWorker<T> {
     if (this.state !== 'active') return false;
     const offset = BigInt(record.offset);
     if (!this.tracker.add(offset)) return false;
-    const perKey = this.deps.config.keyConcurrency > 1;
-    this.queue.push({ record, offset, orderingKey: orderingKeyOf(record, perKey), attempt: 1 });
+    const orderingKey = orderingKeyOf(record, this.deps.config.keyConcurrency > 1);
+    const item: QueuedRecord<T> = { record, offset, orderingKey, attempt: 1 };
+    const list = this.waiting.get(orderingKey);
+    if (list === undefined) this.waiting.set(orderingKey, [item]);
+    else list.push(item);
+    this.queued++;
     if (!this.backlogFull && this.tracker.pending >= this.deps.config.maxPendingPerPartition) {
       this.backlogFull = true;
       this.updateFlow();
@@ -130,7 +136,7 @@ export class PartitionWorker<T> {
     if (this.state === 'revoked') return;
     const wasPaused = this.paused;
     this.state = 'revoked';
-    this.queue.length = 0;
+    this.dropWaiting();
     const reason = new EffectivelyOnceError(
       'EO_PARTITION_REVOKED',
       `Partition ${this.topic}/${this.partition} was revoked`,
@@ -150,27 +156,33 @@ export class PartitionWorker<T> {
   async stop(): Promise<void> {
     if (this.state === 'active') {
       this.state = 'stopping';
-      this.queue.length = 0;
+      this.dropWaiting();
       this.halt.abort();
     }
     await Promise.all([...this.running]);
   }
 
+  /**
+   * Starts waiting records while fewer than `keyConcurrency` are in flight, taking the
+   * head of each ordering key that has nothing in flight, oldest key first. Costs
+   * O(keys in flight) per call, however long the backlog.
+   */
   private pump(): void {
     if (this.state !== 'active') return;
     const limit = this.deps.config.keyConcurrency;
-    if (this.busyKeys.size >= limit) return;
-    const blocked = new Set(this.busyKeys);
-    for (let i = 0; i < this.queue.length && this.busyKeys.size < limit;) {
-      const item = this.queue[i] as QueuedRecord<T>;
-      if (blocked.has(item.orderingKey)) {
-        i++;
-        continue;
-      }
-      blocked.add(item.orderingKey);
-      this.queue.splice(i, 1);
+    for (const [orderingKey, list] of this.waiting) {
+      if (this.busyKeys.size >= limit) return;
+      if (this.busyKeys.has(orderingKey)) continue;
+      const item = list.shift() as QueuedRecord<T>;
+      if (list.length === 0) this.waiting.delete(orderingKey);
+      this.queued--;
       this.start(item);
     }
+  }
+
+  private dropWaiting(): void {
+    this.waiting.clear();
+    this.queued = 0;
   }
 
   private start(item: QueuedRecord<T>): void {

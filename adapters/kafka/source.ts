@@ -182,7 +182,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
       if (typeof result === 'function') this.listeners.push(result as () => void);
     };
     add(this.consumer.on('consumer.group_join', (event) => this.onGroupJoin(event)));
-    add(this.consumer.on('consumer.rebalancing', () => void this.committer?.flush()));
+    add(this.consumer.on('consumer.rebalancing', () => this.onRebalancing()));
     add(this.consumer.on('consumer.crash', (event) => this.onCrash(event)));
   }
 
@@ -194,6 +194,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
     const ctx = this.ctx;
     if (ctx === undefined || this.state === 'closed') return;
     this.revokeAll();
+    this.committer?.resume();
     const assigned: KafkaTopicPartitions[] = Object.entries(event.payload.memberAssignment).map(
       ([topic, partitions]) => ({
         topic,
@@ -218,6 +219,18 @@ export class KafkaSource<T = unknown> implements Source<T> {
       { groupId: this.config.groupId, assigned },
       'effectively-once: kafka partitions assigned',
     );
+  }
+
+  /**
+   * kafkajs saw a rebalance and is about to rejoin: commit what is finished now, while
+   * the current generation is still accepted, then hold commits until the new
+   * assignment (a request sent later could otherwise carry the next generation for a
+   * partition this member is about to lose).
+   */
+  private onRebalancing(): void {
+    if (this.committer === undefined) return;
+    void this.committer.flush();
+    this.committer.suspend();
   }
 
   private onCrash(event: KafkaCrashEvent): void {

@@ -452,6 +452,25 @@ describe('kafkaSource: rebalances', () => {
     await waitFor(() => h.consumer.committed('t', 0) === 3);
   });
 
+  it('sends no commit between the start of a rebalance and the new assignment', async () => {
+    const release = gate();
+    const h = await start(async () => {
+      await release.promise;
+      return { do: 'ack' };
+    });
+    h.consumer.assign({ t: [0] });
+    await h.consumer.batch('t', 0, messages(0, 1));
+    await waitFor(() => h.runner.delivered.length === 1);
+    h.consumer.rebalancing();
+    release.open();
+    await tick(20);
+    expect(h.consumer.commits).toEqual([]);
+    // The partition comes back: it starts afresh and commits again.
+    h.consumer.assign({ t: [0] });
+    await h.consumer.batch('t', 0, messages(0, 2));
+    await waitFor(() => h.consumer.committed('t', 0) === 2);
+  });
+
   it('treats generation errors on commit as expected, and reports other commit failures', async () => {
     const h = await start();
     h.consumer.assign({ t: [0] });
