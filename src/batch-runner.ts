@@ -13,7 +13,7 @@ import { guardedCall } from './guarded-call.js';
 import { payloadHash } from './hash.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
-import { classifyHandlerError, pgCode, rollback, toError } from './runner.js';
+import { classifyHandlerError, pgCode, rollback, runAdapterHook, toError } from './runner.js';
 import type { Settler } from './settle.js';
 import { BatchClaimStatements } from './store/batch-claim.js';
 import { LOCK_NOT_AVAILABLE } from './store/claim.js';
@@ -188,7 +188,6 @@ export class BatchRunner<T> {
             await handler!(i.delivery.body, { tx: client, signal, attempt: i.delivery.attempt, key: i.key, delivery: i.delivery });
           }
         }
-        for (const i of fresh) await i.delivery.inTransaction?.(client);
       },
       {
         timeoutMs: handlerTimeoutMs,
@@ -196,7 +195,7 @@ export class BatchRunner<T> {
         timeoutReason: () => new HandlerTimeoutError(first.key, handlerTimeoutMs),
       },
     );
-    if (result.kind === 'ok') return undefined;
+    if (result.kind === 'ok') return runAdapterHook(fresh.map((i) => i.delivery), client);
     if (result.kind === 'timeout') {
       return { kind: 'failed', error: new HandlerTimeoutError(first.key, handlerTimeoutMs), infrastructure: false };
     }

@@ -123,7 +123,6 @@ export class Runner<T> {
     const result = await guardedCall(
       async (signal) => {
         await handler(delivery.body, { tx: client, signal, attempt: delivery.attempt, key, delivery });
-        await delivery.inTransaction?.(client);
       },
       {
         timeoutMs,
@@ -131,7 +130,7 @@ export class Runner<T> {
         timeoutReason: () => new HandlerTimeoutError(key, timeoutMs),
       },
     );
-    if (result.kind === 'ok') return undefined;
+    if (result.kind === 'ok') return runAdapterHook([delivery], client);
     if (result.kind === 'timeout') {
       return { kind: 'failed', error: new HandlerTimeoutError(key, timeoutMs), infrastructure: false };
     }
@@ -162,6 +161,22 @@ export async function rollback(client: PoolClient): Promise<unknown> {
     return undefined;
   } catch (error) {
     return error ?? new Error('ROLLBACK failed');
+  }
+}
+
+/**
+ * Runs the adapters' in-transaction hooks (e.g. Kafka offsets stored in Postgres). A
+ * failure there is the database's, not the message's: it must not spend an attempt.
+ */
+export async function runAdapterHook(
+  deliveries: ReadonlyArray<Delivery<unknown>>,
+  client: PoolClient,
+): Promise<{ kind: 'failed'; error: EffectivelyOnceError; infrastructure: true } | undefined> {
+  try {
+    for (const d of deliveries) await d.inTransaction?.(client);
+    return undefined;
+  } catch (cause) {
+    return { kind: 'failed', error: new DatabaseError('adapter in-transaction hook', cause), infrastructure: true };
   }
 }
 

@@ -68,6 +68,12 @@ export class Settler<T> {
    */
   async fail(delivery: Delivery<T>, key: string, error: EffectivelyOnceError, infrastructure: boolean): Promise<DeliveryOutcome> {
     this.stats.failed++;
+    // Lost to another consumer (partition revoked, visibility lapsed): its new owner
+    // decides; neither a retry nor a dead letter is ours to give.
+    if (delivery.signal?.aborted === true && !this.lifecycle.hardStop.aborted) {
+      this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: true });
+      return this.release(delivery, key);
+    }
     const exhausted = !infrastructure && (!error.retryable || delivery.attempt >= this.cfg.maxAttempts);
     this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: !exhausted });
     if (exhausted) return this.deadLetter(delivery, key, error);
