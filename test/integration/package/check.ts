@@ -1,0 +1,79 @@
+// Type-checked by package.test.ts in a scratch project against the packed tarball's
+// declarations (tsc, strict, NodeNext, skipLibCheck off): what a user's editor sees.
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { Kafka, type EachMessagePayload } from 'kafkajs';
+import pg from 'pg';
+import {
+  createConsumer,
+  migrate,
+  prune,
+  EffectivelyOnceError,
+  type Consumer,
+  type ConsumerStats,
+  type HandlerContext,
+} from 'effectively-once';
+import { sqsSource, withDedup } from 'effectively-once/sqs';
+import { exactlyOnceEachMessage, kafkaSource } from 'effectively-once/kafka';
+import { memorySource } from 'effectively-once/testing';
+
+interface Order {
+  orderId: string;
+}
+
+const pool = new pg.Pool();
+
+async function handler(order: Order, ctx: HandlerContext<Order>): Promise<void> {
+  await ctx.tx.query('INSERT INTO orders (id) VALUES ($1)', [order.orderId]);
+}
+
+export const consumers: Consumer[] = [
+  createConsumer<Order>({ name: 'memory', pool, source: memorySource<Order>(), handler }),
+  createConsumer<Order>({
+    name: 'sqs',
+    pool,
+    source: sqsSource<Order>({
+      client: new SQSClient({}),
+      queueUrl: 'https://sqs.example/1/q',
+      keyAttribute: 'Idempotency-Key',
+    }),
+    handler,
+    concurrency: 4,
+    retention: { olderThanMs: 7 * 24 * 3600_000 },
+  }),
+  createConsumer<Order>({
+    name: 'kafka',
+    pool,
+    source: kafkaSource<Order>({
+      kafka: new Kafka({ brokers: ['localhost:9092'] }),
+      groupId: 'g',
+      topics: ['orders'],
+    }),
+    handler,
+  }),
+];
+
+export const wrappedSqs = withDedup(
+  async (message, { tx }) => {
+    await tx.query('SELECT $1', [message.MessageId]);
+  },
+  { name: 'wrapped', pool },
+);
+
+export const wrappedKafka = exactlyOnceEachMessage<EachMessagePayload>(
+  async ({ message }, { tx }) => {
+    await tx.query('SELECT $1', [message.offset]);
+  },
+  { name: 'each', pool, producer: new Kafka({ brokers: ['localhost:9092'] }).producer() },
+);
+
+export async function housekeeping(): Promise<number> {
+  await migrate(pool, { schema: 'public' });
+  return prune(pool, { olderThan: 86_400_000 });
+}
+
+export const stats: ConsumerStats | undefined = consumers[0]?.stats();
+export const isOurs = (error: unknown): boolean =>
+  error instanceof EffectivelyOnceError && error.code.startsWith('EO_');
+
+// @ts-expect-error: an unknown option is a type error
+createConsumer<Order>({ name: 'x', pool, source: memorySource<Order>(), handler, concurency: 3 });

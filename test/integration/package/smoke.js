@@ -1,0 +1,81 @@
+// Run by package.test.ts inside a scratch project that installed the packed tarball:
+// plain Node, no TypeScript loader, no path mapping. Exits non-zero on any failure.
+/* global process, console, setTimeout */
+import * as core from 'effectively-once';
+import * as sqs from 'effectively-once/sqs';
+import * as kafka from 'effectively-once/kafka';
+import * as testing from 'effectively-once/testing';
+import { createRequire } from 'node:module';
+import pg from 'pg';
+
+const failures = [];
+const check = (ok, what) => ok || failures.push(what);
+
+for (const [name, value] of Object.entries({
+  createConsumer: core.createConsumer,
+  migrate: core.migrate,
+  prune: core.prune,
+  EffectivelyOnceError: core.EffectivelyOnceError,
+  'sqs.sqsSource': sqs.sqsSource,
+  'sqs.withDedup': sqs.withDedup,
+  'kafka.kafkaSource': kafka.kafkaSource,
+  'kafka.exactlyOnceEachMessage': kafka.exactlyOnceEachMessage,
+  'testing.memorySource': testing.memorySource,
+})) {
+  check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
+}
+
+// Only the four entry points (and package.json) are public.
+try {
+  await import('effectively-once/dist/src/runner.js');
+  check(false, 'a deep import must be refused by the exports map');
+} catch (error) {
+  check(error?.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED', `deep import refused: ${error?.code}`);
+}
+check(
+  createRequire(import.meta.url)('effectively-once/package.json').name === 'effectively-once',
+  'package.json export',
+);
+// The built code works end to end: a memory source, a real Postgres, duplicates skipped.
+const schema = `pkg_smoke_${process.pid}`;
+const pool = new pg.Pool({
+  connectionString: process.env.DATABASE_URL,
+  options: `-c search_path=${schema}`,
+});
+try {
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await pool.query('CREATE TABLE effects (k text NOT NULL)');
+  const source = testing.memorySource();
+  const consumer = core.createConsumer({
+    name: 'package-smoke',
+    schema,
+    pool,
+    source,
+    handler: async (message, { tx }) => {
+      await tx.query('INSERT INTO effects (k) VALUES ($1)', [message.k]);
+    },
+  });
+  await consumer.start();
+  source.send({ k: 'a' }, { key: 'a' });
+  source.send({ k: 'a' }, { key: 'a' });
+  source.send({ k: 'b' }, { key: 'b' });
+  const deadline = Date.now() + 10_000;
+  while (source.outstanding > 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+  await consumer.stop();
+  const { rows } = await pool.query('SELECT k FROM effects ORDER BY k');
+  check(
+    rows.map((r) => r.k).join(',') === 'a,b',
+    `effects once each: got ${rows.map((r) => r.k).join(',')}`,
+  );
+  check(consumer.stats().duplicates === 1, `one duplicate: got ${consumer.stats().duplicates}`);
+} finally {
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+  await pool.end();
+}
+
+if (failures.length > 0) {
+  console.error(`package smoke test failed:\n- ${failures.join('\n- ')}`);
+  process.exit(1);
+}
+console.log('package smoke test: ok');
