@@ -205,12 +205,14 @@ export class PartitionWorker<T> {
           this.finish(item);
           return;
         }
-        // A release while still active (not a shutdown) must not strand the record.
-        const delayMs =
-          settlement.kind === 'retry' ? settlement.delayMs : this.deps.config.redeliveryDelayMs;
         if (this.state !== 'active') return;
-        item.attempt++;
-        await this.backOff(delayMs);
+        if (settlement.kind === 'retry') {
+          item.attempt++;
+          await this.backOff(settlement.delayMs);
+        } else {
+          // Released while still active (not a shutdown): deliver it again, without spending an attempt.
+          await this.backOff(this.deps.config.redeliveryDelayMs);
+        }
       }
     } catch (error) {
       this.deps.ctx.logger.error(

@@ -322,6 +322,15 @@ describe('kafkaSource: retries and dead letters', () => {
     expect(h.producer.sent).toHaveLength(0);
   });
 
+  it('redelivers a delivery released while running, without spending an attempt', async () => {
+    let releases = 0;
+    const h = await start(() => (releases++ === 0 ? { do: 'release' } : { do: 'ack' }));
+    h.consumer.assign({ t: [0] });
+    await h.consumer.batch('t', 0, messages(0, 1));
+    await waitFor(() => h.consumer.committed('t', 0) === 1);
+    expect(h.runner.delivered.map((d) => d.attempt)).toEqual([1, 1]);
+  });
+
   it('redelivers a delivery the runner left unsettled', async () => {
     const h = await start((d) => (d.attempt === 1 ? { do: 'nothing' } : { do: 'ack' }));
     h.consumer.assign({ t: [0] });
