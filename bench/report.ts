@@ -110,7 +110,7 @@ export function renderMarkdown(report: Report): string {
   }
   lines.push(
     '',
-    'msg/s: N ÷ (first message seen by the scenario → last one committed *and* acked). Latency: send → effect row written ' +
+    'msg/s: N ÷ (clock start → last message committed *and* acked; the clock starts at the first message seen (SQS) or at the group join (Kafka)). Latency: send → effect row written ' +
       '(`clock_timestamp()` in the row; d: send → DeleteMessageBatch/commit confirmed); with a pre-filled queue it is mostly ' +
       'time spent waiting in the queue, so it tracks drain time. Peak RSS: the scenario process (one per run).',
     '',
