@@ -43,12 +43,11 @@ export function observe(consumer: Consumer): Observed {
  * shows as two rows), SQS queues created on demand, consumers stopped after each test.
  */
 export function badInputSuite(file: string) {
-  const state = {} as { db: TestDatabase; queues: TestQueues };
+  const state = {} as { db: TestDatabase; queues: TestQueues | undefined };
   const consumers: Consumer[] = [];
 
   beforeAll(async () => {
     state.db = await createTestDatabase(`bad_${file}`);
-    state.queues = new TestQueues();
     await state.db.pool.query('CREATE TABLE effects (n bigserial PRIMARY KEY, key text NOT NULL, message jsonb)');
   });
   afterEach(async () => {
@@ -65,8 +64,9 @@ export function badInputSuite(file: string) {
     get db() {
       return state.db;
     },
-    get queues() {
-      return state.queues;
+    /** Created on first use: Kafka-only files need no SQS endpoint. */
+    get queues(): TestQueues {
+      return (state.queues ??= new TestQueues());
     },
     /** Remembers a consumer created elsewhere so it is stopped after the test. */
     track(consumer: Consumer): Consumer {
@@ -94,7 +94,7 @@ export function badInputSuite(file: string) {
     ): Promise<Observed> {
       const consumer = createConsumer<T>({
         ...this.options<T>(overrides),
-        source: sqsSource<T>({ client: state.queues.client, waitTimeSeconds: 1, ...source }),
+        source: sqsSource<T>({ client: this.queues.client, waitTimeSeconds: 1, ...source }),
       });
       consumers.push(consumer);
       const observed = observe(consumer);
@@ -103,7 +103,7 @@ export function badInputSuite(file: string) {
     },
     /** For {@link settled}: the queue holds nothing (visible, in flight or delayed). */
     empty(url: string): () => Promise<boolean> {
-      return async () => (await state.queues.depth(url)).total === 0;
+      return async () => (await this.queues.depth(url)).total === 0;
     },
     async effects(): Promise<EffectRow[]> {
       const { rows } = await state.db.pool.query<EffectRow>('SELECT key, message FROM effects ORDER BY n');
@@ -133,6 +133,21 @@ export async function settled(worker: Observed, count: number, queueEmpty?: () =
   );
   if (queueEmpty) await waitFor(queueEmpty, { what: 'queue empty' });
 }
+
+/** Keys a producer may well send: quotes, comment markers, placeholders, scripts, emoji, RTL, combining marks. */
+export const AWKWARD_KEYS = [
+  "'; DROP TABLE processed_messages; --",
+  "Robert'); DELETE FROM effects WHERE ('1'='1",
+  '" OR 1=1 --',
+  '$1',
+  '%s %n \\x00 \\\\',
+  'ключ-🔑-鍵-مفتاح',
+  'e\u0301 vs \u00e9',
+  '\u202eRTL override',
+  '👩‍👩‍👧‍👦',
+  '  leading and trailing spaces  ',
+  'tab\tand\nnewline',
+];
 
 /** An `Idempotency-Key` message attribute. */
 export function keyAttribute(key: string): { 'Idempotency-Key': { DataType: 'String'; StringValue: string } } {

@@ -8,24 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { DEAD_LETTER_ERROR_ATTRIBUTE } from '../../../adapters/sqs/index.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { TIMEOUT, badInputSuite, keyAttribute, settled } from './harness.js';
+import { AWKWARD_KEYS, TIMEOUT, badInputSuite, keyAttribute, settled } from './harness.js';
 
 const suite = badInputSuite('sqs_keys');
-
-/** Keys a producer may well send: quotes, comment markers, placeholders, scripts, emoji, RTL, combining marks. */
-export const AWKWARD_KEYS = [
-  "'; DROP TABLE processed_messages; --",
-  "Robert'); DELETE FROM effects WHERE ('1'='1",
-  '" OR 1=1 --',
-  '$1',
-  '%s %n \\x00 \\\\',
-  'ключ-🔑-鍵-مفتاح',
-  'e\u0301 vs \u00e9',
-  '\u202eRTL override',
-  '👩‍👩‍👧‍👦',
-  '  leading and trailing spaces  ',
-  'tab\tand\nnewline',
-];
 
 function letterError(attributes: Record<string, { StringValue?: string }> | undefined): Record<string, unknown> {
   return JSON.parse(attributes?.[DEAD_LETTER_ERROR_ATTRIBUTE]?.StringValue ?? '{}') as Record<string, unknown>;
