@@ -1,8 +1,9 @@
 import { payloadHash } from 'effectively-once';
+import { BatchClaimStatements } from '../src/store/batch-claim.js';
 import { ClaimStatements } from '../src/store/claim.js';
 import type { RunContext } from './context.js';
 import { BENCH_SCHEMA, CONSUMER_NAME } from './db.js';
-import { insertCharge } from './effect.js';
+import { insertCharge, insertCharges } from './effect.js';
 import { encodeMessage, newMessage, type BenchMessage } from './message.js';
 
 interface Prepared {
@@ -50,6 +51,47 @@ export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[
         client.release();
       }
       ctx.drain.done(message.id);
+    }
+  };
+  await Promise.all(Array.from({ length: ctx.concurrency }, worker));
+}
+
+/**
+ * Scenario g, batch mode's database ceiling: `concurrency` loops, each transaction
+ * claiming `batchSize` keys with the batch runner's own statement (BEGIN + one
+ * `unnest` INSERT), applying them with one `unnest` INSERT and committing.
+ */
+export async function runDbBatchCeiling(
+  ctx: RunContext,
+  prepared: readonly Prepared[],
+): Promise<void> {
+  const claims = new BatchClaimStatements({ schema: BENCH_SCHEMA, table: 'processed_messages' });
+  let next = 0;
+  ctx.drain.start();
+  const worker = async (): Promise<void> => {
+    while (next < prepared.length) {
+      const batch = prepared.slice(next, next + ctx.batchSize);
+      next += batch.length;
+      const items = batch.map(({ message, payload }) => ({
+        key: `mem-${message.id}`,
+        hash: payloadHash(payload, message),
+      }));
+      const client = await ctx.pool.connect();
+      try {
+        const claimed = await claims.begin(client, CONSUMER_NAME, items, 5000);
+        if (claimed.size !== batch.length) throw new Error('bench: some keys were already claimed');
+        await insertCharges(
+          client,
+          batch.map((p) => p.message),
+        );
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+      for (const { message } of batch) ctx.drain.done(message.id);
     }
   };
   await Promise.all(Array.from({ length: ctx.concurrency }, worker));

@@ -1,3 +1,5 @@
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+
 /**
  * Tracks one scenario's drain: when its code first saw a message, and when every
  * id 0..N-1 was done (committed and acked, as the scenario defines it). Ids done
@@ -25,9 +27,18 @@ export class Drain {
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }
 
-  /** The scenario's code got its first message: the clock starts (broker connect / group join excluded). */
+  private cpuAtStart: NodeJS.CpuUsage | undefined;
+  private eluAtStart: EventLoopUtilization | undefined;
+  /** This process's CPU time (user + system) and event-loop utilization over the drain. */
+  cpuMs = NaN;
+  eventLoopUtilization = NaN;
+
+  /** The clock starts (first call wins): the scenario got its first message, or joined its group. */
   start(): void {
-    this.firstAt ??= performance.now();
+    if (this.firstAt !== undefined) return;
+    this.firstAt = performance.now();
+    this.cpuAtStart = process.cpuUsage();
+    this.eluAtStart = performance.eventLoopUtilization();
   }
 
   /** Message `id` is done; `latencyMs` only from scenarios whose latency is not in the effect table. */
@@ -44,6 +55,9 @@ export class Drain {
     this.remaining--;
     if (this.remaining === 0) {
       this.lastAt = performance.now();
+      const cpu = process.cpuUsage(this.cpuAtStart);
+      this.cpuMs = (cpu.user + cpu.system) / 1000;
+      this.eventLoopUtilization = performance.eventLoopUtilization(this.eluAtStart).utilization;
       this.abort.abort();
       this.resolveFinished();
     }

@@ -26,7 +26,7 @@ export interface Report {
   failures: RunFailure[];
 }
 
-const RATIO_BASES: ScenarioId[] = ['a', 'd', 'e', 'f'];
+const RATIO_BASES: ScenarioId[] = ['a', 'd', 'e', 'f', 'g'];
 
 const fmt = (value: number | null, digits = 0): string =>
   value === null

@@ -1,5 +1,5 @@
-/** The scenarios every bench run interleaves; letters match issue 7. */
-export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f'] as const;
+/** The scenarios every bench run interleaves; a–f are issue 7's, g is e in batches (c's database ceiling). */
+export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g'] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 /** What a scenario's effect count must be after draining N messages. */
@@ -39,5 +39,11 @@ export const SCENARIOS: Record<ScenarioId, ScenarioInfo> = {
     label: 'inbox pattern (inbox + SKIP LOCKED worker)',
     expect: 'exactly-once',
     usesBroker: true,
+  },
+  g: {
+    id: 'g',
+    label: 'database ceiling, batches (batch claim + effect tx, no broker)',
+    expect: 'exactly-once',
+    usesBroker: false,
   },
 };
