@@ -24,7 +24,7 @@ export interface BenchOptions {
   partitions: number;
   /** kafkaSource `keyConcurrency` in b and c (records of one partition in flight, distinct keys). */
   keyConcurrency: number;
-  /** Extra runs of b, c and e with this many rows pre-loaded in `processed_messages`; 0 skips them. */
+  /** Extra runs of b, c, e and g with this many rows pre-loaded in `processed_messages`; 0 skips them. */
   dedupRows: number;
   /** Directory for `latest-<broker>[-<name>].{md,json}`. */
   out: string;

@@ -41,7 +41,7 @@ function plan(
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of options.scenarios) runs.push({ scenario, round, dedupPreload: 0 });
     if (options.dedupRows > 0) {
-      for (const scenario of (['b', 'c', 'e'] as const).filter((s) =>
+      for (const scenario of (['b', 'c', 'e', 'g'] as const).filter((s) =>
         options.scenarios.includes(s),
       )) {
         runs.push({ scenario, round, dedupPreload: options.dedupRows });
