@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { Control } from './protocol.js';
 
 export type BrokerName = 'sqs' | 'kafka';
 
@@ -31,6 +32,8 @@ export interface ChaosArgs {
   timeoutMs: number;
   /** Keep the chaos schema (and its ledger) after a successful run. */
   keep: boolean;
+  /** A negative control that must make the run fail (see {@link Control}). */
+  control: Control | undefined;
 }
 
 export function usage(): string {
@@ -51,6 +54,9 @@ export function usage(): string {
                       ~2 s per kill (4 s for kafka) + 8 s per restart, at least 8 s)
   --timeout SECONDS   fail when not quiescent by then (default 120 + N/40)
   --keep              keep the chaos schema after a successful run
+  --control doubles|losses
+                      negative control: write the effect outside ctx.tx (doubles) or ack
+                      inside the handler (losses); the checker must then fail the run
 
 Postgres and the broker are started privately unless DATABASE_URL / SQS_ENDPOINT /
 KAFKA_BROKERS are set; a service given that way cannot be restarted.`;
@@ -75,6 +81,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       rate: { type: 'string' },
       timeout: { type: 'string' },
       keep: { type: 'boolean' },
+      control: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -90,7 +97,11 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   if (!Number.isFinite(duplicateRatio) || duplicateRatio < 0.2 || duplicateRatio > 10) {
     throw new UsageError('--duplicates must be a number from 0.2 to 10');
   }
+  const control = values.control;
+  if (control !== undefined && control !== 'doubles' && control !== 'losses') throw new UsageError('--control must be doubles or losses');
+  if (control === 'losses' && broker !== 'sqs') throw new UsageError('--control losses is for sqs (a Kafka ack inside the handler would confuse the offset tracker, not lose the record)');
   return {
+    control,
     broker,
     messages,
     workers: int('workers', values.workers, 3, 1, 64),

@@ -15,7 +15,17 @@ export interface WorkerConfig {
   concurrency: number;
   maxAttempts: number;
   broker: WorkerBrokerConfig;
+  /** Negative control (see ChaosArgs.control): break the handler on purpose. */
+  control?: Control | undefined;
 }
+
+/**
+ * Negative controls, to show the checker catches what it claims to: `doubles` writes
+ * the effect outside `ctx.tx` (autocommit), so a kill inside the handler leaves an
+ * effect without its claim; `losses` acks the delivery at the start of the handler, so
+ * a kill inside the handler loses the message. A control run must fail.
+ */
+export type Control = 'doubles' | 'losses';
 
 export const WORKER_ENV = 'CHAOS_WORKER';
 

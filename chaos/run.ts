@@ -29,6 +29,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   const rng = new Rng(args.seed);
   const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const plan = makePlan(rng, args.messages, args.duplicateRatio, args.poison);
+  if (args.control) say(`NEGATIVE CONTROL --control ${args.control}: this run is broken on purpose and must fail`);
   say(
     `run ${runId}: broker=${args.broker} messages=${args.messages} sends=${plan.sends.length} ` +
       `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} kills=${args.kills} seed=${args.seed}`,
@@ -75,6 +76,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         concurrency: args.concurrency,
         maxAttempts: MAX_ATTEMPTS,
         broker: broker.worker,
+        control: args.control,
       }),
       args.workers,
       rng,
@@ -179,9 +181,11 @@ interface QuiescenceInput {
 }
 
 /**
- * True once, two checks in a row (a second apart): the producer and the nemesis are
- * done, every key is applied, nothing is left to consume and every poison message
- * reached the dead-letter target. False at the deadline.
+ * True once the producer and the nemesis are done, nothing is left to consume (SQS
+ * queue empty, in flight included; Kafka lag 0) and every poison message reached the
+ * dead-letter target: two checks in a row, a second apart, when every key is applied;
+ * five when some are missing (then nothing can bring them any more: they are lost).
+ * False at the deadline.
  */
 async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
   let producerDone = false;
@@ -194,17 +198,17 @@ async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
     await sleep(1000);
     let drained = false;
     let dead = -1;
-    if (producerDone && faultsDone && q.applied() >= q.messages) {
+    if (producerDone && faultsDone) {
       drained = await q.broker.drained().catch(() => false);
       dead = await q.broker.deadLetterCount().catch(() => -1);
     }
     stable = drained && dead >= q.poison ? stable + 1 : 0;
-    if (stable >= 2) return true;
+    if (stable >= (q.applied() >= q.messages ? 2 : 5)) return true;
     if (Date.now() - lastReport > 5000) {
       lastReport = Date.now();
       say(
         `applied ${q.applied()}/${q.messages}, producer ${producerDone ? 'done' : 'sending'}, nemesis ${faultsDone ? 'done' : 'active'}, ` +
-          `workers ready ${q.fleet.readySlots().length}${dead >= 0 ? `, dead letters ${dead}/${q.poison}` : ''}${producerDone && faultsDone && q.applied() >= q.messages ? `, drained ${drained}` : ''}`,
+          `workers ready ${q.fleet.readySlots().length}${dead >= 0 ? `, dead letters ${dead}/${q.poison}, drained ${drained}` : ''}`,
       );
     }
   }

@@ -107,8 +107,11 @@ async function main(): Promise<void> {
     handlerTimeoutMs: 30_000,
     logger,
     handler: async (body, ctx) => {
-      await ctx.tx.query(`INSERT INTO ${counters} (key, n) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`, [ctx.key]);
-      await ctx.tx.query(`INSERT INTO ${ledger} (key, worker, pid, attempt) VALUES ($1, $2, $3, $4)`, [ctx.key, cfg.index, process.pid, ctx.attempt]);
+      if (cfg.control === 'losses') await ctx.delivery.ack();
+      // The doubles control writes with autocommit, outside the claim's transaction.
+      const db = cfg.control === 'doubles' ? pool : ctx.tx;
+      await db.query(`INSERT INTO ${counters} (key, n) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`, [ctx.key]);
+      await db.query(`INSERT INTO ${ledger} (key, worker, pid, attempt) VALUES ($1, $2, $3, $4)`, [ctx.key, cfg.index, process.pid, ctx.attempt]);
       if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
       faults.at('in-handler');
     },
