@@ -19,6 +19,8 @@ export interface ChaosArgs {
   duplicateRatio: number;
   pgRestarts: number;
   brokerRestarts: number;
+  /** Batch mode with this maxSize (`batchHandler`); undefined: one transaction per message. */
+  batch: number | undefined;
   /** Consumer `concurrency` in each worker. */
   concurrency: number;
   /** Kafka topic partitions. */
@@ -49,6 +51,7 @@ export function usage(): string {
   --broker-restarts B Kafka broker crash-restarts mid-run (default 1 for kafka; sqs: 0 only,
                       ElasticMQ keeps messages in memory)
   --concurrency C     consumer concurrency per worker (default 8)
+  --batch M           batch mode: batchHandler, one transaction per batch of up to M (default off)
   --partitions P      Kafka partitions (default 6)
   --rate R            producer sends per second, 0 = unpaced (default: spread the sends over
                       ~2 s per kill (4 s for kafka) + 8 s per restart, at least 8 s)
@@ -77,6 +80,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       'pg-restarts': { type: 'string' },
       'broker-restarts': { type: 'string' },
       concurrency: { type: 'string' },
+      batch: { type: 'string' },
       partitions: { type: 'string' },
       rate: { type: 'string' },
       timeout: { type: 'string' },
@@ -112,6 +116,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     pgRestarts: int('pg-restarts', values['pg-restarts'], 1, 0, 10),
     brokerRestarts,
     concurrency: int('concurrency', values.concurrency, 8, 1, 1000),
+    batch: values.batch === undefined ? undefined : int('batch', values.batch, 10, 1, 1000),
     partitions: int('partitions', values.partitions, 6, 1, 1000),
     rate: values.rate === undefined ? undefined : int('rate', values.rate, 0, 0, 1_000_000),
     timeoutMs: int('timeout', values.timeout, Math.ceil(120 + messages / 40), 1, 86_400) * 1000,

@@ -14,6 +14,8 @@ export interface WorkerConfig {
   consumerName: string;
   concurrency: number;
   maxAttempts: number;
+  /** Batch mode (`batchHandler`, one transaction per batch) with this `maxSize`; undefined: per message. */
+  batch?: number | undefined;
   broker: WorkerBrokerConfig;
   /** Negative control (see ChaosArgs.control): break the handler on purpose. */
   control?: Control | undefined;

@@ -32,7 +32,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   if (args.control) say(`NEGATIVE CONTROL --control ${args.control}: this run is broken on purpose and must fail`);
   say(
     `run ${runId}: broker=${args.broker} messages=${args.messages} sends=${plan.sends.length} ` +
-      `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} kills=${args.kills} seed=${args.seed}`,
+      `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} concurrency=${args.concurrency}` +
+      `${args.batch ? ` batch=${args.batch}` : ''} kills=${args.kills} seed=${args.seed}`,
   );
   const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
   fs.mkdirSync(logDir, { recursive: true });
@@ -77,6 +78,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         maxAttempts: MAX_ATTEMPTS,
         broker: broker.worker,
         control: args.control,
+        batch: args.batch,
       }),
       args.workers,
       rng,

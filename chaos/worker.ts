@@ -8,7 +8,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { createConsumer, type Consumer, type Logger, type Source } from 'effectively-once';
+import { createConsumer, type BatchContext, type BatchItem, type Consumer, type HandlerContext, type Logger, type Source } from 'effectively-once';
 import { kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
 import { tables } from './db.js';
@@ -20,6 +20,9 @@ const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | n
 if (config === null) throw new Error(`${WORKER_ENV} is not set: this file is started by chaos/main.ts`);
 const cfg: WorkerConfig = config;
 const faults = new Faults();
+
+/** `ctx.tx` or the pool (the doubles control). */
+type Queryable = Pick<pg.Pool, 'query'>;
 const tag = `[worker ${cfg.index} pid ${process.pid}]`;
 
 /** Warnings and errors to stderr (the parent keeps them in the run's worker log). */
@@ -94,6 +97,20 @@ async function main(): Promise<void> {
   });
   pool.on('error', () => undefined); // Postgres restarts on purpose
   const { counters, ledger } = tables(cfg.schema);
+  const apply = async (db: Queryable, items: ReadonlyArray<{ key: string; attempt: number }>): Promise<void> => {
+    const keys = items.map((i) => i.key);
+    // A key twice in one statement would fail ("cannot affect row a second time"): a dedup bug would show.
+    await db.query(
+      `INSERT INTO ${counters} (key, n) SELECT k, 1 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`,
+      [keys],
+    );
+    await db.query(`INSERT INTO ${ledger} (key, worker, pid, attempt) SELECT k, $2, $3, a FROM unnest($1::text[], $4::int[]) AS t(k, a)`, [
+      keys,
+      cfg.index,
+      process.pid,
+      items.map((i) => i.attempt),
+    ]);
+  };
   const consumer: Consumer = createConsumer<ChaosBody>({
     name: cfg.consumerName,
     source: source(),
@@ -106,15 +123,26 @@ async function main(): Promise<void> {
     backoff: { initialMs: 100, maxMs: 1000 },
     handlerTimeoutMs: 30_000,
     logger,
-    handler: async (body, ctx) => {
-      if (cfg.control === 'losses') await ctx.delivery.ack();
-      // The doubles control writes with autocommit, outside the claim's transaction.
-      const db = cfg.control === 'doubles' ? pool : ctx.tx;
-      await db.query(`INSERT INTO ${counters} (key, n) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`, [ctx.key]);
-      await db.query(`INSERT INTO ${ledger} (key, worker, pid, attempt) VALUES ($1, $2, $3, $4)`, [ctx.key, cfg.index, process.pid, ctx.attempt]);
-      if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
-      faults.at('in-handler');
-    },
+    ...(cfg.batch === undefined
+      ? {
+          handler: async (body: ChaosBody, ctx: HandlerContext<ChaosBody>) => {
+            if (cfg.control === 'losses') await ctx.delivery.ack();
+            // The doubles control writes with autocommit, outside the claim's transaction.
+            await apply(cfg.control === 'doubles' ? pool : ctx.tx, [{ key: ctx.key, attempt: ctx.attempt }]);
+            if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
+            faults.at('in-handler');
+          },
+        }
+      : {
+          batch: { maxSize: cfg.batch, maxWaitMs: 20 },
+          batchHandler: async (items: ReadonlyArray<BatchItem<ChaosBody>>, ctx: BatchContext) => {
+            if (cfg.control === 'losses') await Promise.all(items.map((i) => i.delivery.ack()));
+            await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
+            const poison = items.find((i) => i.message.poison === true);
+            if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
+            faults.at('in-handler');
+          },
+        }),
   });
   // Emitted after COMMIT and before the ack (delete / offset) is even queued.
   consumer.on('processed', () => faults.at('after-commit'));
