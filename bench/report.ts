@@ -99,7 +99,12 @@ export function renderMarkdown(report: Report): string {
   }
   const noted = main.filter((s) => Object.keys(s.notes).length > 0);
   if (noted.length > 0) {
-    lines.push('', 'Where the time goes (medians over rounds, ms per delivery):', '');
+    lines.push(
+      '',
+      'Diagnostics (medians over rounds): avgDeliverToSettledMs / avgHandlerAndCommitMs = ms per delivery from reaching the runner to settled, and in handler + COMMIT; ' +
+        'nodeCpuPct = scenario process CPU over the drain (% of one core); eventLoopUtilization near 1 = the process itself is the bottleneck.',
+      '',
+    );
     for (const s of noted) {
       lines.push(
         `- (${s.scenario}): ${Object.entries(s.notes)
