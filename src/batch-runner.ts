@@ -52,11 +52,24 @@ export class BatchRunner<T> {
     this.claims = new BatchClaimStatements(cfg.table);
   }
 
-  /** `held`: ordering keys whose earlier delivery went back to the broker; theirs are released. */
-  async process(deliveries: ReadonlyArray<Delivery<T>>, held: ReadonlySet<string>): Promise<DeliveryOutcome[]> {
+  /**
+   * `held[i]`: delivery i follows one of its ordering key that went back to the broker,
+   * so it is released. `hold(key)` is told when a delivery of this batch goes back.
+   */
+  async process(
+    deliveries: ReadonlyArray<Delivery<T>>,
+    held: readonly boolean[],
+    hold: (key: string) => void,
+  ): Promise<DeliveryOutcome[]> {
     const outcomes: DeliveryOutcome[] = new Array<DeliveryOutcome>(deliveries.length).fill('unsettled');
     const items: Array<Item<T>> = [];
+    const opened = new Set<string>();
     for (const [index, delivery] of deliveries.entries()) {
+      if (held[index] === true) {
+        this.settler.stats.received++;
+        outcomes[index] = await this.settler.release(delivery, delivery.key);
+        continue;
+      }
       const admission = await this.settler.admit(delivery);
       if ('outcome' in admission) outcomes[index] = admission.outcome;
       else {
@@ -64,15 +77,21 @@ export class BatchRunner<T> {
         items.push({ index, delivery, key: admission.key, hash });
       }
     }
-    await this.run(items, outcomes, new Set(held));
+    await this.run(items, outcomes, opened, hold);
     return outcomes;
   }
 
-  private async run(all: ReadonlyArray<Item<T>>, outcomes: DeliveryOutcome[], held: Set<string>): Promise<void> {
+  /** `opened`: keys whose delivery in this batch went back to the broker; their followers here are released. */
+  private async run(
+    all: ReadonlyArray<Item<T>>,
+    outcomes: DeliveryOutcome[],
+    opened: Set<string>,
+    hold: (key: string) => void,
+  ): Promise<void> {
     const items: Array<Item<T>> = [];
     for (const item of all) {
       const k = item.delivery.orderingKey;
-      if (k !== undefined && held.has(k)) outcomes[item.index] = await this.settler.release(item.delivery, item.key);
+      if (k !== undefined && opened.has(k)) outcomes[item.index] = await this.settler.release(item.delivery, item.key);
       else items.push(item);
     }
     if (items.length === 0) return;
@@ -101,13 +120,16 @@ export class BatchRunner<T> {
       for (const item of items) {
         outcomes[item.index] = await this.settler.fail(item.delivery, item.key, verdict.error, verdict.infrastructure);
         const k = item.delivery.orderingKey;
-        if (k !== undefined && holdsOrder(outcomes[item.index]!)) held.add(k);
+        if (k !== undefined && holdsOrder(outcomes[item.index]!)) {
+          opened.add(k);
+          hold(k);
+        }
       }
       return;
     }
     const middle = Math.ceil(items.length / 2);
-    await this.run(items.slice(0, middle), outcomes, held);
-    await this.run(items.slice(middle), outcomes, held);
+    await this.run(items.slice(0, middle), outcomes, opened, hold);
+    await this.run(items.slice(middle), outcomes, opened, hold);
   }
 
   private async transact(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {

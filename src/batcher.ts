@@ -1,13 +1,23 @@
 import pLimit, { type LimitFunction } from 'p-limit';
-import { holdsOrder, OrderingChains } from './ordering.js';
+import { OrderingChains } from './ordering.js';
 import type { Delivery, DeliveryOutcome } from './types.js';
 
-/** Processes one batch; `held` are ordering keys whose predecessor went back to the broker. */
-export type BatchWork<T> = (deliveries: ReadonlyArray<Delivery<T>>, held: ReadonlySet<string>) => Promise<DeliveryOutcome[]>;
+/**
+ * Processes one batch. `held[i]`: delivery i must be released (an earlier delivery of
+ * its key went back to the broker); `hold(key)` reports such a return during the batch.
+ */
+export type BatchWork<T> = (
+  deliveries: ReadonlyArray<Delivery<T>>,
+  held: readonly boolean[],
+  hold: (key: string) => void,
+) => Promise<DeliveryOutcome[]>;
 
 interface Pending<T> {
   delivery: Delivery<T>;
   resolve: (outcome: DeliveryOutcome) => void;
+  /** Settles after the work of the same ordering key dispatched just before this one. */
+  before: Promise<unknown> | undefined;
+  seq: number;
 }
 
 /**
@@ -39,7 +49,11 @@ export class Batcher<T> {
 
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
     this.pendingCount++;
-    const promise = new Promise<DeliveryOutcome>((resolve) => this.buffer.push({ delivery, resolve }));
+    const key = delivery.orderingKey;
+    const before = key === undefined ? undefined : this.chains.tail(key);
+    const seq = this.chains.next();
+    const promise = new Promise<DeliveryOutcome>((resolve) => this.buffer.push({ delivery, resolve, before, seq }));
+    if (key !== undefined) this.chains.extend(key, promise);
     if (this.buffer.length >= this.maxSize) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
     return promise.then((outcome) => {
@@ -77,15 +91,23 @@ export class Batcher<T> {
     const batch = this.buffer;
     this.buffer = [];
     if (batch.length === 0) return;
-    const keys = batch.map((p) => p.delivery.orderingKey).filter((k): k is string => k !== undefined);
-    const outcomes = this.chains.previous(keys).then(async (before) => {
-      const held = new Set([...before].filter(([, o]) => holdsOrder(o)).map(([k]) => k));
-      return this.limit(() => this.work(batch.map((p) => p.delivery), held)).catch(() => batch.map((): DeliveryOutcome => 'unsettled'));
-    });
-    for (const key of new Set(keys)) {
-      const last = batch.map((p) => p.delivery.orderingKey).lastIndexOf(key);
-      this.chains.extend(key, outcomes.then((o) => o[last] ?? 'unsettled'));
+    // Only the first delivery of a key in this batch waits outside it; later ones of the
+    // same key follow it inside the batch.
+    const firstOfKey = new Map<string, Promise<unknown>>();
+    for (const p of batch) {
+      const k = p.delivery.orderingKey;
+      if (k !== undefined && !firstOfKey.has(k)) firstOfKey.set(k, p.before ?? Promise.resolve());
     }
+    const outcomes = Promise.all(firstOfKey.values()).then(() =>
+      this.limit(() => {
+        const held = batch.map((p) => p.delivery.orderingKey !== undefined && this.chains.isHeld(p.delivery.orderingKey, p.seq));
+        return this.work(
+          batch.map((p) => p.delivery),
+          held,
+          (key) => this.chains.hold(key),
+        );
+      }).catch(() => batch.map((): DeliveryOutcome => 'unsettled')),
+    );
     void outcomes.then((o) => batch.forEach((p, i) => p.resolve(o[i] ?? 'unsettled')));
   }
 

@@ -76,7 +76,7 @@ class ConsumerImpl<T> implements Consumer {
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle);
     if (cfg.batch) {
       const runner = new BatchRunner(cfg, settler, this.health, this.lifecycle);
-      this.dispatcher = new Batcher(cfg.concurrency, cfg.batch.maxSize, cfg.batch.maxWaitMs, (ds, held) => runner.process(ds, held));
+      this.dispatcher = new Batcher(cfg.concurrency, cfg.batch.maxSize, cfg.batch.maxWaitMs, (ds, held, hold) => runner.process(ds, held, hold));
     } else {
       const runner = new Runner(cfg, settler, this.health, this.lifecycle);
       this.dispatcher = new Dispatcher(cfg.concurrency, (d) => runner.process(d), async (d) => {

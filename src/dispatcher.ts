@@ -32,15 +32,19 @@ export class Dispatcher<T> {
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
     this.pendingCount++;
     const run = () => this.limit(() => this.work(delivery).catch((): DeliveryOutcome => 'unsettled'));
-    const orderingKey = delivery.orderingKey;
+    const key = delivery.orderingKey;
     let promise: Promise<DeliveryOutcome>;
-    if (orderingKey === undefined) {
+    if (key === undefined) {
       promise = run();
     } else {
-      promise = this.chains.previous([orderingKey]).then((before) =>
-        holdsOrder(before.get(orderingKey)!) ? this.skip(delivery).catch((): DeliveryOutcome => 'unsettled') : run(),
-      );
-      this.chains.extend(orderingKey, promise);
+      const seq = this.chains.next();
+      promise = this.chains.tail(key).then(async () => {
+        if (this.chains.isHeld(key, seq)) return this.skip(delivery).catch((): DeliveryOutcome => 'unsettled');
+        const outcome = await run();
+        if (holdsOrder(outcome)) this.chains.hold(key);
+        return outcome;
+      });
+      this.chains.extend(key, promise);
     }
     return promise.then((outcome) => {
       this.pendingCount--;

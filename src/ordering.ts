@@ -1,32 +1,54 @@
 import type { DeliveryOutcome } from './types.js';
 
 /**
- * Outcomes after which a delivery's ordering key is still "open": the message went
- * back to the broker and will come again, so a later message of the same key must not
- * overtake it. Such later messages are released instead of processed.
+ * Outcomes after which a delivery that ran leaves its ordering key "open": the message
+ * went back to the broker and will come again, so later messages of the key that were
+ * already received must not overtake it.
  */
 export function holdsOrder(outcome: DeliveryOutcome): boolean {
   return outcome === 'retry' || outcome === 'unsettled' || outcome === 'released';
 }
 
 /**
- * Chains work per ordering key: each link waits for the previous link of every key it
- * touches and learns whether any of them left its key open.
+ * Sequencing and holds per ordering key. Every delivery gets a dispatch number; work of
+ * one key runs in dispatch order (`tail`/`extend`). When a delivery that ran goes back
+ * to the broker, `hold` marks every delivery of its key dispatched until then: those
+ * were received before it returns and are released instead of run. Deliveries
+ * dispatched later are redeliveries in the broker's order and run normally, so a hold
+ * can never feed on itself.
  */
 export class OrderingChains {
-  private readonly tails = new Map<string, Promise<DeliveryOutcome>>();
+  private readonly tails = new Map<string, Promise<unknown>>();
+  private readonly holdThrough = new Map<string, number>();
+  private seq = 0;
 
-  /** Outcomes of the previous links of `keys`; resolves once they have all settled. */
-  previous(keys: Iterable<string>): Promise<Map<string, DeliveryOutcome>> {
-    const entries = [...new Set(keys)].map(async (k) => [k, await (this.tails.get(k) ?? Promise.resolve<DeliveryOutcome>('processed'))] as const);
-    return Promise.all(entries).then((pairs) => new Map(pairs));
+  /** Number for a delivery being dispatched now. */
+  next(): number {
+    return ++this.seq;
   }
 
-  /** Records `outcome` (a promise of the key's last outcome in this link) as the new tail of `key`. */
-  extend(key: string, outcome: Promise<DeliveryOutcome>): void {
-    this.tails.set(key, outcome);
-    void outcome.then(() => {
-      if (this.tails.get(key) === outcome) this.tails.delete(key);
+  /** Settles after the latest work of `key` dispatched so far. */
+  tail(key: string): Promise<unknown> {
+    return this.tails.get(key) ?? Promise.resolve();
+  }
+
+  /** Makes `work` the new tail of `key`; forgets the key (and its hold) once all its work settled. */
+  extend(key: string, work: Promise<unknown>): void {
+    this.tails.set(key, work);
+    void work.then(() => {
+      if (this.tails.get(key) !== work) return;
+      this.tails.delete(key);
+      this.holdThrough.delete(key);
     });
+  }
+
+  /** A delivery of `key` went back to the broker: hold everything of `key` dispatched so far. */
+  hold(key: string): void {
+    this.holdThrough.set(key, this.seq);
+  }
+
+  /** Whether the delivery numbered `seq` of `key` must be released to keep order. */
+  isHeld(key: string, seq: number): boolean {
+    return seq <= (this.holdThrough.get(key) ?? 0);
   }
 }
