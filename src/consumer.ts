@@ -76,20 +76,37 @@ class ConsumerImpl<T> implements Consumer {
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle);
     if (cfg.batch) {
       const runner = new BatchRunner(cfg, settler, this.health, this.lifecycle);
-      this.dispatcher = new Batcher(cfg.concurrency, cfg.batch.maxSize, cfg.batch.maxWaitMs, (ds, held, hold) => runner.process(ds, held, hold));
+      this.dispatcher = new Batcher(
+        cfg.concurrency,
+        cfg.batch.maxSize,
+        cfg.batch.maxWaitMs,
+        (ds, held, hold) => runner.process(ds, held, hold),
+      );
     } else {
       const runner = new Runner(cfg, settler, this.health, this.lifecycle);
-      this.dispatcher = new Dispatcher(cfg.concurrency, (d) => runner.process(d), async (d) => {
-        this.counters.received++;
-        return settler.release(d, d.key);
-      });
+      // Twice the concurrency in flight: while one delivery's ack travels, another can run.
+      this.dispatcher = new Dispatcher(
+        cfg.concurrency,
+        cfg.concurrency * 2,
+        (d) => runner.process(d),
+        async (d) => {
+          this.counters.received++;
+          return settler.release(d, d.key);
+        },
+      );
     }
-    this.retention = cfg.retention && new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub);
+    this.retention =
+      cfg.retention && new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 
   async start(): Promise<void> {
-    if (this.state !== 'new') throw new EffectivelyOnceError('EO_STATE', `Consumer "${this.cfg.name}" was already started`, { retryable: false });
+    if (this.state !== 'new')
+      throw new EffectivelyOnceError(
+        'EO_STATE',
+        `Consumer "${this.cfg.name}" was already started`,
+        { retryable: false },
+      );
     this.state = 'starting';
     if (this.cfg.migrate) await migrate(this.cfg.pool, this.cfg.table);
     const ctx: SourceContext<T> = {
@@ -104,12 +121,20 @@ class ConsumerImpl<T> implements Consumer {
       reportError: (error) => this.hub.emit('error', error),
     };
     this.runPromise = this.cfg.source.run(ctx).catch((cause: unknown) => {
-      this.hub.emit('error', cause instanceof EffectivelyOnceError ? cause : new BrokerError('receive loop', cause, { retryable: false }));
+      this.hub.emit(
+        'error',
+        cause instanceof EffectivelyOnceError
+          ? cause
+          : new BrokerError('receive loop', cause, { retryable: false }),
+      );
     });
     void this.runPromise.then(() => this.resolveDone());
     this.retention?.start();
     this.state = 'running';
-    this.cfg.logger.info({ consumer: this.cfg.name, source: this.cfg.source.description }, 'effectively-once: consumer started');
+    this.cfg.logger.info(
+      { consumer: this.cfg.name, source: this.cfg.source.description },
+      'effectively-once: consumer started',
+    );
   }
 
   stop(options: StopOptions = {}): Promise<void> {
@@ -127,8 +152,12 @@ class ConsumerImpl<T> implements Consumer {
     this.lifecycle.stopping = true;
     this.receiveAbort.abort();
     let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
-    const drained = Promise.all([this.runPromise, this.dispatcher.idle()]).then(() => 'drained' as const);
+    const grace = new Promise<'timeout'>(
+      (resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)),
+    );
+    const drained = Promise.all([this.runPromise, this.dispatcher.idle()]).then(
+      () => 'drained' as const,
+    );
     if ((await Promise.race([drained, grace])) === 'timeout') this.hardStop.abort();
     clearTimeout(timer);
     await drained;
@@ -137,11 +166,17 @@ class ConsumerImpl<T> implements Consumer {
     try {
       await this.cfg.source.close();
     } catch (cause) {
-      this.hub.emit('error', cause instanceof EffectivelyOnceError ? cause : new BrokerError('close', cause));
+      this.hub.emit(
+        'error',
+        cause instanceof EffectivelyOnceError ? cause : new BrokerError('close', cause),
+      );
     }
     this.state = 'stopped';
     this.resolveDone();
-    this.cfg.logger.info({ consumer: this.cfg.name, stats: this.stats() }, 'effectively-once: consumer stopped');
+    this.cfg.logger.info(
+      { consumer: this.cfg.name, stats: this.stats() },
+      'effectively-once: consumer stopped',
+    );
   }
 
   on<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer {

@@ -16,12 +16,18 @@ export class Dispatcher<T> {
   private readonly idleWaiters: Array<() => void> = [];
   private pendingCount = 0;
 
+  /**
+   * `concurrency` bounds the database work; up to `capacity` deliveries may be pending
+   * in all (running, waiting for their key, or being acked).
+   */
   constructor(
+    concurrency: number,
     private readonly capacity: number,
-    private readonly work: (delivery: Delivery<T>) => Promise<DeliveryOutcome>,
+    /** Runs under the concurrency limit; the function it returns (the broker part) runs outside it. */
+    private readonly work: (delivery: Delivery<T>) => Promise<() => Promise<DeliveryOutcome>>,
     private readonly skip: (delivery: Delivery<T>) => Promise<DeliveryOutcome>,
   ) {
-    this.limit = pLimit(capacity);
+    this.limit = pLimit(concurrency);
   }
 
   /** Deliveries accepted and not yet settled. */
@@ -31,7 +37,10 @@ export class Dispatcher<T> {
 
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
     this.pendingCount++;
-    const run = () => this.limit(() => this.work(delivery).catch((): DeliveryOutcome => 'unsettled'));
+    const run = () =>
+      this.limit(() => this.work(delivery))
+        .then((settle) => settle())
+        .catch((): DeliveryOutcome => 'unsettled');
     const key = delivery.orderingKey;
     let promise: Promise<DeliveryOutcome>;
     if (key === undefined) {
@@ -39,7 +48,8 @@ export class Dispatcher<T> {
     } else {
       const seq = this.chains.next();
       promise = this.chains.tail(key).then(async () => {
-        if (this.chains.isHeld(key, seq)) return this.skip(delivery).catch((): DeliveryOutcome => 'unsettled');
+        if (this.chains.isHeld(key, seq))
+          return this.skip(delivery).catch((): DeliveryOutcome => 'unsettled');
         const outcome = await run();
         if (holdsOrder(outcome)) this.chains.hold(key);
         return outcome;

@@ -44,12 +44,20 @@ export class Runner<T> {
     this.claims = new ClaimStatements(cfg.table);
   }
 
-  async process(delivery: Delivery<T>): Promise<DeliveryOutcome> {
+  /**
+   * Runs the database part and returns the broker part (ack, retry, dead letter) as a
+   * function, so the caller can free the concurrency slot (and its connection) at
+   * COMMIT instead of holding it through the broker's round trip.
+   */
+  async process(delivery: Delivery<T>): Promise<() => Promise<DeliveryOutcome>> {
     const admission = await this.settler.admit(delivery);
-    if ('outcome' in admission) return admission.outcome;
+    if ('outcome' in admission) {
+      const outcome = admission.outcome;
+      return async () => outcome;
+    }
     const key = admission.key;
     const verdict = await this.transact(delivery, key);
-    return this.settle(delivery, key, verdict);
+    return () => this.settle(delivery, key, verdict);
   }
 
   private async transact(delivery: Delivery<T>, key: string): Promise<Verdict> {
@@ -59,10 +67,15 @@ export class Runner<T> {
       client = await this.cfg.pool.connect();
     } catch (cause) {
       this.health.markDown(cause);
-      return { kind: 'failed', error: new DatabaseError('connect', cause, { key }), infrastructure: true };
+      return {
+        kind: 'failed',
+        error: new DatabaseError('connect', cause, { key }),
+        infrastructure: true,
+      };
     }
     // A checked-out client whose socket dies emits 'error'; unhandled, that kills the process.
-    const onClientError = (err: Error) => this.cfg.logger.warn({ err, key }, 'effectively-once: connection lost');
+    const onClientError = (err: Error) =>
+      this.cfg.logger.warn({ err, key }, 'effectively-once: connection lost');
     client.on('error', onClientError);
     let broken: unknown;
     try {
@@ -73,11 +86,19 @@ export class Runner<T> {
         broken = await rollback(client);
         if (pgCode(cause) === LOCK_NOT_AVAILABLE) {
           this.settler.stats.busy++;
-          return { kind: 'failed', error: new ClaimBusyError(key, this.cfg.lockTimeoutMs, cause), infrastructure: true };
+          return {
+            kind: 'failed',
+            error: new ClaimBusyError(key, this.cfg.lockTimeoutMs, cause),
+            infrastructure: true,
+          };
         }
         broken ??= cause;
         if (isUnavailable(cause)) this.health.markDown(cause);
-        return { kind: 'failed', error: new DatabaseError('claim', cause, { key }), infrastructure: true };
+        return {
+          kind: 'failed',
+          error: new DatabaseError('claim', cause, { key }),
+          infrastructure: true,
+        };
       }
       if (!claimed) {
         if (hash === null) {
@@ -86,7 +107,10 @@ export class Runner<T> {
         }
         const stored = await this.claims.storedHashAndRollback(client, this.cfg.name, key);
         if (stored !== null && !stored.equals(hash)) {
-          return { kind: 'mismatch', error: new PayloadMismatchError(key, stored.toString('hex'), hash.toString('hex')) };
+          return {
+            kind: 'mismatch',
+            error: new PayloadMismatchError(key, stored.toString('hex'), hash.toString('hex')),
+          };
         }
         return { kind: 'duplicate' };
       }
@@ -94,7 +118,10 @@ export class Runner<T> {
       const outcome = await this.runHandler(client, delivery, key);
       if (outcome !== undefined) {
         // A timed-out handler may still be using the client: destroy it rather than queue ROLLBACK behind it.
-        broken = outcome.kind === 'failed' && outcome.error instanceof HandlerTimeoutError ? outcome.error : await rollback(client);
+        broken =
+          outcome.kind === 'failed' && outcome.error instanceof HandlerTimeoutError
+            ? outcome.error
+            : await rollback(client);
         return outcome;
       }
       try {
@@ -109,7 +136,11 @@ export class Runner<T> {
       // Only the duplicate's SELECT/ROLLBACK can land here.
       broken = cause;
       if (isUnavailable(cause)) this.health.markDown(cause);
-      return { kind: 'failed', error: new DatabaseError('duplicate check', cause, { key }), infrastructure: true };
+      return {
+        kind: 'failed',
+        error: new DatabaseError('duplicate check', cause, { key }),
+        infrastructure: true,
+      };
     } finally {
       client.off('error', onClientError);
       client.release(broken === undefined ? undefined : toError(broken));
@@ -117,12 +148,22 @@ export class Runner<T> {
   }
 
   /** Runs the user's handler (and the adapter's in-transaction hook); undefined means success. */
-  private async runHandler(client: PoolClient, delivery: Delivery<T>, key: string): Promise<Verdict | undefined> {
+  private async runHandler(
+    client: PoolClient,
+    delivery: Delivery<T>,
+    key: string,
+  ): Promise<Verdict | undefined> {
     const handler = this.cfg.handler!;
     const timeoutMs = this.cfg.handlerTimeoutMs;
     const result = await guardedCall(
       async (signal) => {
-        await handler(delivery.body, { tx: client, signal, attempt: delivery.attempt, key, delivery });
+        await handler(delivery.body, {
+          tx: client,
+          signal,
+          attempt: delivery.attempt,
+          key,
+          delivery,
+        });
       },
       {
         timeoutMs,
@@ -132,13 +173,24 @@ export class Runner<T> {
     );
     if (result.kind === 'ok') return runAdapterHook([delivery], client);
     if (result.kind === 'timeout') {
-      return { kind: 'failed', error: new HandlerTimeoutError(key, timeoutMs), infrastructure: false };
+      return {
+        kind: 'failed',
+        error: new HandlerTimeoutError(key, timeoutMs),
+        infrastructure: false,
+      };
     }
     if (this.lifecycle.hardStop.aborted) return { kind: 'released', error: new ShutdownError(key) };
-    return { kind: 'failed', ...classifyHandlerError(result.error, key, delivery.attempt, this.health) };
+    return {
+      kind: 'failed',
+      ...classifyHandlerError(result.error, key, delivery.attempt, this.health),
+    };
   }
 
-  private async settle(delivery: Delivery<T>, key: string, verdict: Verdict): Promise<DeliveryOutcome> {
+  private async settle(
+    delivery: Delivery<T>,
+    key: string,
+    verdict: Verdict,
+  ): Promise<DeliveryOutcome> {
     switch (verdict.kind) {
       case 'processed':
         return this.settler.processed(delivery, key, verdict.durationMs);
@@ -176,7 +228,11 @@ export async function runAdapterHook(
     for (const d of deliveries) await d.inTransaction?.(client);
     return undefined;
   } catch (cause) {
-    return { kind: 'failed', error: new DatabaseError('adapter in-transaction hook', cause), infrastructure: true };
+    return {
+      kind: 'failed',
+      error: new DatabaseError('adapter in-transaction hook', cause),
+      infrastructure: true,
+    };
   }
 }
 
@@ -190,7 +246,8 @@ export function classifyHandlerError(
   attempt: number,
   health: DatabaseHealth,
 ): { error: EffectivelyOnceError; infrastructure: boolean } {
-  const error = thrown instanceof EffectivelyOnceError ? thrown : new HandlerError(key, attempt, thrown);
+  const error =
+    thrown instanceof EffectivelyOnceError ? thrown : new HandlerError(key, attempt, thrown);
   const infrastructure = isUnavailable(thrown);
   if (infrastructure) health.markDown(thrown);
   return { error, infrastructure };

@@ -1,10 +1,31 @@
 import { describe, expect, it } from '@jest/globals';
 import { Dispatcher } from '../../../src/dispatcher.js';
-import type { Delivery } from '../../../src/index.js';
+import type { Delivery, DeliveryOutcome } from '../../../src/index.js';
 
 function delivery(id: string, orderingKey?: string): Delivery<string> {
   const noop = async () => undefined;
-  return { key: id, body: id, payload: id, raw: id, attempt: 1, orderingKey, ack: noop, retry: noop, deadLetter: noop, release: noop };
+  return {
+    key: id,
+    body: id,
+    payload: id,
+    raw: id,
+    attempt: 1,
+    orderingKey,
+    ack: noop,
+    retry: noop,
+    deadLetter: noop,
+    release: noop,
+  };
+}
+
+/** A worker whose broker part is already done. */
+function settledNow(
+  work: (d: Delivery<string>) => Promise<DeliveryOutcome>,
+): (d: Delivery<string>) => Promise<() => Promise<DeliveryOutcome>> {
+  return async (d) => {
+    const outcome = await work(d);
+    return async () => outcome;
+  };
 }
 
 const skipNever = async (): Promise<'released'> => {
@@ -19,38 +40,51 @@ describe('Dispatcher', () => {
     let overlapWithinGroup = false;
     let maxParallel = 0;
     let active = 0;
-    const d = new Dispatcher<string>(10, async (del) => {
-      const group = del.orderingKey!;
-      if (running.has(group)) overlapWithinGroup = true;
-      running.add(group);
-      active++;
-      maxParallel = Math.max(maxParallel, active);
-      await tick(Math.random() * 5);
-      order.push(del.body);
-      running.delete(group);
-      active--;
-      return 'processed';
-    }, skipNever);
+    const d = new Dispatcher<string>(
+      10,
+      10,
+      settledNow(async (del) => {
+        const group = del.orderingKey!;
+        if (running.has(group)) overlapWithinGroup = true;
+        running.add(group);
+        active++;
+        maxParallel = Math.max(maxParallel, active);
+        await tick(Math.random() * 5);
+        order.push(del.body);
+        running.delete(group);
+        active--;
+        return 'processed';
+      }),
+      skipNever,
+    );
     const all = [];
-    for (let i = 0; i < 20; i++) for (const g of ['a', 'b', 'c']) all.push(d.dispatch(delivery(`${g}${i}`, g)));
+    for (let i = 0; i < 20; i++)
+      for (const g of ['a', 'b', 'c']) all.push(d.dispatch(delivery(`${g}${i}`, g)));
     await Promise.all(all);
     expect(overlapWithinGroup).toBe(false);
     expect(maxParallel).toBeGreaterThan(1);
     for (const g of ['a', 'b', 'c']) {
-      expect(order.filter((x) => x.startsWith(g))).toEqual(Array.from({ length: 20 }, (_, i) => `${g}${i}`));
+      expect(order.filter((x) => x.startsWith(g))).toEqual(
+        Array.from({ length: 20 }, (_, i) => `${g}${i}`),
+      );
     }
   });
 
   it('bounds concurrency and reports free capacity', async () => {
     let active = 0;
     let peak = 0;
-    const d = new Dispatcher<string>(3, async () => {
-      active++;
-      peak = Math.max(peak, active);
-      await tick(5);
-      active--;
-      return 'processed';
-    }, skipNever);
+    const d = new Dispatcher<string>(
+      3,
+      3,
+      settledNow(async () => {
+        active++;
+        peak = Math.max(peak, active);
+        await tick(5);
+        active--;
+        return 'processed';
+      }),
+      skipNever,
+    );
     const all = Array.from({ length: 12 }, (_, i) => d.dispatch(delivery(String(i))));
     expect(d.freeCapacity()).toBe(0);
     await Promise.all(all);
@@ -60,9 +94,14 @@ describe('Dispatcher', () => {
   });
 
   it('turns a throwing worker into an unsettled outcome instead of a rejection', async () => {
-    const d = new Dispatcher<string>(1, async () => {
-      throw new Error('bug');
-    }, skipNever);
+    const d = new Dispatcher<string>(
+      1,
+      1,
+      settledNow(async () => {
+        throw new Error('bug');
+      }),
+      skipNever,
+    );
     await expect(d.dispatch(delivery('x'))).resolves.toBe('unsettled');
   });
 });
@@ -73,18 +112,51 @@ describe('Dispatcher ordering holds', () => {
     const skipped: string[] = [];
     const d = new Dispatcher<string>(
       5,
-      async (del) => {
+      5,
+      settledNow(async (del) => {
         ran.push(del.body);
         return del.body === 'a1' ? 'retry' : 'processed';
-      },
+      }),
       async (del) => {
         skipped.push(del.body);
         return 'released';
       },
     );
-    const outcomes = await Promise.all(['a0', 'a1', 'a2', 'a3', 'b0'].map((id) => d.dispatch(delivery(id, id[0]))));
+    const outcomes = await Promise.all(
+      ['a0', 'a1', 'a2', 'a3', 'b0'].map((id) => d.dispatch(delivery(id, id[0]))),
+    );
     expect(outcomes).toEqual(['processed', 'retry', 'released', 'released', 'processed']);
     expect([...ran].sort()).toEqual(['a0', 'a1', 'b0']);
     expect(skipped).toEqual(['a2', 'a3']);
+  });
+});
+
+describe('Dispatcher slots', () => {
+  it('frees the concurrency slot when the database part ends, while the broker part runs outside it', async () => {
+    let dbActive = 0;
+    let dbPeak = 0;
+    let acking = 0;
+    let ackPeak = 0;
+    const d = new Dispatcher<string>(
+      2,
+      8,
+      async () => {
+        dbActive++;
+        dbPeak = Math.max(dbPeak, dbActive);
+        await tick(2);
+        dbActive--;
+        return async () => {
+          acking++;
+          ackPeak = Math.max(ackPeak, acking);
+          await tick(20);
+          acking--;
+          return 'processed';
+        };
+      },
+      skipNever,
+    );
+    await Promise.all(Array.from({ length: 8 }, (_, i) => d.dispatch(delivery(String(i)))));
+    expect(dbPeak).toBe(2);
+    expect(ackPeak).toBeGreaterThan(2);
   });
 });
