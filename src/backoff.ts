@@ -14,8 +14,10 @@ export function resolveBackoff(backoff: Backoff | undefined): BackoffFn {
   const maxMs = backoff?.maxMs ?? 300_000;
   const factor = backoff?.factor ?? 2;
   const jitter = backoff?.jitter ?? true;
-  if (!(initialMs >= 0)) throw new ConfigurationError('backoff.initialMs', 'must be >= 0', { initialMs });
-  if (!(maxMs >= initialMs)) throw new ConfigurationError('backoff.maxMs', 'must be >= backoff.initialMs', { maxMs });
+  if (!(initialMs >= 0))
+    throw new ConfigurationError('backoff.initialMs', 'must be >= 0', { initialMs });
+  if (!(maxMs >= initialMs))
+    throw new ConfigurationError('backoff.maxMs', 'must be >= backoff.initialMs', { maxMs });
   if (!(factor >= 1)) throw new ConfigurationError('backoff.factor', 'must be >= 1', { factor });
   return (attempt) => {
     const ceiling = Math.min(maxMs, initialMs * factor ** Math.max(0, attempt - 1));

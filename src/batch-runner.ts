@@ -27,7 +27,8 @@ interface Item<T> {
 }
 
 /** Per-item result of a committed batch. */
-type ItemVerdict = { kind: 'processed' } | { kind: 'duplicate' } | { kind: 'mismatch'; error: PayloadMismatchError };
+type ItemVerdict =
+  { kind: 'processed' } | { kind: 'duplicate' } | { kind: 'mismatch'; error: PayloadMismatchError };
 
 type BatchVerdict =
   | { kind: 'committed'; verdicts: ItemVerdict[]; durationMs: number }
@@ -61,7 +62,9 @@ export class BatchRunner<T> {
     held: readonly boolean[],
     hold: (key: string) => void,
   ): Promise<DeliveryOutcome[]> {
-    const outcomes: DeliveryOutcome[] = new Array<DeliveryOutcome>(deliveries.length).fill('unsettled');
+    const outcomes: DeliveryOutcome[] = new Array<DeliveryOutcome>(deliveries.length).fill(
+      'unsettled',
+    );
     const items: Array<Item<T>> = [];
     const opened = new Set<string>();
     for (const [index, delivery] of deliveries.entries()) {
@@ -91,7 +94,8 @@ export class BatchRunner<T> {
     const items: Array<Item<T>> = [];
     for (const item of all) {
       const k = item.delivery.orderingKey;
-      if (k !== undefined && opened.has(k)) outcomes[item.index] = await this.settler.release(item.delivery, item.key);
+      if (k !== undefined && opened.has(k))
+        outcomes[item.index] = await this.settler.release(item.delivery, item.key);
       else items.push(item);
     }
     if (items.length === 0) return;
@@ -111,14 +115,21 @@ export class BatchRunner<T> {
       return;
     }
     if (verdict.kind === 'released') {
-      for (const item of items) outcomes[item.index] = await this.settler.release(item.delivery, item.key);
+      for (const item of items)
+        outcomes[item.index] = await this.settler.release(item.delivery, item.key);
       return;
     }
     // A database outage fails every half alike: retry all rather than bisect into the void.
-    const bisect = items.length > 1 && !(verdict.infrastructure && !(verdict.error instanceof ClaimBusyError));
+    const bisect =
+      items.length > 1 && !(verdict.infrastructure && !(verdict.error instanceof ClaimBusyError));
     if (!bisect) {
       for (const item of items) {
-        outcomes[item.index] = await this.settler.fail(item.delivery, item.key, verdict.error, verdict.infrastructure);
+        outcomes[item.index] = await this.settler.fail(
+          item.delivery,
+          item.key,
+          verdict.error,
+          verdict.infrastructure,
+        );
         const k = item.delivery.orderingKey;
         if (k !== undefined && holdsOrder(outcomes[item.index]!)) {
           opened.add(k);
@@ -140,7 +151,8 @@ export class BatchRunner<T> {
       this.health.markDown(cause);
       return { kind: 'failed', error: new DatabaseError('connect', cause), infrastructure: true };
     }
-    const onClientError = (err: Error) => this.cfg.logger.warn({ err }, 'effectively-once: connection lost');
+    const onClientError = (err: Error) =>
+      this.cfg.logger.warn({ err }, 'effectively-once: connection lost');
     client.on('error', onClientError);
     let broken: unknown;
     try {
@@ -149,25 +161,52 @@ export class BatchRunner<T> {
       for (const item of items) if (!leaders.has(item.key)) leaders.set(item.key, item);
       let claimed: Set<string>;
       try {
-        claimed = await this.claims.begin(client, this.cfg.name, [...leaders.values()], this.cfg.lockTimeoutMs);
+        claimed = await this.claims.begin(
+          client,
+          this.cfg.name,
+          [...leaders.values()],
+          this.cfg.lockTimeoutMs,
+        );
       } catch (cause) {
         broken = await rollback(client);
         if (pgCode(cause) === LOCK_NOT_AVAILABLE) {
           this.settler.stats.busy++;
-          return { kind: 'failed', error: new ClaimBusyError(items[0]!.key, this.cfg.lockTimeoutMs, cause), infrastructure: true };
+          return {
+            kind: 'failed',
+            error: new ClaimBusyError(items[0]!.key, this.cfg.lockTimeoutMs, cause),
+            infrastructure: true,
+          };
         }
         broken ??= cause;
         if (isUnavailable(cause)) this.health.markDown(cause);
-        return { kind: 'failed', error: new DatabaseError('batch claim', cause), infrastructure: true };
+        return {
+          kind: 'failed',
+          error: new DatabaseError('batch claim', cause),
+          infrastructure: true,
+        };
       }
-      const seenBefore = [...leaders.keys()].filter((k) => !claimed.has(k) && leaders.get(k)!.hash !== null);
+      const seenBefore = [...leaders.keys()].filter(
+        (k) => !claimed.has(k) && leaders.get(k)!.hash !== null,
+      );
       const stored = await this.claims.storedHashes(client, this.cfg.name, seenBefore);
       const verdicts = items.map((item): ItemVerdict => {
         const leader = leaders.get(item.key)!;
-        const reference = leader === item ? (claimed.has(item.key) ? undefined : stored.get(item.key)) : leader.hash;
+        const reference =
+          leader === item
+            ? claimed.has(item.key)
+              ? undefined
+              : stored.get(item.key)
+            : leader.hash;
         if (leader === item && claimed.has(item.key)) return { kind: 'processed' };
         if (reference && item.hash && !reference.equals(item.hash)) {
-          return { kind: 'mismatch', error: new PayloadMismatchError(item.key, reference.toString('hex'), item.hash.toString('hex')) };
+          return {
+            kind: 'mismatch',
+            error: new PayloadMismatchError(
+              item.key,
+              reference.toString('hex'),
+              item.hash.toString('hex'),
+            ),
+          };
         }
         return { kind: 'duplicate' };
       });
@@ -175,7 +214,10 @@ export class BatchRunner<T> {
       const started = performance.now();
       const failure = await this.runHandlers(client, fresh);
       if (failure !== undefined) {
-        broken = failure.kind === 'failed' && failure.error instanceof HandlerTimeoutError ? failure.error : await rollback(client);
+        broken =
+          failure.kind === 'failed' && failure.error instanceof HandlerTimeoutError
+            ? failure.error
+            : await rollback(client);
         return failure;
       }
       try {
@@ -183,7 +225,11 @@ export class BatchRunner<T> {
       } catch (cause) {
         broken = cause;
         if (isUnavailable(cause)) this.health.markDown(cause);
-        return { kind: 'failed', error: new CommitUnknownError(items[0]!.key, cause), infrastructure: true };
+        return {
+          kind: 'failed',
+          error: new CommitUnknownError(items[0]!.key, cause),
+          infrastructure: true,
+        };
       }
       return { kind: 'committed', verdicts, durationMs: performance.now() - started };
     } catch (cause) {
@@ -196,18 +242,32 @@ export class BatchRunner<T> {
     }
   }
 
-  private async runHandlers(client: PoolClient, fresh: ReadonlyArray<Item<T>>): Promise<BatchVerdict | undefined> {
+  private async runHandlers(
+    client: PoolClient,
+    fresh: ReadonlyArray<Item<T>>,
+  ): Promise<BatchVerdict | undefined> {
     if (fresh.length === 0) return undefined;
     const { batchHandler, handler, handlerTimeoutMs } = this.cfg;
     const first = fresh[0]!;
     const result = await guardedCall(
       async (signal) => {
         if (batchHandler) {
-          const batch: Array<BatchItem<T>> = fresh.map((i) => ({ message: i.delivery.body, key: i.key, attempt: i.delivery.attempt, delivery: i.delivery }));
+          const batch: Array<BatchItem<T>> = fresh.map((i) => ({
+            message: i.delivery.body,
+            key: i.key,
+            attempt: i.delivery.attempt,
+            delivery: i.delivery,
+          }));
           await batchHandler(batch, { tx: client, signal });
         } else {
           for (const i of fresh) {
-            await handler!(i.delivery.body, { tx: client, signal, attempt: i.delivery.attempt, key: i.key, delivery: i.delivery });
+            await handler!(i.delivery.body, {
+              tx: client,
+              signal,
+              attempt: i.delivery.attempt,
+              key: i.key,
+              delivery: i.delivery,
+            });
           }
         }
       },
@@ -217,11 +277,22 @@ export class BatchRunner<T> {
         timeoutReason: () => new HandlerTimeoutError(first.key, handlerTimeoutMs),
       },
     );
-    if (result.kind === 'ok') return runAdapterHook(fresh.map((i) => i.delivery), client);
+    if (result.kind === 'ok')
+      return runAdapterHook(
+        fresh.map((i) => i.delivery),
+        client,
+      );
     if (result.kind === 'timeout') {
-      return { kind: 'failed', error: new HandlerTimeoutError(first.key, handlerTimeoutMs), infrastructure: false };
+      return {
+        kind: 'failed',
+        error: new HandlerTimeoutError(first.key, handlerTimeoutMs),
+        infrastructure: false,
+      };
     }
     if (this.lifecycle.hardStop.aborted) return { kind: 'released' };
-    return { kind: 'failed', ...classifyHandlerError(result.error, first.key, first.delivery.attempt, this.health) };
+    return {
+      kind: 'failed',
+      ...classifyHandlerError(result.error, first.key, first.delivery.attempt, this.health),
+    };
   }
 }

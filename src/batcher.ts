@@ -52,7 +52,9 @@ export class Batcher<T> {
     const key = delivery.orderingKey;
     const before = key === undefined ? undefined : this.chains.tail(key);
     const seq = this.chains.next();
-    const promise = new Promise<DeliveryOutcome>((resolve) => this.buffer.push({ delivery, resolve, before, seq }));
+    const promise = new Promise<DeliveryOutcome>((resolve) =>
+      this.buffer.push({ delivery, resolve, before, seq }),
+    );
     if (key !== undefined) this.chains.extend(key, promise);
     if (this.buffer.length >= this.maxSize) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
@@ -100,7 +102,11 @@ export class Batcher<T> {
     }
     const outcomes = Promise.all(firstOfKey.values()).then(() =>
       this.limit(() => {
-        const held = batch.map((p) => p.delivery.orderingKey !== undefined && this.chains.isHeld(p.delivery.orderingKey, p.seq));
+        const held = batch.map(
+          (p) =>
+            p.delivery.orderingKey !== undefined &&
+            this.chains.isHeld(p.delivery.orderingKey, p.seq),
+        );
         return this.work(
           batch.map((p) => p.delivery),
           held,

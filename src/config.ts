@@ -42,7 +42,10 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
   }
   const source = options.source;
   if (typeof source?.run !== 'function' || typeof source.close !== 'function') {
-    throw new ConfigurationError('source', 'must be a Source (e.g. sqsSource(), kafkaSource(), memorySource())');
+    throw new ConfigurationError(
+      'source',
+      'must be a Source (e.g. sqsSource(), kafkaSource(), memorySource())',
+    );
   }
   if (typeof options.pool?.connect !== 'function') {
     throw new ConfigurationError('pool', 'must be a pg Pool');
@@ -55,7 +58,10 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     throw new ConfigurationError('handler', 'must be a function (message, ctx) => Promise<void>');
   }
   if (batchHandler !== undefined && typeof batchHandler !== 'function') {
-    throw new ConfigurationError('batchHandler', 'must be a function (items, ctx) => Promise<void>');
+    throw new ConfigurationError(
+      'batchHandler',
+      'must be a function (items, ctx) => Promise<void>',
+    );
   }
   const batched = options.batch !== undefined || batchHandler !== undefined;
   const table = tableRef(options);
@@ -94,14 +100,32 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     logger: options.logger ?? silentLogger,
     migrate: options.migrate ?? true,
     retention: options.retention && {
-      olderThanMs: int('retention.olderThanMs', options.retention.olderThanMs, 0, 1, Number.MAX_SAFE_INTEGER),
-      intervalMs: int('retention.intervalMs', options.retention.intervalMs, 60_000, 100, 86_400_000),
+      olderThanMs: int(
+        'retention.olderThanMs',
+        options.retention.olderThanMs,
+        0,
+        1,
+        Number.MAX_SAFE_INTEGER,
+      ),
+      intervalMs: int(
+        'retention.intervalMs',
+        options.retention.intervalMs,
+        60_000,
+        100,
+        86_400_000,
+      ),
       batchSize: int('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
     },
   };
 }
 
-function int(option: string, value: number | undefined, fallback: number, min: number, max: number): number {
+function int(
+  option: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < min || v > max) {
     throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });

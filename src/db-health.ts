@@ -4,17 +4,29 @@ import type { Logger } from './types.js';
 // SQLSTATE classes and codes that mean "the database is not there", as opposed to
 // "this statement failed": connection exceptions (08), admin/crash shutdown (57P01-03).
 const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
-const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /** True when an error says the database is unreachable rather than a statement failing. */
 export function isUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || UNAVAILABLE_ERRNOS.has(code))) {
+  if (
+    typeof code === 'string' &&
+    (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || UNAVAILABLE_ERRNOS.has(code))
+  ) {
     return true;
   }
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(message);
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+    message,
+  );
 }
 
 /**

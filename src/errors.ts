@@ -44,7 +44,10 @@ export class InvalidKeyError extends EffectivelyOnceError {
 
 /** The body could not be decoded (for example it is not JSON while JSON parsing is on). */
 export class BodyParseError extends EffectivelyOnceError {
-  constructor(problem: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+  constructor(
+    problem: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
     super('EO_BODY_PARSE', `Message body could not be decoded: ${problem}`, {
       retryable: false,
       ...options,
@@ -90,11 +93,15 @@ export class HandlerTimeoutError extends EffectivelyOnceError {
 /** The handler threw; wraps the thrown value so it always carries the key and attempt. */
 export class HandlerError extends EffectivelyOnceError {
   constructor(key: string, attempt: number, cause: unknown) {
-    super('EO_HANDLER', `Handler failed for key "${truncate(key)}" (attempt ${attempt}): ${describe(cause)}`, {
-      retryable: true,
-      cause,
-      details: { key, attempt },
-    });
+    super(
+      'EO_HANDLER',
+      `Handler failed for key "${truncate(key)}" (attempt ${attempt}): ${describe(cause)}`,
+      {
+        retryable: true,
+        cause,
+        details: { key, attempt },
+      },
+    );
   }
 }
 

@@ -1,7 +1,8 @@
 import { linkedAbort } from './signals.js';
 
 /** How a guarded call ended. */
-export type GuardedResult = { kind: 'ok' } | { kind: 'timeout' } | { kind: 'error'; error: unknown };
+export type GuardedResult =
+  { kind: 'ok' } | { kind: 'timeout' } | { kind: 'error'; error: unknown };
 
 /**
  * Runs user code with an abort signal linked to `parents` and an optional deadline.
@@ -10,7 +11,11 @@ export type GuardedResult = { kind: 'ok' } | { kind: 'timeout' } | { kind: 'erro
  */
 export async function guardedCall(
   work: (signal: AbortSignal) => Promise<void>,
-  options: { timeoutMs: number; parents: ReadonlyArray<AbortSignal | undefined>; timeoutReason: () => Error },
+  options: {
+    timeoutMs: number;
+    parents: ReadonlyArray<AbortSignal | undefined>;
+    timeoutReason: () => Error;
+  },
 ): Promise<GuardedResult> {
   const { controller, dispose } = linkedAbort(options.parents);
   let timer: NodeJS.Timeout | undefined;

@@ -5,7 +5,12 @@ export { migrate } from './store/migrate.js';
 export type { MigrateOptions } from './store/migrate.js';
 export { prune } from './store/prune.js';
 export type { PruneOptions } from './store/prune.js';
-export { quoteIdentifier, qualifiedTable, DEFAULT_SCHEMA, DEFAULT_TABLE } from './store/identifiers.js';
+export {
+  quoteIdentifier,
+  qualifiedTable,
+  DEFAULT_SCHEMA,
+  DEFAULT_TABLE,
+} from './store/identifiers.js';
 export type { TableRef } from './store/identifiers.js';
 export { validateKey, DEFAULT_MAX_KEY_LENGTH } from './keys.js';
 export { payloadHash } from './hash.js';

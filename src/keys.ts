@@ -21,7 +21,8 @@ export function validateKey(key: string | undefined, maxLength: number): string 
       prefix: key.slice(0, 64),
     });
   }
-  if (key.includes('\u0000')) throw new InvalidKeyError('contains a NUL character, which Postgres text cannot store');
+  if (key.includes('\u0000'))
+    throw new InvalidKeyError('contains a NUL character, which Postgres text cannot store');
   if (LONE_SURROGATE.test(key)) throw new InvalidKeyError('contains a lone UTF-16 surrogate');
   return key;
 }

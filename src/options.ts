@@ -1,5 +1,13 @@
 import type { Pool } from 'pg';
-import type { Backoff, BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
+import type {
+  Backoff,
+  BatchHandler,
+  Delivery,
+  Handler,
+  Logger,
+  MismatchPolicy,
+  Source,
+} from './types.js';
 
 /** Options of {@link createConsumer}. */
 export interface ConsumerOptions<T> {

@@ -44,7 +44,10 @@ export class RetentionPruner {
     })
       .then(() => undefined)
       .catch((cause: unknown) => {
-        this.hub.emit('error', cause instanceof EffectivelyOnceError ? cause : new DatabaseError('prune', cause));
+        this.hub.emit(
+          'error',
+          cause instanceof EffectivelyOnceError ? cause : new DatabaseError('prune', cause),
+        );
       })
       .finally(() => {
         this.running = undefined;

@@ -1,5 +1,11 @@
 import type { ConsumerConfig } from './config.js';
-import { BrokerError, ClaimBusyError, EffectivelyOnceError, HandlerError, type PayloadMismatchError } from './errors.js';
+import {
+  BrokerError,
+  ClaimBusyError,
+  EffectivelyOnceError,
+  HandlerError,
+  type PayloadMismatchError,
+} from './errors.js';
 import type { ConsumerEventHub } from './events.js';
 import { validateKey } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -29,14 +35,26 @@ export class Settler<T> {
       return { outcome: await this.deadLetter(delivery, delivery.key, delivery.rejection) };
     }
     try {
-      return { key: validateKey(this.cfg.key ? this.cfg.key(delivery) : delivery.key, this.cfg.maxKeyLength) };
+      return {
+        key: validateKey(
+          this.cfg.key ? this.cfg.key(delivery) : delivery.key,
+          this.cfg.maxKeyLength,
+        ),
+      };
     } catch (error) {
-      const reason = error instanceof EffectivelyOnceError ? error : new HandlerError('?', delivery.attempt, error);
+      const reason =
+        error instanceof EffectivelyOnceError
+          ? error
+          : new HandlerError('?', delivery.attempt, error);
       return { outcome: await this.deadLetter(delivery, undefined, reason) };
     }
   }
 
-  async processed(delivery: Delivery<T>, key: string, durationMs: number): Promise<DeliveryOutcome> {
+  async processed(
+    delivery: Delivery<T>,
+    key: string,
+    durationMs: number,
+  ): Promise<DeliveryOutcome> {
     this.stats.processed++;
     this.hub.emit('processed', { key, attempt: delivery.attempt, durationMs });
     await this.ack(delivery, key);
@@ -50,9 +68,16 @@ export class Settler<T> {
     return 'duplicate';
   }
 
-  async mismatch(delivery: Delivery<T>, key: string, error: PayloadMismatchError): Promise<DeliveryOutcome> {
+  async mismatch(
+    delivery: Delivery<T>,
+    key: string,
+    error: PayloadMismatchError,
+  ): Promise<DeliveryOutcome> {
     this.stats.mismatches++;
-    const { storedHash, payloadHash } = error.details as { storedHash: string; payloadHash: string };
+    const { storedHash, payloadHash } = error.details as {
+      storedHash: string;
+      payloadHash: string;
+    };
     this.hub.emit('mismatch', { key, storedHash, payloadHash });
     if (this.cfg.onMismatch === 'ack') {
       await this.ack(delivery, key);
@@ -66,7 +91,12 @@ export class Settler<T> {
    * retried: they say nothing about the message. Handler failures spend attempts and
    * end in the dead-letter target after `maxAttempts`.
    */
-  async fail(delivery: Delivery<T>, key: string, error: EffectivelyOnceError, infrastructure: boolean): Promise<DeliveryOutcome> {
+  async fail(
+    delivery: Delivery<T>,
+    key: string,
+    error: EffectivelyOnceError,
+    infrastructure: boolean,
+  ): Promise<DeliveryOutcome> {
     this.stats.failed++;
     // Lost to another consumer (partition revoked, visibility lapsed): its new owner
     // decides; neither a retry nor a dead letter is ours to give.
@@ -74,10 +104,14 @@ export class Settler<T> {
       this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: true });
       return this.release(delivery, key);
     }
-    const exhausted = !infrastructure && (!error.retryable || delivery.attempt >= this.cfg.maxAttempts);
+    const exhausted =
+      !infrastructure && (!error.retryable || delivery.attempt >= this.cfg.maxAttempts);
     this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: !exhausted });
     if (exhausted) return this.deadLetter(delivery, key, error);
-    const delayMs = error instanceof ClaimBusyError ? this.cfg.busyRetryDelayMs : this.cfg.backoff(delivery.attempt);
+    const delayMs =
+      error instanceof ClaimBusyError
+        ? this.cfg.busyRetryDelayMs
+        : this.cfg.backoff(delivery.attempt);
     try {
       await delivery.retry(delayMs, error);
       this.stats.retried++;
@@ -88,7 +122,11 @@ export class Settler<T> {
     }
   }
 
-  async deadLetter(delivery: Delivery<T>, key: string | undefined, error: EffectivelyOnceError): Promise<DeliveryOutcome> {
+  async deadLetter(
+    delivery: Delivery<T>,
+    key: string | undefined,
+    error: EffectivelyOnceError,
+  ): Promise<DeliveryOutcome> {
     try {
       await delivery.deadLetter(error);
     } catch (cause) {
@@ -122,7 +160,10 @@ export class Settler<T> {
   }
 
   private reportBroker(operation: string, cause: unknown, key: string | undefined): void {
-    const error = cause instanceof EffectivelyOnceError ? cause : new BrokerError(operation, cause, { details: { key } });
+    const error =
+      cause instanceof EffectivelyOnceError
+        ? cause
+        : new BrokerError(operation, cause, { details: { key } });
     this.hub.emit('error', error);
   }
 }

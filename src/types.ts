@@ -41,12 +41,7 @@ export interface Delivery<T = unknown> {
 
 /** How the runner settled one delivery. */
 export type DeliveryOutcome =
-  | 'processed'
-  | 'duplicate'
-  | 'retry'
-  | 'dead-lettered'
-  | 'released'
-  | 'unsettled';
+  'processed' | 'duplicate' | 'retry' | 'dead-lettered' | 'released' | 'unsettled';
 
 /** What the runner offers a source adapter. */
 export interface SourceContext<T = unknown> {
@@ -112,7 +107,10 @@ export interface BatchContext {
 }
 
 /** Batch mode's effect: apply all `items` through `ctx.tx`; throw to roll the batch back. */
-export type BatchHandler<T> = (items: ReadonlyArray<BatchItem<T>>, ctx: BatchContext) => Promise<void>;
+export type BatchHandler<T> = (
+  items: ReadonlyArray<BatchItem<T>>,
+  ctx: BatchContext,
+) => Promise<void>;
 
 /** A pino-compatible logger (pino, bunyan-style `(obj, msg)` and console-like loggers fit). */
 export interface Logger {

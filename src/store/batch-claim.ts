@@ -20,7 +20,12 @@ export class BatchClaimStatements {
    * Keys are inserted in sorted order so two batches sharing keys take their row locks
    * in the same order and cannot deadlock. Returns the keys this batch now owns.
    */
-  async begin(client: PoolClient, consumer: string, items: readonly BatchClaimItem[], lockTimeoutMs: number): Promise<Set<string>> {
+  async begin(
+    client: PoolClient,
+    consumer: string,
+    items: readonly BatchClaimItem[],
+    lockTimeoutMs: number,
+  ): Promise<Set<string>> {
     await client.query(`BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
     const sorted = [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const result = await client.query<{ message_key: string }>(
@@ -34,7 +39,11 @@ export class BatchClaimStatements {
   }
 
   /** Stored hashes of keys processed before (for mismatch detection). */
-  async storedHashes(client: PoolClient, consumer: string, keys: readonly string[]): Promise<Map<string, Buffer | null>> {
+  async storedHashes(
+    client: PoolClient,
+    consumer: string,
+    keys: readonly string[],
+  ): Promise<Map<string, Buffer | null>> {
     if (keys.length === 0) return new Map();
     const result = await client.query<{ message_key: string; payload_hash: Buffer | null }>(
       `SELECT message_key, payload_hash FROM ${this.table} WHERE consumer = $1 AND message_key = ANY($2::text[])`,

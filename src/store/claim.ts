@@ -41,7 +41,11 @@ export class ClaimStatements {
   }
 
   /** Reads the stored hash of a key already processed, then ends the (empty) transaction. */
-  async storedHashAndRollback(client: PoolClient, consumer: string, key: string): Promise<Buffer | null> {
+  async storedHashAndRollback(
+    client: PoolClient,
+    consumer: string,
+    key: string,
+  ): Promise<Buffer | null> {
     const result = await client.query<{ payload_hash: Buffer | null }>(
       `SELECT payload_hash FROM ${this.table} WHERE consumer = $1 AND message_key = $2`,
       [consumer, key],

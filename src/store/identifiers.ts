@@ -30,6 +30,8 @@ export function qualifiedTable(ref: TableRef): string {
 }
 
 /** Fills in defaults for an optional `{ schema, table }`. */
-export function tableRef(options: { schema?: string | undefined; table?: string | undefined } = {}): TableRef {
+export function tableRef(
+  options: { schema?: string | undefined; table?: string | undefined } = {},
+): TableRef {
   return { schema: options.schema ?? DEFAULT_SCHEMA, table: options.table ?? DEFAULT_TABLE };
 }

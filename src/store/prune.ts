@@ -40,7 +40,9 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
         WHERE processed_at < $1 ${byConsumer ? 'AND consumer = $3' : ''}
         LIMIT $2
         FOR UPDATE SKIP LOCKED)`;
-  const params: unknown[] = byConsumer ? [cutoff, batchSize, options.consumer] : [cutoff, batchSize];
+  const params: unknown[] = byConsumer
+    ? [cutoff, batchSize, options.consumer]
+    : [cutoff, batchSize];
   let total = 0;
   for (;;) {
     if (options.signal?.aborted) return total;
@@ -55,11 +57,14 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
 
 function cutoffOf(olderThan: Date | number): Date {
   if (olderThan instanceof Date) {
-    if (Number.isNaN(olderThan.getTime())) throw new ConfigurationError('olderThan', 'is an invalid Date');
+    if (Number.isNaN(olderThan.getTime()))
+      throw new ConfigurationError('olderThan', 'is an invalid Date');
     return olderThan;
   }
   if (!Number.isFinite(olderThan) || olderThan < 0) {
-    throw new ConfigurationError('olderThan', 'must be a Date or a non-negative number of ms', { olderThan });
+    throw new ConfigurationError('olderThan', 'must be a Date or a non-negative number of ms', {
+      olderThan,
+    });
   }
   return new Date(Date.now() - olderThan);
 }

@@ -15,7 +15,10 @@ export interface TestDatabase {
 /** The database the integration tests use; set by the global setup or by the caller. */
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
-  if (!url) throw new Error('DATABASE_URL is not set: run the tests through jest (global setup starts Postgres)');
+  if (!url)
+    throw new Error(
+      'DATABASE_URL is not set: run the tests through jest (global setup starts Postgres)',
+    );
   return url;
 }
 
@@ -23,7 +26,10 @@ export function databaseUrl(): string {
  * Creates a schema named after the test file plus random bytes and a pool whose
  * connections use it as `search_path`, so unqualified names land in it.
  */
-export async function createTestDatabase(prefix: string, poolOptions: pg.PoolConfig = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  prefix: string,
+  poolOptions: pg.PoolConfig = {},
+): Promise<TestDatabase> {
   const schema = `t_${prefix.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: databaseUrl() });
   await admin.connect();
@@ -42,7 +48,9 @@ export async function createTestDatabase(prefix: string, poolOptions: pg.PoolCon
     schema,
     table: (name) => `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`,
     close: async () => {
-      await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`).catch(() => undefined);
+      await pool
+        .query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`)
+        .catch(() => undefined);
       await pool.end();
     },
   };

@@ -1,4 +1,9 @@
-import { createConsumer, type Consumer, type ConsumerOptions, type HandlerContext } from '../../src/index.js';
+import {
+  createConsumer,
+  type Consumer,
+  type ConsumerOptions,
+  type HandlerContext,
+} from '../../src/index.js';
 import { memorySource, type MemorySource } from '../../src/testing/index.js';
 import type { TestDatabase } from './db.js';
 
@@ -39,7 +44,10 @@ export async function memoryHarness(
     busyRetryDelayMs: 50,
     handler: async (message, ctx) => {
       await before?.(message, ctx);
-      await ctx.tx.query('INSERT INTO charges (id, amount) VALUES ($1, $2)', [message.id, message.amount]);
+      await ctx.tx.query('INSERT INTO charges (id, amount) VALUES ($1, $2)', [
+        message.id,
+        message.amount,
+      ]);
       await after?.(message, ctx);
     },
     ...rest,
@@ -47,6 +55,11 @@ export async function memoryHarness(
   return {
     source,
     consumer,
-    effects: async () => (await db.pool.query<{ id: string; amount: number }>('SELECT id, amount FROM charges ORDER BY id')).rows,
+    effects: async () =>
+      (
+        await db.pool.query<{ id: string; amount: number }>(
+          'SELECT id, amount FROM charges ORDER BY id',
+        )
+      ).rows,
   };
 }

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { BodyParseError, ConfigurationError, createConsumer, InvalidKeyError } from '../../../src/index.js';
+import {
+  BodyParseError,
+  ConfigurationError,
+  createConsumer,
+  InvalidKeyError,
+} from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { memoryHarness } from '../../helpers/memory-harness.js';
@@ -19,7 +24,10 @@ describe('bad input is dead-lettered with a typed error and loses nothing else',
     const empty = h.source.send({ id: 'empty', amount: 1 }, { key: '' });
     const nul = h.source.send({ id: 'nul', amount: 1 }, { key: 'a\u0000b' });
     const unicode = h.source.send({ id: 'unicode', amount: 1 }, { key: 'ключ-🔑-鍵' });
-    const rejected = h.source.send({ id: 'rejected', amount: 1 }, { key: 'r', rejection: new BodyParseError('not JSON') });
+    const rejected = h.source.send(
+      { id: 'rejected', amount: 1 },
+      { key: 'r', rejection: new BodyParseError('not JSON') },
+    );
     const good = h.source.send({ id: 'good', amount: 1 }, { key: 'good' });
     await h.consumer.start();
     await waitFor(() => h.source.outstanding === 0);
@@ -37,7 +45,12 @@ describe('bad input is dead-lettered with a typed error and loses nothing else',
   });
 
   it('rejects options out of range at construction, naming the option', () => {
-    const base = { name: 'x', source: memorySource(), pool: db.pool, handler: async () => undefined };
+    const base = {
+      name: 'x',
+      source: memorySource(),
+      pool: db.pool,
+      handler: async () => undefined,
+    };
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ concurrency: 0 }, 'concurrency'],
       [{ concurrency: 1.5 }, 'concurrency'],

@@ -15,7 +15,12 @@ beforeEach(async () => {
   await db.pool.query('CREATE TABLE charges (id text NOT NULL, amount int NOT NULL, seq serial)');
 });
 
-const effects = async () => (await db.pool.query<{ id: string; amount: number }>('SELECT id, amount FROM charges ORDER BY seq')).rows;
+const effects = async () =>
+  (
+    await db.pool.query<{ id: string; amount: number }>(
+      'SELECT id, amount FROM charges ORDER BY seq',
+    )
+  ).rows;
 
 describe('batch mode', () => {
   it('claims a batch in one statement, hands only new messages to the batch handler, acks all after one COMMIT', async () => {
@@ -30,10 +35,10 @@ describe('batch mode', () => {
       concurrency: 4,
       batchHandler: async (items: ReadonlyArray<BatchItem<Charge>>, ctx) => {
         batchSizes.push(items.length);
-        await ctx.tx.query('INSERT INTO charges (id, amount) SELECT * FROM unnest($1::text[], $2::int[])', [
-          items.map((i) => i.message.id),
-          items.map((i) => i.message.amount),
-        ]);
+        await ctx.tx.query(
+          'INSERT INTO charges (id, amount) SELECT * FROM unnest($1::text[], $2::int[])',
+          [items.map((i) => i.message.id), items.map((i) => i.message.amount)],
+        );
       },
     });
     const sent = [];
@@ -72,8 +77,13 @@ describe('batch mode', () => {
     const messages = [];
     for (let i = 0; i < 39; i++) {
       const group = `g${i % 3}`;
-      messages.push(source.send({ id: `${group}-${i}`, amount: i }, { key: `k${i}`, orderingKey: group }));
-      if (i === 10) messages.push(source.send({ id: 'poison', amount: 0 }, { key: 'poison', orderingKey: 'g1' }));
+      messages.push(
+        source.send({ id: `${group}-${i}`, amount: i }, { key: `k${i}`, orderingKey: group }),
+      );
+      if (i === 10)
+        messages.push(
+          source.send({ id: 'poison', amount: 0 }, { key: 'poison', orderingKey: 'g1' }),
+        );
     }
     await consumer.start();
     await waitFor(() => source.outstanding === 0, { what: 'all settled' });
@@ -83,7 +93,9 @@ describe('batch mode', () => {
     const rows = await effects();
     expect(rows).toHaveLength(39);
     for (const g of ['g0', 'g1', 'g2']) {
-      const ids = rows.filter((r) => r.id.startsWith(`${g}-`)).map((r) => Number(r.id.split('-')[1]));
+      const ids = rows
+        .filter((r) => r.id.startsWith(`${g}-`))
+        .map((r) => Number(r.id.split('-')[1]));
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
     }
     // Bisection costs O(log n) extra handler runs per poison attempt, not O(n).

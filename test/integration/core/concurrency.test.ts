@@ -25,12 +25,17 @@ describe('concurrent deliveries of one key', () => {
         const { rows } = await ctx.tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
         pids.add(rows[0]!.pid);
         // Hold the claim until the other deliveries are really queued behind it in Postgres.
-        blockedSeen = await waitFor(async () => ((await blockedClaims()) >= 10 ? blockedClaims() : 0), {
-          what: 'claims blocked behind the first',
-        });
+        blockedSeen = await waitFor(
+          async () => ((await blockedClaims()) >= 10 ? blockedClaims() : 0),
+          {
+            what: 'claims blocked behind the first',
+          },
+        );
       },
     });
-    const messages = Array.from({ length: 20 }, () => h.source.send({ id: 'order-1', amount: 42 }, { key: 'order-1' }));
+    const messages = Array.from({ length: 20 }, () =>
+      h.source.send({ id: 'order-1', amount: 42 }, { key: 'order-1' }),
+    );
     await h.consumer.start();
     await waitFor(() => h.source.outstanding === 0, { what: 'all 20 deliveries settled' });
     await h.consumer.stop();
@@ -65,13 +70,17 @@ describe('concurrent deliveries of one key', () => {
     const first = h.source.send({ id: 'k', amount: 1 }, { key: 'k', payload: 'same' });
     await waitFor(() => firstStarted, { what: 'first handler running' });
     const second = h.source.send({ id: 'k', amount: 2 }, { key: 'k', payload: 'same' });
-    await waitFor(() => h.consumer.stats().busy >= 2, { what: 'the second claim to time out twice' });
+    await waitFor(() => h.consumer.stats().busy >= 2, {
+      what: 'the second claim to time out twice',
+    });
     expect(second.state).not.toBe('acked');
     expect(second.outcomes.every((o) => o === 'retry')).toBe(true);
     expect(first.state).toBe('in-flight');
 
     release();
-    await waitFor(() => first.state === 'acked' && second.state === 'acked', { what: 'both acked' });
+    await waitFor(() => first.state === 'acked' && second.state === 'acked', {
+      what: 'both acked',
+    });
     await h.consumer.stop();
     expect(await h.effects()).toEqual([{ id: 'k', amount: 1 }]);
     expect(second.outcomes.at(-1)).toBe('duplicate');

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { CommitUnknownError, HandlerTimeoutError, type EffectivelyOnceError } from '../../../src/index.js';
+import {
+  CommitUnknownError,
+  HandlerTimeoutError,
+  type EffectivelyOnceError,
+} from '../../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { memoryHarness } from '../../helpers/memory-harness.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -14,7 +18,10 @@ beforeEach(async () => {
 });
 
 async function claimRows(key: string): Promise<number> {
-  const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM processed_messages WHERE message_key = $1', [key]);
+  const { rows } = await db.pool.query<{ n: string }>(
+    'SELECT count(*) AS n FROM processed_messages WHERE message_key = $1',
+    [key],
+  );
   return Number(rows[0]!.n);
 }
 
@@ -49,7 +56,9 @@ describe('failure semantics', () => {
     const poison = h.source.send({ id: 'p', amount: 1 }, { key: 'p' });
     const good = h.source.send({ id: 'g', amount: 2 }, { key: 'g' });
     await h.consumer.start();
-    await waitFor(() => poison.state === 'dead-lettered' && good.state === 'acked', { what: 'settled' });
+    await waitFor(() => poison.state === 'dead-lettered' && good.state === 'acked', {
+      what: 'settled',
+    });
     await h.consumer.stop();
     expect(poison.attempts).toBe(3);
     expect(poison.deadLetterReason?.code).toBe('EO_HANDLER');
@@ -77,9 +86,14 @@ describe('failure semantics', () => {
         const { rows } = await ctx.tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
         const pid = rows[0]!.pid;
         await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-        await waitFor(async () => (await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0, {
-          what: 'backend gone',
-        });
+        await waitFor(
+          async () =>
+            (await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]))
+              .rowCount === 0,
+          {
+            what: 'backend gone',
+          },
+        );
       },
     });
     h.consumer.on('failed', (e) => failures.push(e.error));

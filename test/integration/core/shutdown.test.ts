@@ -19,7 +19,9 @@ describe('stop()', () => {
       concurrency: 8,
       after: async () => sleep(5 + Math.random() * 40),
     });
-    const messages = Array.from({ length: 120 }, (_, i) => h.source.send({ id: `m${i}`, amount: i }, { key: `m${i}` }));
+    const messages = Array.from({ length: 120 }, (_, i) =>
+      h.source.send({ id: `m${i}`, amount: i }, { key: `m${i}` }),
+    );
     await h.consumer.start();
     await waitFor(() => h.consumer.stats().processed >= 20, { what: '20 processed' });
     await h.consumer.stop();
@@ -60,7 +62,9 @@ describe('stop()', () => {
         });
       },
     });
-    const messages = Array.from({ length: 3 }, (_, i) => h.source.send({ id: `s${i}`, amount: i }, { key: `s${i}` }));
+    const messages = Array.from({ length: 3 }, (_, i) =>
+      h.source.send({ id: `s${i}`, amount: i }, { key: `s${i}` }),
+    );
     await h.consumer.start();
     await waitFor(() => started === 3, { what: 'three handlers running' });
     const began = Date.now();

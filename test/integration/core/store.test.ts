@@ -19,7 +19,10 @@ describe('migrate', () => {
       "SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'processed_messages' ORDER BY indexname",
       [schema],
     );
-    expect(rows.map((r: { indexname: string }) => r.indexname)).toEqual(['processed_messages_pkey', 'processed_messages_processed_at_idx']);
+    expect(rows.map((r: { indexname: string }) => r.indexname)).toEqual([
+      'processed_messages_pkey',
+      'processed_messages_processed_at_idx',
+    ]);
     await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
   });
 
@@ -44,10 +47,16 @@ describe('migrate', () => {
     await consumer.start();
     await waitFor(() => source.outstanding === 0);
     await consumer.stop();
-    const tables = await db.pool.query('SELECT tablename FROM pg_tables WHERE schemaname = $1', [schema]);
+    const tables = await db.pool.query('SELECT tablename FROM pg_tables WHERE schemaname = $1', [
+      schema,
+    ]);
     expect(tables.rows).toEqual([{ tablename: table }]);
-    const claims = await db.pool.query(`SELECT consumer, message_key FROM "${schema.replace(/"/g, '""')}"."${table.replace(/"/g, '""')}"`);
-    expect(claims.rows).toEqual([{ consumer: "o'brien", message_key: "'); DROP TABLE canary; --" }]);
+    const claims = await db.pool.query(
+      `SELECT consumer, message_key FROM "${schema.replace(/"/g, '""')}"."${table.replace(/"/g, '""')}"`,
+    );
+    expect(claims.rows).toEqual([
+      { consumer: "o'brien", message_key: "'); DROP TABLE canary; --" },
+    ]);
     expect((await db.pool.query('SELECT x FROM canary')).rows).toEqual([{ x: 1 }]);
     expect(consumer.stats()).toMatchObject({ processed: 1, duplicates: 1 });
     await db.pool.query(`DROP SCHEMA "${schema.replace(/"/g, '""')}" CASCADE`);
@@ -70,7 +79,12 @@ describe('prune', () => {
       return spy(...args);
     }) as typeof db.pool.query;
 
-    const deletedA = await prune(counting, { consumer: 'a', olderThan: 24 * 3600_000, batchSize: 10, schema: db.schema });
+    const deletedA = await prune(counting, {
+      consumer: 'a',
+      olderThan: 24 * 3600_000,
+      batchSize: 10,
+      schema: db.schema,
+    });
     expect(deletedA).toBe(25);
     expect(statements).toHaveLength(3); // 10 + 10 + 5
     const left = await db.pool.query<{ consumer: string; n: string }>(
@@ -80,8 +94,12 @@ describe('prune', () => {
       { consumer: 'a', n: '5' },
       { consumer: 'b', n: '30' },
     ]);
-    expect(await prune(db.pool, { olderThan: new Date(Date.now() - 3600_000), schema: db.schema })).toBe(25);
-    const newest = await db.pool.query("SELECT count(*)::int AS n FROM processed_messages WHERE message_key LIKE 'new-%'");
+    expect(
+      await prune(db.pool, { olderThan: new Date(Date.now() - 3600_000), schema: db.schema }),
+    ).toBe(25);
+    const newest = await db.pool.query(
+      "SELECT count(*)::int AS n FROM processed_messages WHERE message_key LIKE 'new-%'",
+    );
     expect(newest.rows).toEqual([{ n: 10 }]);
   });
 });
@@ -104,7 +122,12 @@ describe('retention', () => {
     source.send({ n: 1 }, { key: 'fresh' });
     await consumer.start();
     const count = async (consumerName: string) =>
-      (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM processed_messages WHERE consumer = $1', [consumerName])).rows[0]!.n;
+      (
+        await db.pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM processed_messages WHERE consumer = $1',
+          [consumerName],
+        )
+      ).rows[0]!.n;
     await waitFor(async () => (await count('retained')) === 1, { what: 'stale rows pruned' });
     await consumer.stop();
     expect(await count('other')).toBe(30);
@@ -117,7 +140,9 @@ describe('migrate next to a busy fleet', () => {
     const holder = await db.pool.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO processed_messages (consumer, message_key) VALUES ('busy', 'held')");
+      await holder.query(
+        "INSERT INTO processed_messages (consumer, message_key) VALUES ('busy', 'held')",
+      );
       const began = Date.now();
       await migrate(db.pool, { schema: db.schema });
       expect(Date.now() - began).toBeLessThan(1000);

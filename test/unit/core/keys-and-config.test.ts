@@ -1,5 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { InvalidKeyError, quoteIdentifier, resolveBackoff, validateKey, ConfigurationError } from '../../../src/index.js';
+import {
+  InvalidKeyError,
+  quoteIdentifier,
+  resolveBackoff,
+  validateKey,
+  ConfigurationError,
+} from '../../../src/index.js';
 
 describe('validateKey', () => {
   it('accepts keys up to the limit and rejects the rest with InvalidKeyError', () => {
