@@ -25,6 +25,12 @@ export interface SqsSourceOptions<T = unknown> {
   /** Messages requested per ReceiveMessage (`MaxNumberOfMessages`). Default 10, 1..10. */
   batchSize?: number;
   /**
+   * ReceiveMessage calls in flight at once, each for up to `batchSize` messages while
+   * the consumer has room. One receive returns at most 10 messages, so a consumer with
+   * high `concurrency` or batch mode needs several to stay fed. Default 1, 1..50.
+   */
+  receiveConcurrency?: number;
+  /**
    * Long-poll duration of one ReceiveMessage, in seconds. Default 20, 0..20. With 0
    * (short polling) an empty receive is followed by a 200 ms pause.
    */
@@ -81,6 +87,7 @@ export interface ResolvedSqsOptions<T> {
   queueUrl: string;
   fifo: boolean;
   batchSize: number;
+  receiveConcurrency: number;
   waitTimeSeconds: number;
   visibilityTimeout: number | undefined;
   heartbeat: boolean | number;
@@ -108,6 +115,7 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     }
   }
   const batchSize = integer('batchSize', options.batchSize, 10, 1, SQS_LIMITS.maxBatchSize);
+  const receiveConcurrency = integer('receiveConcurrency', options.receiveConcurrency, 1, 1, 50);
   const waitTimeSeconds = integer(
     'waitTimeSeconds',
     options.waitTimeSeconds,
@@ -172,6 +180,7 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     queueUrl,
     fifo: isFifoQueueUrl(queueUrl),
     batchSize,
+    receiveConcurrency,
     waitTimeSeconds,
     visibilityTimeout,
     heartbeat,

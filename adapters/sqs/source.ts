@@ -67,7 +67,9 @@ export class SqsSource<T> implements Source<T> {
     this.ctx = ctx;
     try {
       if (this.options.verifyQueue) await this.verify(ctx);
-      await this.poll(ctx);
+      await Promise.all(
+        Array.from({ length: this.options.receiveConcurrency }, () => this.poll(ctx)),
+      );
     } finally {
       this.running = false;
     }

@@ -104,6 +104,16 @@ describe('sqsSource receive loop', () => {
     expect(s.errors).toHaveLength(0);
   });
 
+  it('keeps receiveConcurrency long polls in flight at once', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q');
+    const s = start(sqs, { queueUrl: url, waitTimeSeconds: 20, receiveConcurrency: 3 });
+    await waitFor(() => sqs.callsOf('ReceiveMessageCommand').length === 3, { what: 'three polls' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sqs.callsOf('ReceiveMessageCommand')).toHaveLength(3); // all three still waiting
+    await s.stop();
+  });
+
   it('pauses between empty short polls instead of spinning', async () => {
     const sqs = new FakeSqs();
     const url = sqs.createQueue('q');
