@@ -120,16 +120,27 @@ export const sqsScenarios: Record<SqsScenario, Runner> = {
       (message) => insertCharge(ctx.pool, message),
       (id) => ctx.drain.done(id),
     ),
+  // As many receive loops as (a) runs sqs-consumer instances and (d) runs loops.
   b: (ctx, { client, queueUrl }) =>
     runEffectivelyOnce(
       ctx,
-      sqsSource<BenchMessage>({ client, queueUrl, parse: decodeMessage }),
+      sqsSource<BenchMessage>({
+        client,
+        queueUrl,
+        parse: decodeMessage,
+        receiveConcurrency: ctx.concurrency,
+      }),
       'per-message',
     ),
   c: (ctx, { client, queueUrl }) =>
     runEffectivelyOnce(
       ctx,
-      sqsSource<BenchMessage>({ client, queueUrl, parse: decodeMessage }),
+      sqsSource<BenchMessage>({
+        client,
+        queueUrl,
+        parse: decodeMessage,
+        receiveConcurrency: ctx.concurrency,
+      }),
       'batch',
     ),
   d: brokerCeiling,
