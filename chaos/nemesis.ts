@@ -25,13 +25,17 @@ const ARM_WAIT_MS = 5000;
 
 /**
  * K kills (modes spread evenly over random, after-commit, in-handler, during-ack, in
- * random order), the Postgres and broker restarts, at random progress points between
- * 3 % and 85 % of the run. Events are fired one at a time, in order.
+ * random order) at random progress points, one in each K-th of 3 %..85 % of the run;
+ * Postgres restarts in 25..55 %, broker restarts in 50..80 %. Events are fired one at
+ * a time, in order.
  */
 export function planEvents(rng: Rng, kills: number, pgRestarts: number, brokerRestarts: number): ChaosEvent[] {
   const modes: KillMode[] = ['random', ...FAULT_POINTS];
   const killModes = rng.shuffle(Array.from({ length: kills }, (_, i) => modes[i % modes.length] as KillMode));
-  const events: ChaosEvent[] = killModes.map((mode) => ({ at: rng.between(0.03, 0.85), kind: 'kill', mode }));
+  // Stratified: kill i lands somewhere in the i-th of K equal slices of the window, so
+  // even a handful of kills is spread over the run.
+  const slice = (0.85 - 0.03) / Math.max(1, kills);
+  const events: ChaosEvent[] = killModes.map((mode, i) => ({ at: 0.03 + slice * (i + rng.next()), kind: 'kill', mode }));
   for (let i = 0; i < pgRestarts; i++) events.push({ at: rng.between(0.25, 0.55), kind: 'pg-restart' });
   for (let i = 0; i < brokerRestarts; i++) events.push({ at: rng.between(0.5, 0.8), kind: 'broker-restart' });
   return events.sort((a, b) => a.at - b.at);
