@@ -93,17 +93,29 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   const broker = values.broker;
   if (broker !== 'sqs' && broker !== 'kafka') throw new UsageError('--broker must be sqs or kafka');
   const messages = int('messages', values.messages, 1000, 1, 10_000_000);
-  const brokerRestarts = int('broker-restarts', values['broker-restarts'], broker === 'kafka' ? 1 : 0, 0, 10);
+  const brokerRestarts = int(
+    'broker-restarts',
+    values['broker-restarts'],
+    broker === 'kafka' ? 1 : 0,
+    0,
+    10,
+  );
   if (broker === 'sqs' && brokerRestarts > 0) {
-    throw new UsageError('--broker-restarts: ElasticMQ keeps messages in memory, a restart loses them by design; only Kafka restarts');
+    throw new UsageError(
+      '--broker-restarts: ElasticMQ keeps messages in memory, a restart loses them by design; only Kafka restarts',
+    );
   }
   const duplicateRatio = values.duplicates === undefined ? 0.25 : Number(values.duplicates);
   if (!Number.isFinite(duplicateRatio) || duplicateRatio < 0.2 || duplicateRatio > 10) {
     throw new UsageError('--duplicates must be a number from 0.2 to 10');
   }
   const control = values.control;
-  if (control !== undefined && control !== 'doubles' && control !== 'losses') throw new UsageError('--control must be doubles or losses');
-  if (control === 'losses' && broker !== 'sqs') throw new UsageError('--control losses is for sqs (a Kafka ack inside the handler would confuse the offset tracker, not lose the record)');
+  if (control !== undefined && control !== 'doubles' && control !== 'losses')
+    throw new UsageError('--control must be doubles or losses');
+  if (control === 'losses' && broker !== 'sqs')
+    throw new UsageError(
+      '--control losses is for sqs (a Kafka ack inside the handler would confuse the offset tracker, not lose the record)',
+    );
   return {
     control,
     broker,
@@ -126,7 +138,13 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
 
 export class UsageError extends Error {}
 
-function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+function int(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {

@@ -18,7 +18,11 @@ export interface ChaosBroker {
   close(cleanup: boolean): Promise<void>;
 }
 
-export async function createBroker(args: ChaosArgs, endpoint: string, runId: string): Promise<ChaosBroker> {
+export async function createBroker(
+  args: ChaosArgs,
+  endpoint: string,
+  runId: string,
+): Promise<ChaosBroker> {
   if (args.broker === 'sqs') {
     const { createSqsBroker } = await import('./sqs-broker.js');
     return createSqsBroker(endpoint, runId);
@@ -30,4 +34,5 @@ export async function createBroker(args: ChaosArgs, endpoint: string, runId: str
 export const IDEMPOTENCY_ATTRIBUTE = 'Idempotency-Key';
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));

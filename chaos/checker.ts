@@ -36,7 +36,10 @@ export function check(
 ): Verdict {
   const problems: string[] = [];
   const examples = (what: string, keys: string[]): void => {
-    if (keys.length > 0) problems.push(`${what}: ${keys.length} (${keys.slice(0, 5).join(', ')}${keys.length > 5 ? ', ...' : ''})`);
+    if (keys.length > 0)
+      problems.push(
+        `${what}: ${keys.length} (${keys.slice(0, 5).join(', ')}${keys.length > 5 ? ', ...' : ''})`,
+      );
   };
   const doubled: string[] = [];
   const lost: string[] = [];
@@ -45,7 +48,8 @@ export function check(
     const n = counters.get(key) ?? 0;
     if (n === 0) lost.push(key);
     if (n > 1) doubled.push(`${key}×${n}`);
-    if ((ledger.get(key) ?? 0) !== n) ledgerOff.push(`${key}: counter ${n}, ledger ${ledger.get(key) ?? 0}`);
+    if ((ledger.get(key) ?? 0) !== n)
+      ledgerOff.push(`${key}: counter ${n}, ledger ${ledger.get(key) ?? 0}`);
   }
   const poison = new Set(plan.poisonKeys);
   const poisonApplied = plan.poisonKeys.filter((k) => counters.has(k) || ledger.has(k));
@@ -63,7 +67,8 @@ export function check(
   examples('poison not dead-lettered', missingPoison);
   examples('dead-lettered but not poison', misrouted);
   examples('counter rows for keys never sent', unknown);
-  if (ledgerRows !== plan.keys.length) problems.push(`ledger has ${ledgerRows} rows, expected ${plan.keys.length}`);
+  if (ledgerRows !== plan.keys.length)
+    problems.push(`ledger has ${ledgerRows} rows, expected ${plan.keys.length}`);
 
   return {
     applied: plan.keys.length - lost.length,

@@ -15,7 +15,11 @@ export function tables(schema: string): { counters: string; ledger: string } {
 }
 
 export function adminPool(databaseUrl: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 3, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 3,
+    connectionTimeoutMillis: 5000,
+  });
   // Postgres restarts on purpose: idle clients report it here.
   pool.on('error', () => undefined);
   return pool;
@@ -38,7 +42,9 @@ export async function dropChaosSchema(pool: pg.Pool, schema: string): Promise<vo
 /** Keys applied at least once so far (the run's progress); undefined while Postgres is down. */
 export async function appliedCount(pool: pg.Pool, schema: string): Promise<number | undefined> {
   try {
-    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${tables(schema).counters}`);
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${tables(schema).counters}`,
+    );
     return rows[0]?.n ?? 0;
   } catch {
     return undefined;
@@ -46,15 +52,22 @@ export async function appliedCount(pool: pg.Pool, schema: string): Promise<numbe
 }
 
 /** The final state: every counter, and the ledger's row count per key. */
-export async function readCounters(pool: pg.Pool, schema: string): Promise<{ counters: Map<string, number>; ledger: Map<string, number>; ledgerRows: number }> {
+export async function readCounters(
+  pool: pg.Pool,
+  schema: string,
+): Promise<{ counters: Map<string, number>; ledger: Map<string, number>; ledgerRows: number }> {
   const t = tables(schema);
   const counters = new Map<string, number>();
-  for (const row of (await pool.query<{ key: string; n: number }>(`SELECT key, n FROM ${t.counters}`)).rows) {
+  for (const row of (
+    await pool.query<{ key: string; n: number }>(`SELECT key, n FROM ${t.counters}`)
+  ).rows) {
     counters.set(row.key, row.n);
   }
   const ledger = new Map<string, number>();
   let ledgerRows = 0;
-  const grouped = await pool.query<{ key: string; n: number }>(`SELECT key, count(*)::int AS n FROM ${t.ledger} GROUP BY key`);
+  const grouped = await pool.query<{ key: string; n: number }>(
+    `SELECT key, count(*)::int AS n FROM ${t.ledger} GROUP BY key`,
+  );
   for (const row of grouped.rows) {
     ledger.set(row.key, row.n);
     ledgerRows += row.n;

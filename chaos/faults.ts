@@ -63,7 +63,8 @@ export function armKafkaCommits(kafka: KafkaLike, faults: Faults): KafkaLike {
     consumer(config) {
       const consumer = kafka.consumer(config);
       const commit = consumer.commitOffsets.bind(consumer);
-      consumer.commitOffsets = (offsets) => (faults.take('during-ack') ? dieAround(() => commit(offsets)) : commit(offsets));
+      consumer.commitOffsets = (offsets) =>
+        faults.take('during-ack') ? dieAround(() => commit(offsets)) : commit(offsets);
       return consumer;
     },
     producer: (config) => kafka.producer(config),

@@ -2,7 +2,13 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Rng } from './rng.js';
-import { WORKER_ENV, type FaultPoint, type FromWorker, type ToWorker, type WorkerConfig } from './protocol.js';
+import {
+  WORKER_ENV,
+  type FaultPoint,
+  type FromWorker,
+  type ToWorker,
+  type WorkerConfig,
+} from './protocol.js';
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
@@ -47,7 +53,14 @@ export class Fleet {
   ) {
     this.log = fs.createWriteStream(logFile, { flags: 'a' });
     for (let i = 0; i < count; i++) {
-      this.slots.push({ index: i, child: undefined, ready: false, armed: undefined, killedByParent: false, exited: undefined });
+      this.slots.push({
+        index: i,
+        child: undefined,
+        ready: false,
+        armed: undefined,
+        killedByParent: false,
+        exited: undefined,
+      });
     }
   }
 
@@ -73,13 +86,19 @@ export class Fleet {
    * Arms `point` in the slot's worker and waits up to `timeoutMs` for it to die there.
    * Resolves with the exit, or undefined if the point was not reached in time (disarmed).
    */
-  async armAndWait(index: number, point: FaultPoint, timeoutMs: number): Promise<WorkerExit | undefined> {
+  async armAndWait(
+    index: number,
+    point: FaultPoint,
+    timeoutMs: number,
+  ): Promise<WorkerExit | undefined> {
     const slot = this.slot(index);
     if (slot.child === undefined || slot.exited === undefined) return undefined;
     slot.armed = point;
     this.send(slot, { type: 'arm', point });
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    const timeout = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)),
+    );
     const exit = await Promise.race([slot.exited, timeout]);
     clearTimeout(timer);
     return exit;
@@ -124,7 +143,9 @@ export class Fleet {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     this.spawned++;
-    child.on('error', (error) => this.log.write(`[fleet] worker ${slot.index}: ${error.message}\n`));
+    child.on('error', (error) =>
+      this.log.write(`[fleet] worker ${slot.index}: ${error.message}\n`),
+    );
     slot.child = child;
     slot.ready = false;
     slot.armed = undefined;
@@ -146,7 +167,9 @@ export class Fleet {
           killedByParent: slot.killedByParent,
         };
         this.exits.push(exit);
-        this.log.write(`[fleet] worker ${slot.index} pid ${pid} exited code=${code} signal=${signal}${exit.armed ? ` at ${exit.armed}` : ''}\n`);
+        this.log.write(
+          `[fleet] worker ${slot.index} pid ${pid} exited code=${code} signal=${signal}${exit.armed ? ` at ${exit.armed}` : ''}\n`,
+        );
         slot.child = undefined;
         slot.exited = undefined;
         slot.ready = false;

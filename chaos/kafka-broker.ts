@@ -9,7 +9,11 @@ const CHUNK = 500;
  * key; the partition comes from the plan's random slot, so a duplicate send may land on
  * another partition than its original and be consumed by another worker at the same time.
  */
-export async function createKafkaBroker(brokers: string[], runId: string, partitions: number): Promise<ChaosBroker> {
+export async function createKafkaBroker(
+  brokers: string[],
+  runId: string,
+  partitions: number,
+): Promise<ChaosBroker> {
   const kafka = new Kafka({
     clientId: 'chaos-producer',
     brokers,
@@ -47,7 +51,15 @@ export async function createKafkaBroker(brokers: string[], runId: string, partit
     }),
   );
   const topicEnd = async (name: string): Promise<Map<number, { low: number; high: number }>> =>
-    withAdmin(async (a) => new Map((await a.fetchTopicOffsets(name)).map((p) => [p.partition, { low: Number(p.low), high: Number(p.high) }])));
+    withAdmin(
+      async (a) =>
+        new Map(
+          (await a.fetchTopicOffsets(name)).map((p) => [
+            p.partition,
+            { low: Number(p.low), high: Number(p.high) },
+          ]),
+        ),
+    );
 
   const deadLetterCount = async (): Promise<number> => {
     const ends = await topicEnd(deadLetterTopic);
@@ -91,9 +103,13 @@ export async function createKafkaBroker(brokers: string[], runId: string, partit
     async drained() {
       try {
         const ends = await topicEnd(topic);
-        const committed = await withAdmin(async (a) => (await a.fetchOffsets({ groupId, topics: [topic] }))[0]?.partitions ?? []);
+        const committed = await withAdmin(
+          async (a) => (await a.fetchOffsets({ groupId, topics: [topic] }))[0]?.partitions ?? [],
+        );
         const at = new Map(committed.map((p) => [p.partition, Number(p.offset)]));
-        return [...ends].every(([partition, { low, high }]) => high === low || at.get(partition) === high);
+        return [...ends].every(
+          ([partition, { low, high }]) => high === low || at.get(partition) === high,
+        );
       } catch {
         return false;
       }
@@ -105,7 +121,12 @@ export async function createKafkaBroker(brokers: string[], runId: string, partit
       const count = await deadLetterCount();
       const keys: string[] = [];
       if (count === 0) return keys;
-      const reader = kafka.consumer({ groupId: `${groupId}-dlq-reader`, sessionTimeout: 6000, heartbeatInterval: 500, maxWaitTimeInMs: 100 });
+      const reader = kafka.consumer({
+        groupId: `${groupId}-dlq-reader`,
+        sessionTimeout: 6000,
+        heartbeatInterval: 500,
+        maxWaitTimeInMs: 100,
+      });
       await reader.connect();
       try {
         await reader.subscribe({ topics: [deadLetterTopic], fromBeginning: true });
@@ -113,7 +134,9 @@ export async function createKafkaBroker(brokers: string[], runId: string, partit
           eachMessage: async ({ message }) => {
             const header = message.headers?.[IDEMPOTENCY_HEADER];
             const value = Array.isArray(header) ? header[header.length - 1] : header;
-            keys.push(value === undefined ? `(no key: offset ${message.offset})` : value.toString());
+            keys.push(
+              value === undefined ? `(no key: offset ${message.offset})` : value.toString(),
+            );
           },
         });
         const deadline = Date.now() + 60_000;
@@ -126,7 +149,10 @@ export async function createKafkaBroker(brokers: string[], runId: string, partit
 
     async close(cleanup) {
       await producer?.disconnect().catch(() => undefined);
-      if (cleanup) await withAdmin((a) => a.deleteTopics({ topics: [topic, deadLetterTopic] })).catch(() => undefined);
+      if (cleanup)
+        await withAdmin((a) => a.deleteTopics({ topics: [topic, deadLetterTopic] })).catch(
+          () => undefined,
+        );
       await admin?.disconnect().catch(() => undefined);
     },
   };

@@ -25,7 +25,10 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error('[chaos] failed:', error instanceof Error ? (error.stack ?? error.message) : error);
+    console.error(
+      '[chaos] failed:',
+      error instanceof Error ? (error.stack ?? error.message) : error,
+    );
     process.exit(70);
   },
 );

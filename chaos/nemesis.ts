@@ -7,7 +7,9 @@ import type { ChaosServices } from './services.js';
 export type KillMode = 'random' | FaultPoint;
 
 /** One planned fault, fired once the run's progress (applied keys / N) reaches `at`. */
-export type ChaosEvent = { at: number } & ({ kind: 'kill'; mode: KillMode } | { kind: 'pg-restart' } | { kind: 'broker-restart' });
+export type ChaosEvent = { at: number } & (
+  { kind: 'kill'; mode: KillMode } | { kind: 'pg-restart' } | { kind: 'broker-restart' }
+);
 
 /** What actually happened. */
 export interface NemesisReport {
@@ -29,20 +31,40 @@ const ARM_WAIT_MS = 5000;
  * Postgres restarts in 25..55 %, broker restarts in 50..80 %. Events are fired one at
  * a time, in order.
  */
-export function planEvents(rng: Rng, kills: number, pgRestarts: number, brokerRestarts: number): ChaosEvent[] {
+export function planEvents(
+  rng: Rng,
+  kills: number,
+  pgRestarts: number,
+  brokerRestarts: number,
+): ChaosEvent[] {
   const modes: KillMode[] = ['random', ...FAULT_POINTS];
-  const killModes = rng.shuffle(Array.from({ length: kills }, (_, i) => modes[i % modes.length] as KillMode));
+  const killModes = rng.shuffle(
+    Array.from({ length: kills }, (_, i) => modes[i % modes.length] as KillMode),
+  );
   // Stratified: kill i lands somewhere in the i-th of K equal slices of the window, so
   // even a handful of kills is spread over the run.
   const slice = (0.85 - 0.03) / Math.max(1, kills);
-  const events: ChaosEvent[] = killModes.map((mode, i) => ({ at: 0.03 + slice * (i + rng.next()), kind: 'kill', mode }));
-  for (let i = 0; i < pgRestarts; i++) events.push({ at: rng.between(0.25, 0.55), kind: 'pg-restart' });
-  for (let i = 0; i < brokerRestarts; i++) events.push({ at: rng.between(0.5, 0.8), kind: 'broker-restart' });
+  const events: ChaosEvent[] = killModes.map((mode, i) => ({
+    at: 0.03 + slice * (i + rng.next()),
+    kind: 'kill',
+    mode,
+  }));
+  for (let i = 0; i < pgRestarts; i++)
+    events.push({ at: rng.between(0.25, 0.55), kind: 'pg-restart' });
+  for (let i = 0; i < brokerRestarts; i++)
+    events.push({ at: rng.between(0.5, 0.8), kind: 'broker-restart' });
   return events.sort((a, b) => a.at - b.at);
 }
 
 export class Nemesis {
-  readonly report: NemesisReport = { kills: 0, killsByMode: {}, fallbacks: 0, pgRestarts: 0, brokerRestarts: 0, log: [] };
+  readonly report: NemesisReport = {
+    kills: 0,
+    killsByMode: {},
+    fallbacks: 0,
+    pgRestarts: 0,
+    brokerRestarts: 0,
+    log: [],
+  };
 
   constructor(
     private readonly events: ChaosEvent[],
@@ -95,7 +117,10 @@ export class Nemesis {
     return lines.join('; ');
   }
 
-  private async killOnce(mode: KillMode, signal: AbortSignal): Promise<{ killed: boolean; line: string }> {
+  private async killOnce(
+    mode: KillMode,
+    signal: AbortSignal,
+  ): Promise<{ killed: boolean; line: string }> {
     let ready = this.fleet.readySlots();
     while (ready.length === 0 && !signal.aborted) {
       await sleep(100);
@@ -106,16 +131,28 @@ export class Nemesis {
     if (mode === 'random') {
       await sleep(this.rng.int(0, 300));
       const exit = await this.fleet.kill(slot);
-      return this.count(exit?.signal === 'SIGKILL', 'random', `worker ${slot} SIGKILLed at a random moment`);
+      return this.count(
+        exit?.signal === 'SIGKILL',
+        'random',
+        `worker ${slot} SIGKILLed at a random moment`,
+      );
     }
     const exit = await this.fleet.armAndWait(slot, mode, ARM_WAIT_MS);
     if (exit?.signal === 'SIGKILL' && exit.armed === mode) {
       return this.count(true, mode, `worker ${slot} SIGKILLed itself at ${mode}`);
     }
-    if (exit !== undefined) return { killed: false, line: `worker ${slot} exited (code ${exit.code}) while armed at ${mode}` };
+    if (exit !== undefined)
+      return {
+        killed: false,
+        line: `worker ${slot} exited (code ${exit.code}) while armed at ${mode}`,
+      };
     const killed = await this.fleet.kill(slot);
     if (killed?.signal === 'SIGKILL') this.report.fallbacks++;
-    return this.count(killed?.signal === 'SIGKILL', 'random', `worker ${slot} did not reach ${mode} within ${ARM_WAIT_MS} ms: SIGKILLed from outside`);
+    return this.count(
+      killed?.signal === 'SIGKILL',
+      'random',
+      `worker ${slot} did not reach ${mode} within ${ARM_WAIT_MS} ms: SIGKILLed from outside`,
+    );
   }
 
   private count(killed: boolean, mode: KillMode, line: string): { killed: boolean; line: string } {

@@ -53,7 +53,10 @@ export function makePlan(rng: Rng, messages: number, duplicateRatio: number, poi
   for (let p = 0; p < poison; p++) {
     const key = `poison-${p}`;
     poisonKeys.push(key);
-    const body = p % 2 === 0 ? JSON.stringify({ key, i: -1, poison: true } satisfies ChaosBody) : `not json {${key}`;
+    const body =
+      p % 2 === 0
+        ? JSON.stringify({ key, i: -1, poison: true } satisfies ChaosBody)
+        : `not json {${key}`;
     sends.push({ key, body, slot: rng.int(0, 1 << 30) });
   }
   rng.shuffle(sends);

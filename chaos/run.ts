@@ -29,7 +29,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   const rng = new Rng(args.seed);
   const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const plan = makePlan(rng, args.messages, args.duplicateRatio, args.poison);
-  if (args.control) say(`NEGATIVE CONTROL --control ${args.control}: this run is broken on purpose and must fail`);
+  if (args.control)
+    say(`NEGATIVE CONTROL --control ${args.control}: this run is broken on purpose and must fail`);
   say(
     `run ${runId}: broker=${args.broker} messages=${args.messages} sends=${plan.sends.length} ` +
       `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} concurrency=${args.concurrency}` +
@@ -41,7 +42,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   const abort = new AbortController();
   const cleanups: Array<() => Promise<void>> = [];
   const cleanup = async (): Promise<void> => {
-    for (const fn of cleanups.splice(0).reverse()) await fn().catch((e: unknown) => say(`cleanup: ${String(e)}`));
+    for (const fn of cleanups.splice(0).reverse())
+      await fn().catch((e: unknown) => say(`cleanup: ${String(e)}`));
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     say(`${signal}: stopping workers and services`);
@@ -111,24 +113,45 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     const rate = args.rate ?? defaultRate(args, plan.sends.length);
     say(`producer: ${rate > 0 ? `${rate} sends/s` : 'unpaced'}`);
     const producing = produce(broker, plan.sends, rate, abort.signal).then((r) => {
-      say(`producer: ${plan.sends.length} sends done in ${((Date.now() - started) / 1000).toFixed(1)} s${r.resent > 0 ? ` (${r.resent} re-sent after errors)` : ''}`);
+      say(
+        `producer: ${plan.sends.length} sends done in ${((Date.now() - started) / 1000).toFixed(1)} s${r.resent > 0 ? ` (${r.resent} re-sent after errors)` : ''}`,
+      );
       return r;
     });
     const faults = nemesis.run(progress, abort.signal);
 
-    const quiescent = await waitForQuiescence({ broker, poison: args.poison, messages: args.messages, applied: () => applied, fleet, producing, faults, deadline, signal: abort.signal });
+    const quiescent = await waitForQuiescence({
+      broker,
+      poison: args.poison,
+      messages: args.messages,
+      applied: () => applied,
+      fleet,
+      producing,
+      faults,
+      deadline,
+      signal: abort.signal,
+    });
     clearTimeout(timer);
-    say(quiescent ? `quiescent after ${((Date.now() - started) / 1000).toFixed(1)} s; stopping workers` : 'timed out before quiescence; stopping workers');
+    say(
+      quiescent
+        ? `quiescent after ${((Date.now() - started) / 1000).toFixed(1)} s; stopping workers`
+        : 'timed out before quiescence; stopping workers',
+    );
     abort.abort();
     await fleet.stop();
     await poller;
 
     const verdict = await finalCheck(pool, schema, plan, broker);
     const report = nemesis.report;
-    if (report.kills < args.kills) shortfalls.push(`kills: ${report.kills} of ${args.kills} happened`);
-    if (services.canRestartPostgres && report.pgRestarts < args.pgRestarts) shortfalls.push(`Postgres restarts: ${report.pgRestarts} of ${args.pgRestarts}`);
-    if (services.canRestartBroker && report.brokerRestarts < args.brokerRestarts) shortfalls.push(`broker restarts: ${report.brokerRestarts} of ${args.brokerRestarts}`);
-    say(`kills by mode: ${JSON.stringify(report.killsByMode)}${report.fallbacks > 0 ? `, ${report.fallbacks} armed point(s) not reached in time (killed from outside)` : ''}; worker processes started: ${fleet.spawned}${otherExits(fleet)}`);
+    if (report.kills < args.kills)
+      shortfalls.push(`kills: ${report.kills} of ${args.kills} happened`);
+    if (services.canRestartPostgres && report.pgRestarts < args.pgRestarts)
+      shortfalls.push(`Postgres restarts: ${report.pgRestarts} of ${args.pgRestarts}`);
+    if (services.canRestartBroker && report.brokerRestarts < args.brokerRestarts)
+      shortfalls.push(`broker restarts: ${report.brokerRestarts} of ${args.brokerRestarts}`);
+    say(
+      `kills by mode: ${JSON.stringify(report.killsByMode)}${report.fallbacks > 0 ? `, ${report.fallbacks} armed point(s) not reached in time (killed from outside)` : ''}; worker processes started: ${fleet.spawned}${otherExits(fleet)}`,
+    );
     for (const line of verdict.problems) say(`PROBLEM: ${line}`);
     for (const line of shortfalls) say(`note: ${line}`);
     const result: RunResult = {
@@ -140,7 +163,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       shortfalls,
       durationMs: Date.now() - started,
     };
-    success = quiescent && verdict.problems.length === 0 && verdict.doubles === 0 && verdict.lost === 0;
+    success =
+      quiescent && verdict.problems.length === 0 && verdict.doubles === 0 && verdict.lost === 0;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     if (success) fs.rmSync(logDir, { recursive: true, force: true });
     else say(`worker logs kept in ${logDir}`);
@@ -155,17 +179,25 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
 
 /** Worker exits that were not SIGKILLs (e.g. a start that failed while Postgres was down). */
 function otherExits(fleet: Fleet): string {
-  const other = fleet.exits.filter((e) => e.signal !== 'SIGKILL' && !(e.code === 0 && e.signal === null));
-  return other.length === 0 ? '' : `; other worker exits: ${other.map((e) => `code ${e.code ?? e.signal}`).join(', ')}`;
+  const other = fleet.exits.filter(
+    (e) => e.signal !== 'SIGKILL' && !(e.code === 0 && e.signal === null),
+  );
+  return other.length === 0
+    ? ''
+    : `; other worker exits: ${other.map((e) => `code ${e.code ?? e.signal}`).join(', ')}`;
 }
 
 /** Restarts asked for that cannot happen because the service was given from outside. */
 function impossibleFaults(args: ChaosArgs, services: ChaosServices): string[] {
   if (args.pgRestarts > 0 && !services.canRestartPostgres) {
-    say('note: DATABASE_URL was given, so Postgres restarts are impossible in this run (pg_restarts=0)');
+    say(
+      'note: DATABASE_URL was given, so Postgres restarts are impossible in this run (pg_restarts=0)',
+    );
   }
   if (args.brokerRestarts > 0 && !services.canRestartBroker) {
-    say('note: KAFKA_BROKERS was given, so broker restarts are impossible in this run (broker_restarts=0)');
+    say(
+      'note: KAFKA_BROKERS was given, so broker restarts are impossible in this run (broker_restarts=0)',
+    );
   }
   return [];
 }
@@ -217,7 +249,12 @@ async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
   return false;
 }
 
-async function finalCheck(pool: ReturnType<typeof adminPool>, schema: string, plan: ReturnType<typeof makePlan>, broker: ChaosBroker): Promise<Verdict> {
+async function finalCheck(
+  pool: ReturnType<typeof adminPool>,
+  schema: string,
+  plan: ReturnType<typeof makePlan>,
+  broker: ChaosBroker,
+): Promise<Verdict> {
   for (let attempt = 1; ; attempt++) {
     try {
       const { counters, ledger, ledgerRows } = await readCounters(pool, schema);

@@ -27,13 +27,21 @@ const BROKER_ENV: Record<BrokerName, string> = { sqs: 'SQS_ENDPOINT', kafka: 'KA
  * directory of its own, free ports), so it can crash and restart them without
  * disturbing anybody else.
  */
-export async function ensureServices(broker: BrokerName, log: (line: string) => void): Promise<ChaosServices> {
+export async function ensureServices(
+  broker: BrokerName,
+  log: (line: string) => void,
+): Promise<ChaosServices> {
   const brokerEnv = BROKER_ENV[broker];
-  const missing = [...(process.env['DATABASE_URL'] ? [] : ['postgres']), ...(process.env[brokerEnv] ? [] : [broker])];
+  const missing = [
+    ...(process.env['DATABASE_URL'] ? [] : ['postgres']),
+    ...(process.env[brokerEnv] ? [] : [broker]),
+  ];
   const services = await import('../test/helpers/services/index.js');
   let root: string | undefined;
   if (missing.length > 0) {
-    log(`starting private ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`);
+    log(
+      `starting private ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`,
+    );
     // The helpers read these; a parent's (e.g. jest's) services must not be reused or restarted.
     delete process.env['EO_SERVICES_STATE'];
     process.env['EO_SERVICES'] = missing.join(',');
@@ -43,7 +51,8 @@ export async function ensureServices(broker: BrokerName, log: (line: string) => 
   }
   const databaseUrl = process.env['DATABASE_URL'];
   const brokerEndpoint = process.env[brokerEnv];
-  if (!databaseUrl || !brokerEndpoint) throw new Error(`DATABASE_URL / ${brokerEnv} still unset after starting services`);
+  if (!databaseUrl || !brokerEndpoint)
+    throw new Error(`DATABASE_URL / ${brokerEnv} still unset after starting services`);
   const canRestartPostgres = missing.includes('postgres');
   const canRestartBroker = broker === 'kafka' && missing.includes('kafka');
   return {
@@ -53,11 +62,13 @@ export async function ensureServices(broker: BrokerName, log: (line: string) => 
     canRestartBroker,
     root,
     async restartPostgres(downMs) {
-      if (!canRestartPostgres) throw new Error('Postgres was given (DATABASE_URL): it cannot be restarted');
+      if (!canRestartPostgres)
+        throw new Error('Postgres was given (DATABASE_URL): it cannot be restarted');
       await services.restartPostgres({ mode: 'immediate', downMs });
     },
     async restartBroker(downMs) {
-      if (!canRestartBroker) throw new Error('the broker cannot be restarted (given endpoint, or SQS)');
+      if (!canRestartBroker)
+        throw new Error('the broker cannot be restarted (given endpoint, or SQS)');
       await services.restartKafka({ signal: 'SIGKILL', downMs });
     },
     async stop() {

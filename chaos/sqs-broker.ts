@@ -23,7 +23,9 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
     credentials: { accessKeyId: 'chaos', secretAccessKey: 'chaos' },
   });
   const create = async (name: string): Promise<string> => {
-    const out = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '5' } }));
+    const out = await client.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '5' } }),
+    );
     if (out.QueueUrl === undefined) throw new Error(`CreateQueue ${name} returned no URL`);
     return out.QueueUrl;
   };
@@ -31,9 +33,15 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
   const deadLetterQueueUrl = await create(`chaos-${runId}-dlq`);
 
   const depth = async (url: string): Promise<number> => {
-    const out = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+    const out = await client.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }),
+    );
     const a = out.Attributes ?? {};
-    return ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed']
+    return [
+      'ApproximateNumberOfMessages',
+      'ApproximateNumberOfMessagesNotVisible',
+      'ApproximateNumberOfMessagesDelayed',
+    ]
       .map((name) => Number(a[name as keyof typeof a] ?? 0))
       .reduce((x, y) => x + y, 0);
   };
@@ -61,7 +69,9 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
                   Entries: batch.map((s, i) => ({
                     Id: String(i),
                     MessageBody: s.body,
-                    MessageAttributes: { [IDEMPOTENCY_ATTRIBUTE]: { DataType: 'String', StringValue: s.key } },
+                    MessageAttributes: {
+                      [IDEMPOTENCY_ATTRIBUTE]: { DataType: 'String', StringValue: s.key },
+                    },
                   })),
                 }),
               );
@@ -85,7 +95,7 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
 
     async deadLetteredKeys() {
       const keys: string[] = [];
-      for (let empty = 0; empty < 2; ) {
+      for (let empty = 0; empty < 2;) {
         const out = await client.send(
           new ReceiveMessageCommand({
             QueueUrl: deadLetterQueueUrl,
@@ -97,7 +107,10 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
         );
         const messages = out.Messages ?? [];
         if (messages.length === 0) empty++;
-        for (const m of messages) keys.push(m.MessageAttributes?.[IDEMPOTENCY_ATTRIBUTE]?.StringValue ?? `(no key: ${m.MessageId})`);
+        for (const m of messages)
+          keys.push(
+            m.MessageAttributes?.[IDEMPOTENCY_ATTRIBUTE]?.StringValue ?? `(no key: ${m.MessageId})`,
+          );
       }
       return keys;
     },

@@ -8,7 +8,15 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { createConsumer, type BatchContext, type BatchItem, type Consumer, type HandlerContext, type Logger, type Source } from 'effectively-once';
+import {
+  createConsumer,
+  type BatchContext,
+  type BatchItem,
+  type Consumer,
+  type HandlerContext,
+  type Logger,
+  type Source,
+} from 'effectively-once';
 import { kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
 import { tables } from './db.js';
@@ -17,7 +25,8 @@ import type { ChaosBody } from './plan.js';
 import { WORKER_ENV, type FromWorker, type ToWorker, type WorkerConfig } from './protocol.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
-if (config === null) throw new Error(`${WORKER_ENV} is not set: this file is started by chaos/main.ts`);
+if (config === null)
+  throw new Error(`${WORKER_ENV} is not set: this file is started by chaos/main.ts`);
 const cfg: WorkerConfig = config;
 const faults = new Faults();
 
@@ -97,19 +106,20 @@ async function main(): Promise<void> {
   });
   pool.on('error', () => undefined); // Postgres restarts on purpose
   const { counters, ledger } = tables(cfg.schema);
-  const apply = async (db: Queryable, items: ReadonlyArray<{ key: string; attempt: number }>): Promise<void> => {
+  const apply = async (
+    db: Queryable,
+    items: ReadonlyArray<{ key: string; attempt: number }>,
+  ): Promise<void> => {
     const keys = items.map((i) => i.key);
     // A key twice in one statement would fail ("cannot affect row a second time"): a dedup bug would show.
     await db.query(
       `INSERT INTO ${counters} (key, n) SELECT k, 1 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`,
       [keys],
     );
-    await db.query(`INSERT INTO ${ledger} (key, worker, pid, attempt) SELECT k, $2, $3, a FROM unnest($1::text[], $4::int[]) AS t(k, a)`, [
-      keys,
-      cfg.index,
-      process.pid,
-      items.map((i) => i.attempt),
-    ]);
+    await db.query(
+      `INSERT INTO ${ledger} (key, worker, pid, attempt) SELECT k, $2, $3, a FROM unnest($1::text[], $4::int[]) AS t(k, a)`,
+      [keys, cfg.index, process.pid, items.map((i) => i.attempt)],
+    );
   };
   const consumer: Consumer = createConsumer<ChaosBody>({
     name: cfg.consumerName,
@@ -128,7 +138,9 @@ async function main(): Promise<void> {
           handler: async (body: ChaosBody, ctx: HandlerContext<ChaosBody>) => {
             if (cfg.control === 'losses') await ctx.delivery.ack();
             // The doubles control writes with autocommit, outside the claim's transaction.
-            await apply(cfg.control === 'doubles' ? pool : ctx.tx, [{ key: ctx.key, attempt: ctx.attempt }]);
+            await apply(cfg.control === 'doubles' ? pool : ctx.tx, [
+              { key: ctx.key, attempt: ctx.attempt },
+            ]);
             if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
             faults.at('in-handler');
           },

@@ -48,7 +48,9 @@ export function badInputSuite(file: string) {
 
   beforeAll(async () => {
     state.db = await createTestDatabase(`bad_${file}`);
-    await state.db.pool.query('CREATE TABLE effects (n bigserial PRIMARY KEY, key text NOT NULL, message jsonb)');
+    await state.db.pool.query(
+      'CREATE TABLE effects (n bigserial PRIMARY KEY, key text NOT NULL, message jsonb)',
+    );
   });
   afterEach(async () => {
     await Promise.all(consumers.splice(0).map((c) => c.stop({ timeoutMs: 2_000 })));
@@ -82,7 +84,10 @@ export function badInputSuite(file: string) {
         backoff: { initialMs: 10, maxMs: 50 },
         busyRetryDelayMs: 100,
         handler: async (message, ctx) => {
-          await ctx.tx.query('INSERT INTO effects (key, message) VALUES ($1, $2)', [ctx.key, JSON.stringify(message ?? null)]);
+          await ctx.tx.query('INSERT INTO effects (key, message) VALUES ($1, $2)', [
+            ctx.key,
+            JSON.stringify(message ?? null),
+          ]);
         },
         ...overrides,
       };
@@ -106,7 +111,9 @@ export function badInputSuite(file: string) {
       return async () => (await this.queues.depth(url)).total === 0;
     },
     async effects(): Promise<EffectRow[]> {
-      const { rows } = await state.db.pool.query<EffectRow>('SELECT key, message FROM effects ORDER BY n');
+      const { rows } = await state.db.pool.query<EffectRow>(
+        'SELECT key, message FROM effects ORDER BY n',
+      );
       return rows;
     },
     /** Keys claimed in the dedup table, as stored. */
@@ -123,7 +130,11 @@ export function badInputSuite(file: string) {
  * Waits until `count` deliveries were settled for good (processed, duplicate or
  * dead-lettered; events fire after the broker confirmed), then until `queueEmpty` says so.
  */
-export async function settled(worker: Observed, count: number, queueEmpty?: () => Promise<boolean>): Promise<void> {
+export async function settled(
+  worker: Observed,
+  count: number,
+  queueEmpty?: () => Promise<boolean>,
+): Promise<void> {
   await waitFor(
     () => {
       const s = worker.consumer.stats();
@@ -150,6 +161,8 @@ export const AWKWARD_KEYS = [
 ];
 
 /** An `Idempotency-Key` message attribute. */
-export function keyAttribute(key: string): { 'Idempotency-Key': { DataType: 'String'; StringValue: string } } {
+export function keyAttribute(key: string): {
+  'Idempotency-Key': { DataType: 'String'; StringValue: string };
+} {
   return { 'Idempotency-Key': { DataType: 'String', StringValue: key } };
 }

@@ -8,7 +8,16 @@ import type { Message } from 'kafkajs';
 import { DEAD_LETTER_HEADERS, kafkaSource } from '../../../adapters/kafka/index.js';
 import { createConsumer } from '../../../src/index.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { FAST_GROUP, committedOffsets, createTopics, header, produce, readTopic, testKafka, unique } from '../kafka/kafka-helpers.js';
+import {
+  FAST_GROUP,
+  committedOffsets,
+  createTopics,
+  header,
+  produce,
+  readTopic,
+  testKafka,
+  unique,
+} from '../kafka/kafka-helpers.js';
 import { AWKWARD_KEYS, TIMEOUT, badInputSuite, observe } from './harness.js';
 
 const suite = badInputSuite('kafka_input');
@@ -32,7 +41,11 @@ function startKafka(topic: string, groupId: string, consumerConfig = {}) {
   return observe(consumer);
 }
 
-const keyed = (key: string, value: Message['value']): Message => ({ partition: 0, value, headers: { 'idempotency-key': key } });
+const keyed = (key: string, value: Message['value']): Message => ({
+  partition: 0,
+  value,
+  headers: { 'idempotency-key': key },
+});
 
 describe('bad input on Kafka', () => {
   it(
@@ -53,7 +66,10 @@ describe('bad input on Kafka', () => {
         keyed('big', big),
         keyed('k'.repeat(10_000), JSON.stringify({ id: 'long-key' })),
         keyed('a\u0000b', JSON.stringify({ id: 'nul-key' })),
-        ...AWKWARD_KEYS.flatMap((key, i) => [keyed(key, JSON.stringify({ id: `awkward-${i}` })), keyed(key, JSON.stringify({ id: `awkward-${i}` }))]),
+        ...AWKWARD_KEYS.flatMap((key, i) => [
+          keyed(key, JSON.stringify({ id: `awkward-${i}` })),
+          keyed(key, JSON.stringify({ id: `awkward-${i}` })),
+        ]),
         { partition: 0, value: JSON.stringify({ id: 'no-header' }) },
         keyed('last', JSON.stringify({ id: 'last' })),
       ];
@@ -68,9 +84,14 @@ describe('bad input on Kafka', () => {
         },
         { what: 'every record settled', timeoutMs: 30_000 },
       );
-      await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === records.length, { what: 'offsets committed past every record' });
+      await waitFor(
+        async () => (await committedOffsets(kafka, groupId, topic)).get(0) === records.length,
+        { what: 'offsets committed past every record' },
+      );
 
-      expect(worker.deadLettered.map((e) => [e.key?.slice(0, 20), e.error.code, e.error.retryable])).toEqual([
+      expect(
+        worker.deadLettered.map((e) => [e.key?.slice(0, 20), e.error.code, e.error.retryable]),
+      ).toEqual([
         ['empty', 'EO_BODY_PARSE', false],
         ['bad-utf8', 'EO_BODY_PARSE', false],
         [undefined, 'EO_INVALID_KEY', false],
@@ -78,14 +99,24 @@ describe('bad input on Kafka', () => {
       ]);
       const effects = await suite.effects();
       const noHeaderKey = `${topic}/0/${records.length - 2}`;
-      expect(effects.map((e) => e.key).sort()).toEqual(['tombstone', 'big', ...AWKWARD_KEYS, noHeaderKey, 'last'].sort());
+      expect(effects.map((e) => e.key).sort()).toEqual(
+        ['tombstone', 'big', ...AWKWARD_KEYS, noHeaderKey, 'last'].sort(),
+      );
       expect(effects.find((e) => e.key === 'tombstone')?.message).toBeNull();
       expect(JSON.stringify(effects.find((e) => e.key === 'big')?.message)).toBe(big);
       expect((await suite.claimedKeys()).sort()).toEqual(effects.map((e) => e.key).sort());
-      expect(worker.consumer.stats()).toMatchObject({ duplicates: 1 + AWKWARD_KEYS.length, failed: 0 });
+      expect(worker.consumer.stats()).toMatchObject({
+        duplicates: 1 + AWKWARD_KEYS.length,
+        failed: 0,
+      });
 
       const letters = await readTopic(kafka, `${topic}.dlq`, 4);
-      expect(letters.map((l) => [header(l.headers, DEAD_LETTER_HEADERS.errorCode), header(l.headers, DEAD_LETTER_HEADERS.offset)])).toEqual([
+      expect(
+        letters.map((l) => [
+          header(l.headers, DEAD_LETTER_HEADERS.errorCode),
+          header(l.headers, DEAD_LETTER_HEADERS.offset),
+        ]),
+      ).toEqual([
         ['EO_BODY_PARSE', '0'],
         ['EO_BODY_PARSE', '2'],
         ['EO_INVALID_KEY', '5'],
@@ -111,7 +142,11 @@ describe('bad input on Kafka', () => {
       const [error] = worker.errors;
       expect(error?.code).toBe('EO_BROKER');
       expect(error?.retryable).toBe(false);
-      expect(error?.details).toMatchObject({ operation: 'start consumer', groupId, topics: [topic] });
+      expect(error?.details).toMatchObject({
+        operation: 'start consumer',
+        groupId,
+        topics: [topic],
+      });
       await expect(worker.consumer.done).resolves.toBeUndefined();
       expect(worker.consumer.stats().received).toBe(0);
 
@@ -119,7 +154,10 @@ describe('bad input on Kafka', () => {
       await produce(kafka, topic, [keyed('late-1', JSON.stringify({ id: 'late-1' }))]);
       const again = startKafka(topic, groupId, consumerConfig);
       await again.consumer.start();
-      await waitFor(() => again.consumer.stats().processed === 1, { what: 'the record', timeoutMs: 30_000 });
+      await waitFor(() => again.consumer.stats().processed === 1, {
+        what: 'the record',
+        timeoutMs: 30_000,
+      });
       expect(await suite.effects()).toEqual([{ key: 'late-1', message: { id: 'late-1' } }]);
     },
     TIMEOUT,

@@ -42,15 +42,21 @@ async function proxiedPool(): Promise<{ proxy: TcpProxy; pool: pg.Pool }> {
 async function sendAll(url: string, count: number, duplicates: number): Promise<void> {
   for (let i = 0; i < count + duplicates; i++) {
     const n = i % count;
-    await suite.queues.send(url, JSON.stringify({ id: `k-${n}` }), { MessageAttributes: keyAttribute(`k-${n}`) });
+    await suite.queues.send(url, JSON.stringify({ id: `k-${n}` }), {
+      MessageAttributes: keyAttribute(`k-${n}`),
+    });
   }
 }
 
 /** Every key applied exactly once: no double, no loss. */
 async function expectExactlyOnce(count: number): Promise<void> {
-  const { rows } = await suite.db.pool.query<{ key: string; n: number }>('SELECT key, count(*)::int AS n FROM effects GROUP BY key');
+  const { rows } = await suite.db.pool.query<{ key: string; n: number }>(
+    'SELECT key, count(*)::int AS n FROM effects GROUP BY key',
+  );
   expect(rows.filter((r) => r.n !== 1)).toEqual([]);
-  expect(rows.map((r) => r.key).sort()).toEqual(Array.from({ length: count }, (_, i) => `k-${i}`).sort());
+  expect(rows.map((r) => r.key).sort()).toEqual(
+    Array.from({ length: count }, (_, i) => `k-${i}`).sort(),
+  );
 }
 
 /** Failures during an outage are infrastructure failures: all retried, nothing dead-lettered. */
@@ -58,7 +64,9 @@ function expectOnlyRetries(worker: Observed): void {
   expect(worker.failed.length).toBeGreaterThan(0);
   expect(worker.failed.filter((f) => !f.willRetry)).toEqual([]);
   const infrastructure = ['EO_DATABASE', 'EO_COMMIT_UNKNOWN', 'EO_HANDLER'];
-  expect(worker.failed.map((f) => f.error.code).filter((code) => !infrastructure.includes(code))).toEqual([]);
+  expect(
+    worker.failed.map((f) => f.error.code).filter((code) => !infrastructure.includes(code)),
+  ).toEqual([]);
   expect(worker.deadLettered).toEqual([]);
 }
 
@@ -73,10 +81,19 @@ describe('Postgres unreachable', () => {
         suite.track(
           createConsumer({
             ...suite.options({ pool }),
-            source: sqsSource({ client: suite.queues.client, queueUrl: url, keyAttribute: 'Idempotency-Key', waitTimeSeconds: 1 }),
+            source: sqsSource({
+              client: suite.queues.client,
+              queueUrl: url,
+              keyAttribute: 'Idempotency-Key',
+              waitTimeSeconds: 1,
+            }),
           }),
         );
-      await expect(make().start()).rejects.toMatchObject({ code: 'EO_DATABASE', retryable: true, details: { operation: 'connect (migrate)' } });
+      await expect(make().start()).rejects.toMatchObject({
+        code: 'EO_DATABASE',
+        retryable: true,
+        details: { operation: 'connect (migrate)' },
+      });
       await proxy.up();
       const consumer = make();
       await consumer.start();
@@ -96,7 +113,12 @@ describe('Postgres unreachable', () => {
       const consumer = suite.track(
         createConsumer({
           ...suite.options({ pool, migrate: false, maxAttempts: 2 }),
-          source: sqsSource({ client: suite.queues.client, queueUrl: url, keyAttribute: 'Idempotency-Key', waitTimeSeconds: 1 }),
+          source: sqsSource({
+            client: suite.queues.client,
+            queueUrl: url,
+            keyAttribute: 'Idempotency-Key',
+            waitTimeSeconds: 1,
+          }),
         }),
       );
       const worker = observe(consumer);
@@ -105,11 +127,19 @@ describe('Postgres unreachable', () => {
       await sleep(1500); // well past maxAttempts worth of receives, had they been spent
       expect(consumer.stats().processed).toBe(0);
       await proxy.up();
-      await waitFor(() => consumer.stats().processed === 20 && consumer.stats().duplicates === 5, { what: 'all settled', timeoutMs: 30_000 });
-      await waitFor(async () => (await suite.queues.depth(url)).total === 0, { what: 'queue empty' });
+      await waitFor(() => consumer.stats().processed === 20 && consumer.stats().duplicates === 5, {
+        what: 'all settled',
+        timeoutMs: 30_000,
+      });
+      await waitFor(async () => (await suite.queues.depth(url)).total === 0, {
+        what: 'queue empty',
+      });
       await expectExactlyOnce(20);
       expectOnlyRetries(worker);
-      expect(worker.failed[0]?.error).toMatchObject({ code: 'EO_DATABASE', details: { operation: 'connect' } });
+      expect(worker.failed[0]?.error).toMatchObject({
+        code: 'EO_DATABASE',
+        details: { operation: 'connect' },
+      });
     },
     TIMEOUT,
   );
@@ -129,7 +159,10 @@ describe('Postgres unreachable', () => {
         createConsumer({
           ...suite.options({ pool, migrate: false, concurrency: 8, maxAttempts: 2 }),
           handler: async (message: { id: string }, ctx) => {
-            await ctx.tx.query('INSERT INTO effects (key, message) VALUES ($1, $2)', [ctx.key, JSON.stringify(message)]);
+            await ctx.tx.query('INSERT INTO effects (key, message) VALUES ($1, $2)', [
+              ctx.key,
+              JSON.stringify(message),
+            ]);
             // The 60th handler call cuts the database off while it and its siblings are
             // inside their transactions: their COMMITs go to dead connections.
             if (++calls === 60) {
@@ -141,7 +174,12 @@ describe('Postgres unreachable', () => {
             }
             await sleep(20);
           },
-          source: sqsSource<{ id: string }>({ client: suite.queues.client, queueUrl: url, keyAttribute: 'Idempotency-Key', waitTimeSeconds: 1 }),
+          source: sqsSource<{ id: string }>({
+            client: suite.queues.client,
+            queueUrl: url,
+            keyAttribute: 'Idempotency-Key',
+            waitTimeSeconds: 1,
+          }),
         }),
       );
       const worker = observe(consumer);
@@ -149,15 +187,28 @@ describe('Postgres unreachable', () => {
       await waitFor(() => outage !== undefined, { what: 'the outage to begin' });
       await outage;
       await waitFor(
-        async () => (await suite.db.pool.query<{ n: number }>('SELECT count(DISTINCT key)::int AS n FROM effects')).rows[0]?.n === count,
+        async () =>
+          (
+            await suite.db.pool.query<{ n: number }>(
+              'SELECT count(DISTINCT key)::int AS n FROM effects',
+            )
+          ).rows[0]?.n === count,
         { what: `${count} keys applied`, timeoutMs: 40_000 },
       );
-      await waitFor(async () => (await suite.queues.depth(url)).total === 0, { what: 'queue empty', timeoutMs: 30_000 });
+      await waitFor(async () => (await suite.queues.depth(url)).total === 0, {
+        what: 'queue empty',
+        timeoutMs: 30_000,
+      });
       await expectExactlyOnce(count);
       expectOnlyRetries(worker);
       // Transactions were open when the connections dropped: their outcome was unknown or failed.
-      expect(worker.failed.some((f) => f.error.code === 'EO_COMMIT_UNKNOWN' || f.error.code === 'EO_HANDLER')).toBe(true);
-      if (process.env['EO_DEBUG_OUTAGE']) console.log(worker.failed.map((f) => `${f.error.code}: ${f.error.message}`));
+      expect(
+        worker.failed.some(
+          (f) => f.error.code === 'EO_COMMIT_UNKNOWN' || f.error.code === 'EO_HANDLER',
+        ),
+      ).toBe(true);
+      if (process.env['EO_DEBUG_OUTAGE'])
+        console.log(worker.failed.map((f) => `${f.error.code}: ${f.error.message}`));
       const stats = consumer.stats();
       expect(stats.processed).toBe(count);
       expect(stats.ackFailures).toBe(0);

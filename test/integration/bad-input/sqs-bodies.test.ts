@@ -26,12 +26,22 @@ describe('bad bodies on SQS', () => {
       const { url } = await suite.queues.create('empty', { visibilityTimeout: 10 });
       const { url: dlq } = await suite.queues.create('empty-dlq');
       // The producer finds out at once: an empty MessageBody is not a message.
-      await expect(suite.queues.send(url, '', { MessageAttributes: keyAttribute('empty') })).rejects.toThrow(/MessageBody/);
+      await expect(
+        suite.queues.send(url, '', { MessageAttributes: keyAttribute('empty') }),
+      ).rejects.toThrow(/MessageBody/);
       await suite.queues.send(url, ' ', { MessageAttributes: keyAttribute('blank') });
-      await suite.queues.send(url, JSON.stringify({ id: 'after-blank' }), { MessageAttributes: keyAttribute('good') });
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq });
+      await suite.queues.send(url, JSON.stringify({ id: 'after-blank' }), {
+        MessageAttributes: keyAttribute('good'),
+      });
+      const worker = await suite.sqsWorker({
+        queueUrl: url,
+        keyAttribute: 'Idempotency-Key',
+        deadLetterQueueUrl: dlq,
+      });
       await settled(worker, 2, suite.empty(url));
-      expect(worker.deadLettered.map((e) => [e.key, e.error.code, e.error.retryable])).toEqual([['blank', 'EO_BODY_PARSE', false]]);
+      expect(worker.deadLettered.map((e) => [e.key, e.error.code, e.error.retryable])).toEqual([
+        ['blank', 'EO_BODY_PARSE', false],
+      ]);
       expect(await suite.effects()).toEqual([{ key: 'good', message: { id: 'after-blank' } }]);
       const [letter, ...more] = await suite.queues.drain(dlq);
       expect(more).toEqual([]);
@@ -42,7 +52,11 @@ describe('bad bodies on SQS', () => {
       // worker's aborted long poll may still hold a slot on the old one.)
       const { url: textUrl } = await suite.queues.create('empty-text', { visibilityTimeout: 10 });
       await suite.queues.send(textUrl, ' ', { MessageAttributes: keyAttribute('blank-text') });
-      const text = await suite.sqsWorker<string>({ queueUrl: textUrl, keyAttribute: 'Idempotency-Key', parse: 'text' });
+      const text = await suite.sqsWorker<string>({
+        queueUrl: textUrl,
+        keyAttribute: 'Idempotency-Key',
+        parse: 'text',
+      });
       await waitFor(() => text.consumer.stats().processed === 1, { what: 'blank text handled' });
       expect((await suite.effects()).at(-1)).toEqual({ key: 'blank-text', message: ' ' });
     },
@@ -57,20 +71,35 @@ describe('bad bodies on SQS', () => {
       const shell = JSON.stringify({ id: 'big', pad: '' });
       const body = JSON.stringify({ id: 'big', pad: 'x'.repeat(MAX_BODY - shell.length) });
       expect(Buffer.byteLength(body)).toBe(MAX_BODY);
-      await expect(suite.queues.send(url, `${body} `, { MessageAttributes: keyAttribute('too-big') })).rejects.toThrow(/MessageTooLong|too long/i);
+      await expect(
+        suite.queues.send(url, `${body} `, { MessageAttributes: keyAttribute('too-big') }),
+      ).rejects.toThrow(/MessageTooLong|too long/i);
       await suite.queues.send(url, body, { MessageAttributes: keyAttribute('big') });
       await suite.queues.send(url, body, { MessageAttributes: keyAttribute('big') });
       const notJson = `<${'y'.repeat(MAX_BODY - 2)}>`;
       await suite.queues.send(url, notJson, { MessageAttributes: keyAttribute('big-not-json') });
-      await suite.queues.send(url, JSON.stringify({ id: 'small' }), { MessageAttributes: keyAttribute('small') });
+      await suite.queues.send(url, JSON.stringify({ id: 'small' }), {
+        MessageAttributes: keyAttribute('small'),
+      });
 
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq });
+      const worker = await suite.sqsWorker({
+        queueUrl: url,
+        keyAttribute: 'Idempotency-Key',
+        deadLetterQueueUrl: dlq,
+      });
       await settled(worker, 4, suite.empty(url));
       const effects = await suite.effects();
       expect(effects.map((e) => e.key).sort()).toEqual(['big', 'small']);
       expect(JSON.stringify(effects.find((e) => e.key === 'big')?.message)).toBe(body);
-      expect(worker.consumer.stats()).toMatchObject({ processed: 2, duplicates: 1, deadLettered: 1, mismatches: 0 });
-      expect(worker.deadLettered.map((e) => [e.key, e.error.code])).toEqual([['big-not-json', 'EO_BODY_PARSE']]);
+      expect(worker.consumer.stats()).toMatchObject({
+        processed: 2,
+        duplicates: 1,
+        deadLettered: 1,
+        mismatches: 0,
+      });
+      expect(worker.deadLettered.map((e) => [e.key, e.error.code])).toEqual([
+        ['big-not-json', 'EO_BODY_PARSE'],
+      ]);
       const [letter] = await suite.queues.drain(dlq);
       expect(letter?.Body).toBe(notJson);
       expect(deadLetterCode(letter?.MessageAttributes)).toBe('EO_BODY_PARSE');

@@ -36,7 +36,11 @@ describe('wrong SQS endpoints and queue URLs', () => {
         error = e;
       }
       expect(error).toBeInstanceOf(ConfigurationError);
-      expect(error).toMatchObject({ code: 'EO_CONFIGURATION', retryable: false, details: { option: 'queueUrl' } });
+      expect(error).toMatchObject({
+        code: 'EO_CONFIGURATION',
+        retryable: false,
+        details: { option: 'queueUrl' },
+      });
     }
   });
 
@@ -47,7 +51,15 @@ describe('wrong SQS endpoints and queue URLs', () => {
       const worker = await suite.sqsWorker({ queueUrl, keyAttribute: 'Idempotency-Key' });
       await expect(worker.consumer.done).resolves.toBeUndefined();
       expect(worker.errors.map((e) => [e.code, e.retryable, e.details])).toEqual([
-        ['EO_BROKER', false, expect.objectContaining({ operation: 'get queue attributes', queueUrl, reason: 'queue does not exist' })],
+        [
+          'EO_BROKER',
+          false,
+          expect.objectContaining({
+            operation: 'get queue attributes',
+            queueUrl,
+            reason: 'queue does not exist',
+          }),
+        ],
       ]);
       expect(worker.consumer.stats().received).toBe(0);
     },
@@ -59,11 +71,15 @@ describe('wrong SQS endpoints and queue URLs', () => {
     async () => {
       const { url } = await suite.queues.create('dlq-missing');
       const deadLetterQueueUrl = missingQueueUrl('missing-dlq');
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl });
+      const worker = await suite.sqsWorker({
+        queueUrl: url,
+        keyAttribute: 'Idempotency-Key',
+        deadLetterQueueUrl,
+      });
       await expect(worker.consumer.done).resolves.toBeUndefined();
-      expect(worker.errors.map((e) => [e.code, e.retryable, e.details['queueUrl'], e.details['reason']])).toEqual([
-        ['EO_BROKER', false, deadLetterQueueUrl, 'queue does not exist'],
-      ]);
+      expect(
+        worker.errors.map((e) => [e.code, e.retryable, e.details['queueUrl'], e.details['reason']]),
+      ).toEqual([['EO_BROKER', false, deadLetterQueueUrl, 'queue does not exist']]);
     },
     TIMEOUT,
   );
@@ -73,16 +89,26 @@ describe('wrong SQS endpoints and queue URLs', () => {
     async () => {
       const name = `late-${Date.now().toString(36)}`;
       const queueUrl = `${sqsEndpoint()}/000000000000/${name}`;
-      const worker = await suite.sqsWorker(
-        { queueUrl, keyAttribute: 'Idempotency-Key', verifyQueue: false, pollErrorBackoff: { initialMs: 50, maxMs: 200 } },
-      );
+      const worker = await suite.sqsWorker({
+        queueUrl,
+        keyAttribute: 'Idempotency-Key',
+        verifyQueue: false,
+        pollErrorBackoff: { initialMs: 50, maxMs: 200 },
+      });
       await waitFor(() => worker.errors.length >= 3, { what: 'receive errors' });
-      expect(worker.errors[0]).toMatchObject({ code: 'EO_BROKER', details: { operation: 'receive', queueUrl, reason: 'queue does not exist' } });
+      expect(worker.errors[0]).toMatchObject({
+        code: 'EO_BROKER',
+        details: { operation: 'receive', queueUrl, reason: 'queue does not exist' },
+      });
       const created = await suite.queues.client.send(new CreateQueueCommand({ QueueName: name }));
       try {
         expect(created.QueueUrl).toBe(queueUrl);
-        await suite.queues.send(queueUrl, JSON.stringify({ id: 'late' }), { MessageAttributes: keyAttribute('late') });
-        await waitFor(() => worker.consumer.stats().processed === 1, { what: 'the message on the late queue' });
+        await suite.queues.send(queueUrl, JSON.stringify({ id: 'late' }), {
+          MessageAttributes: keyAttribute('late'),
+        });
+        await waitFor(() => worker.consumer.stats().processed === 1, {
+          what: 'the message on the late queue',
+        });
         expect(await suite.effects()).toEqual([{ key: 'late', message: { id: 'late' } }]);
       } finally {
         await worker.consumer.stop({ timeoutMs: 2000 });
@@ -102,9 +128,15 @@ describe('wrong SQS endpoints and queue URLs', () => {
         maxAttempts: 1,
       });
       try {
-        const worker = await suite.sqsWorker({ client, queueUrl: missingQueueUrl('unreachable'), pollErrorBackoff: { initialMs: 50, maxMs: 200 } });
+        const worker = await suite.sqsWorker({
+          client,
+          queueUrl: missingQueueUrl('unreachable'),
+          pollErrorBackoff: { initialMs: 50, maxMs: 200 },
+        });
         await waitFor(() => worker.errors.length >= 3, { what: 'repeated errors' });
-        expect(new Set(worker.errors.map((e) => `${e.code}/${e.retryable}`))).toEqual(new Set(['EO_BROKER/true']));
+        expect(new Set(worker.errors.map((e) => `${e.code}/${e.retryable}`))).toEqual(
+          new Set(['EO_BROKER/true']),
+        );
         let ended = false;
         void worker.consumer.done.then(() => (ended = true));
         await new Promise((r) => setTimeout(r, 200));

@@ -12,8 +12,13 @@ import { AWKWARD_KEYS, TIMEOUT, badInputSuite, keyAttribute, settled } from './h
 
 const suite = badInputSuite('sqs_keys');
 
-function letterError(attributes: Record<string, { StringValue?: string }> | undefined): Record<string, unknown> {
-  return JSON.parse(attributes?.[DEAD_LETTER_ERROR_ATTRIBUTE]?.StringValue ?? '{}') as Record<string, unknown>;
+function letterError(
+  attributes: Record<string, { StringValue?: string }> | undefined,
+): Record<string, unknown> {
+  return JSON.parse(attributes?.[DEAD_LETTER_ERROR_ATTRIBUTE]?.StringValue ?? '{}') as Record<
+    string,
+    unknown
+  >;
 }
 
 describe('bad keys on SQS', () => {
@@ -23,9 +28,17 @@ describe('bad keys on SQS', () => {
       const { url } = await suite.queues.create('longkey', { visibilityTimeout: 10 });
       const { url: dlq } = await suite.queues.create('longkey-dlq');
       const long = 'k'.repeat(10_000);
-      await suite.queues.send(url, JSON.stringify({ id: 'long' }), { MessageAttributes: keyAttribute(long) });
-      await suite.queues.send(url, JSON.stringify({ id: 'ok' }), { MessageAttributes: keyAttribute('ok') });
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq });
+      await suite.queues.send(url, JSON.stringify({ id: 'long' }), {
+        MessageAttributes: keyAttribute(long),
+      });
+      await suite.queues.send(url, JSON.stringify({ id: 'ok' }), {
+        MessageAttributes: keyAttribute('ok'),
+      });
+      const worker = await suite.sqsWorker({
+        queueUrl: url,
+        keyAttribute: 'Idempotency-Key',
+        deadLetterQueueUrl: dlq,
+      });
       await settled(worker, 2, suite.empty(url));
       expect(worker.deadLettered).toHaveLength(1);
       const [event] = worker.deadLettered;
@@ -47,18 +60,33 @@ describe('bad keys on SQS', () => {
       const { url } = await suite.queues.create('awkward', { visibilityTimeout: 10 });
       for (const round of [1, 2]) {
         for (const [i, key] of AWKWARD_KEYS.entries()) {
-          await suite.queues.send(url, JSON.stringify({ id: `awkward-${i}` }), { MessageAttributes: keyAttribute(key) });
+          await suite.queues.send(url, JSON.stringify({ id: `awkward-${i}` }), {
+            MessageAttributes: keyAttribute(key),
+          });
         }
-        if (round === 1) await suite.queues.send(url, JSON.stringify({ id: 'plain' }), { MessageAttributes: keyAttribute('plain') });
+        if (round === 1)
+          await suite.queues.send(url, JSON.stringify({ id: 'plain' }), {
+            MessageAttributes: keyAttribute('plain'),
+          });
       }
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key' }, { concurrency: 4 });
+      const worker = await suite.sqsWorker(
+        { queueUrl: url, keyAttribute: 'Idempotency-Key' },
+        { concurrency: 4 },
+      );
       await settled(worker, 23, suite.empty(url));
       const effects = await suite.effects();
       expect(effects.map((e) => e.key).sort()).toEqual([...AWKWARD_KEYS, 'plain'].sort());
       expect((await suite.claimedKeys()).sort()).toEqual([...AWKWARD_KEYS, 'plain'].sort());
-      expect(worker.consumer.stats()).toMatchObject({ processed: AWKWARD_KEYS.length + 1, duplicates: AWKWARD_KEYS.length, deadLettered: 0, failed: 0 });
+      expect(worker.consumer.stats()).toMatchObject({
+        processed: AWKWARD_KEYS.length + 1,
+        duplicates: AWKWARD_KEYS.length,
+        deadLettered: 0,
+        failed: 0,
+      });
       // The tables the SQL-looking keys name are still there.
-      await expect(suite.db.pool.query('SELECT count(*) FROM processed_messages')).resolves.toBeDefined();
+      await expect(
+        suite.db.pool.query('SELECT count(*) FROM processed_messages'),
+      ).resolves.toBeDefined();
     },
     TIMEOUT,
   );
@@ -71,15 +99,29 @@ describe('bad keys on SQS', () => {
       const orphanId = await suite.queues.send(url, JSON.stringify({ id: 'orphan' }), {
         MessageAttributes: { 'Other-Attribute': { DataType: 'String', StringValue: 'x' } },
       });
-      await suite.queues.send(url, JSON.stringify({ id: 'keyed' }), { MessageAttributes: keyAttribute('keyed') });
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq });
+      await suite.queues.send(url, JSON.stringify({ id: 'keyed' }), {
+        MessageAttributes: keyAttribute('keyed'),
+      });
+      const worker = await suite.sqsWorker({
+        queueUrl: url,
+        keyAttribute: 'Idempotency-Key',
+        deadLetterQueueUrl: dlq,
+      });
       await settled(worker, 2, suite.empty(url));
-      expect(worker.deadLettered.map((e) => [e.key, e.error.code, e.error.retryable])).toEqual([[undefined, 'EO_INVALID_KEY', false]]);
-      expect(worker.deadLettered[0]?.error.details).toMatchObject({ messageId: orphanId, keyAttribute: 'Idempotency-Key' });
+      expect(worker.deadLettered.map((e) => [e.key, e.error.code, e.error.retryable])).toEqual([
+        [undefined, 'EO_INVALID_KEY', false],
+      ]);
+      expect(worker.deadLettered[0]?.error.details).toMatchObject({
+        messageId: orphanId,
+        keyAttribute: 'Idempotency-Key',
+      });
       expect(await suite.effects()).toEqual([{ key: 'keyed', message: { id: 'keyed' } }]);
       const [letter] = await suite.queues.drain(dlq);
       expect(letter?.MessageAttributes?.['Other-Attribute']?.StringValue).toBe('x');
-      expect(letterError(letter?.MessageAttributes)).toMatchObject({ code: 'EO_INVALID_KEY', messageId: orphanId });
+      expect(letterError(letter?.MessageAttributes)).toMatchObject({
+        code: 'EO_INVALID_KEY',
+        messageId: orphanId,
+      });
     },
     TIMEOUT,
   );
@@ -101,11 +143,21 @@ describe('bad keys on SQS', () => {
       const { url: dlq } = await suite.queues.create('indexkey-dlq');
       // Random, so Postgres cannot compress it under the btree limit (2704 bytes per entry).
       const key = randomBytes(3000).toString('hex').slice(0, 5000);
-      await suite.queues.send(url, JSON.stringify({ id: 'huge-key' }), { MessageAttributes: keyAttribute(key) });
-      await suite.queues.send(url, JSON.stringify({ id: 'ok' }), { MessageAttributes: keyAttribute('ok') });
-      const worker = await suite.sqsWorker({ queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq }, { maxKeyLength: 8192, maxAttempts: 2 });
+      await suite.queues.send(url, JSON.stringify({ id: 'huge-key' }), {
+        MessageAttributes: keyAttribute(key),
+      });
+      await suite.queues.send(url, JSON.stringify({ id: 'ok' }), {
+        MessageAttributes: keyAttribute('ok'),
+      });
+      const worker = await suite.sqsWorker(
+        { queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq },
+        { maxKeyLength: 8192, maxAttempts: 2 },
+      );
       await waitFor(() => worker.consumer.stats().processed === 1, { what: 'the good message' });
-      await waitFor(async () => (await suite.queues.depth(dlq)).total === 1, { what: 'the huge key in the DLQ', timeoutMs: 8_000 });
+      await waitFor(async () => (await suite.queues.depth(dlq)).total === 1, {
+        what: 'the huge key in the DLQ',
+        timeoutMs: 8_000,
+      });
       expect(worker.deadLettered[0]?.error.code).toBe('EO_INVALID_KEY');
       expect(await suite.effects()).toEqual([{ key: 'ok', message: { id: 'ok' } }]);
     },

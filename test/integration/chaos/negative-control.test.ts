@@ -13,13 +13,34 @@ describe('chaos negative controls (SQS)', () => {
   it.each([
     ['doubles', 'doubles'],
     ['losses', 'lost'],
-  ])('--control %s makes the run fail with %s > 0', async (control, field) => {
-    const run = await runChaos(
-      ['--broker', 'sqs', '--messages', '200', '--workers', '2', '--kills', '4', '--pg-restarts', '0', '--seed', '7', '--timeout', '60', '--control', control],
-      75_000,
-    );
-    const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
-    expect({ code: run.code, context }).toEqual({ code: 1, context });
-    expect(Number(run.fields[field] ?? 'NaN')).toBeGreaterThan(0);
-  }, 90_000);
+  ])(
+    '--control %s makes the run fail with %s > 0',
+    async (control, field) => {
+      const run = await runChaos(
+        [
+          '--broker',
+          'sqs',
+          '--messages',
+          '200',
+          '--workers',
+          '2',
+          '--kills',
+          '4',
+          '--pg-restarts',
+          '0',
+          '--seed',
+          '7',
+          '--timeout',
+          '60',
+          '--control',
+          control,
+        ],
+        75_000,
+      );
+      const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
+      expect({ code: run.code, context }).toEqual({ code: 1, context });
+      expect(Number(run.fields[field] ?? 'NaN')).toBeGreaterThan(0);
+    },
+    90_000,
+  );
 });

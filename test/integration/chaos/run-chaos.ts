@@ -28,7 +28,14 @@ export interface ChaosRun {
  */
 export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
   const env = { ...process.env };
-  for (const name of ['DATABASE_URL', 'SQS_ENDPOINT', 'KAFKA_BROKERS', 'EO_SERVICES_STATE', 'EO_SERVICES_SET_ENV', 'EO_SERVICES']) {
+  for (const name of [
+    'DATABASE_URL',
+    'SQS_ENDPOINT',
+    'KAFKA_BROKERS',
+    'EO_SERVICES_STATE',
+    'EO_SERVICES_SET_ENV',
+    'EO_SERVICES',
+  ]) {
     delete env[name];
   }
   const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/main.ts', ...args], {
@@ -72,6 +79,12 @@ export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
 export function transcript(run: ChaosRun): string {
   return run.stderr
     .split('\n')
-    .filter((l) => l.startsWith('[chaos]') || l.startsWith('[test]') || l.startsWith('[services]') || l.startsWith('chaos:'))
+    .filter(
+      (l) =>
+        l.startsWith('[chaos]') ||
+        l.startsWith('[test]') ||
+        l.startsWith('[services]') ||
+        l.startsWith('chaos:'),
+    )
     .join('\n');
 }

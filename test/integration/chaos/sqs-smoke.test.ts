@@ -11,7 +11,22 @@ import { runChaos, transcript } from './run-chaos.js';
 describe('chaos smoke: SQS', () => {
   it('applies every key exactly once through kills and a Postgres restart, and dead-letters the poison', async () => {
     const run = await runChaos(
-      ['--broker', 'sqs', '--messages', '2000', '--workers', '3', '--kills', '4', '--poison', '4', '--seed', '20240601', '--timeout', '140'],
+      [
+        '--broker',
+        'sqs',
+        '--messages',
+        '2000',
+        '--workers',
+        '3',
+        '--kills',
+        '4',
+        '--poison',
+        '4',
+        '--seed',
+        '20240601',
+        '--timeout',
+        '140',
+      ],
       150_000,
     );
     const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
