@@ -166,7 +166,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     success =
       quiescent && verdict.problems.length === 0 && verdict.doubles === 0 && verdict.lost === 0;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
-    if (success) fs.rmSync(logDir, { recursive: true, force: true });
+    // A negative control is expected to fail: its logs are not worth keeping.
+    if (success || args.control) fs.rmSync(logDir, { recursive: true, force: true });
     else say(`worker logs kept in ${logDir}`);
     return result;
   } finally {
