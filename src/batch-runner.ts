@@ -3,7 +3,6 @@ import type { ConsumerConfig } from './config.js';
 import { isUnavailable, type DatabaseHealth } from './db-health.js';
 import {
   ClaimBusyError,
-  CommitUnknownError,
   DatabaseError,
   type EffectivelyOnceError,
   HandlerTimeoutError,
@@ -13,7 +12,14 @@ import { guardedCall } from './guarded-call.js';
 import { payloadHash } from './hash.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
-import { classifyHandlerError, pgCode, rollback, runAdapterHook, toError } from './runner.js';
+import {
+  classifyHandlerError,
+  endTransaction,
+  pgCode,
+  rollback,
+  runAdapterHook,
+  toError,
+} from './runner.js';
 import type { Settler } from './settle.js';
 import { BatchClaimStatements } from './store/batch-claim.js';
 import { LOCK_NOT_AVAILABLE } from './store/claim.js';
@@ -213,24 +219,9 @@ export class BatchRunner<T> {
       const fresh = items.filter((_, i) => verdicts[i]!.kind === 'processed');
       const started = performance.now();
       const failure = await this.runHandlers(client, fresh);
-      if (failure !== undefined) {
-        broken =
-          failure.kind === 'failed' && failure.error instanceof HandlerTimeoutError
-            ? failure.error
-            : await rollback(client);
-        return failure;
-      }
-      try {
-        await client.query('COMMIT');
-      } catch (cause) {
-        broken = cause;
-        if (isUnavailable(cause)) this.health.markDown(cause);
-        return {
-          kind: 'failed',
-          error: new CommitUnknownError(items[0]!.key, cause),
-          infrastructure: true,
-        };
-      }
+      const end = await endTransaction(client, failure, items[0]!.key, this.health);
+      broken = end.broken;
+      if (end.failure !== undefined) return end.failure;
       return { kind: 'committed', verdicts, durationMs: performance.now() - started };
     } catch (cause) {
       broken = cause;

@@ -1,5 +1,6 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { OrderingChains } from './ordering.js';
+import { PendingGate } from './pending-gate.js';
 import type { Delivery, DeliveryOutcome } from './types.js';
 
 /**
@@ -25,30 +26,24 @@ interface Pending<T> {
  * runs at most `concurrency` batches at once, and never lets two batches touching the
  * same ordering key overlap.
  */
-export class Batcher<T> {
+export class Batcher<T> extends PendingGate {
   private readonly limit: LimitFunction;
   private readonly chains = new OrderingChains();
   private buffer: Array<Pending<T>> = [];
   private timer: NodeJS.Timeout | undefined;
-  private pendingCount = 0;
-  private readonly capacityWaiters: Array<() => void> = [];
-  private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
-    private readonly concurrency: number,
+    concurrency: number,
     private readonly maxSize: number,
     private readonly maxWaitMs: number,
     private readonly work: BatchWork<T>,
   ) {
+    // Room for every running batch to be full, plus one batch being gathered.
+    super((concurrency + 1) * maxSize);
     this.limit = pLimit(concurrency);
   }
 
-  get pending(): number {
-    return this.pendingCount;
-  }
-
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
-    this.pendingCount++;
     const key = delivery.orderingKey;
     const before = key === undefined ? undefined : this.chains.tail(key);
     const seq = this.chains.next();
@@ -58,33 +53,7 @@ export class Batcher<T> {
     if (key !== undefined) this.chains.extend(key, promise);
     if (this.buffer.length >= this.maxSize) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
-    return promise.then((outcome) => {
-      this.pendingCount--;
-      this.wake();
-      return outcome;
-    });
-  }
-
-  /** Room for every running batch to be full, plus one batch being gathered. */
-  freeCapacity(): number {
-    return Math.max(0, (this.concurrency + 1) * this.maxSize - this.pendingCount);
-  }
-
-  async waitForCapacity(signal: AbortSignal): Promise<void> {
-    if (this.freeCapacity() > 0 || signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      signal.addEventListener('abort', done, { once: true });
-      this.capacityWaiters.push(done);
-    });
-  }
-
-  async idle(): Promise<void> {
-    if (this.pendingCount === 0) return;
-    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    return this.track(promise);
   }
 
   private flush(): void {
@@ -115,10 +84,5 @@ export class Batcher<T> {
       }).catch(() => batch.map((): DeliveryOutcome => 'unsettled')),
     );
     void outcomes.then((o) => batch.forEach((p, i) => p.resolve(o[i] ?? 'unsettled')));
-  }
-
-  private wake(): void {
-    if (this.freeCapacity() > 0) for (const w of this.capacityWaiters.splice(0)) w();
-    if (this.pendingCount === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 }

@@ -1,5 +1,6 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { holdsOrder, OrderingChains } from './ordering.js';
+import { PendingGate } from './pending-gate.js';
 import type { Delivery, DeliveryOutcome } from './types.js';
 
 /**
@@ -9,12 +10,9 @@ import type { Delivery, DeliveryOutcome } from './types.js';
  * predecessor went back to the broker (retry), the follower is skipped (released) so
  * it cannot overtake it.
  */
-export class Dispatcher<T> {
+export class Dispatcher<T> extends PendingGate {
   private readonly limit: LimitFunction;
   private readonly chains = new OrderingChains();
-  private readonly capacityWaiters: Array<() => void> = [];
-  private readonly idleWaiters: Array<() => void> = [];
-  private pendingCount = 0;
 
   /**
    * `concurrency` bounds the database work; up to `capacity` deliveries may be pending
@@ -22,21 +20,16 @@ export class Dispatcher<T> {
    */
   constructor(
     concurrency: number,
-    private readonly capacity: number,
+    capacity: number,
     /** Runs under the concurrency limit; the function it returns (the broker part) runs outside it. */
     private readonly work: (delivery: Delivery<T>) => Promise<() => Promise<DeliveryOutcome>>,
     private readonly skip: (delivery: Delivery<T>) => Promise<DeliveryOutcome>,
   ) {
+    super(capacity);
     this.limit = pLimit(concurrency);
   }
 
-  /** Deliveries accepted and not yet settled. */
-  get pending(): number {
-    return this.pendingCount;
-  }
-
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
-    this.pendingCount++;
     const run = () =>
       this.limit(() => this.work(delivery))
         .then((settle) => settle())
@@ -56,38 +49,6 @@ export class Dispatcher<T> {
       });
       this.chains.extend(key, promise);
     }
-    return promise.then((outcome) => {
-      this.pendingCount--;
-      this.wake();
-      return outcome;
-    });
-  }
-
-  freeCapacity(): number {
-    return Math.max(0, this.capacity - this.pendingCount);
-  }
-
-  /** Resolves when a slot is free or `signal` aborts. */
-  async waitForCapacity(signal: AbortSignal): Promise<void> {
-    if (this.freeCapacity() > 0 || signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      signal.addEventListener('abort', done, { once: true });
-      this.capacityWaiters.push(done);
-    });
-  }
-
-  /** Resolves when nothing is pending. */
-  async idle(): Promise<void> {
-    if (this.pendingCount === 0) return;
-    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  private wake(): void {
-    if (this.freeCapacity() > 0) for (const w of this.capacityWaiters.splice(0)) w();
-    if (this.pendingCount === 0) for (const w of this.idleWaiters.splice(0)) w();
+    return this.track(promise);
   }
 }

@@ -115,23 +115,10 @@ export class Runner<T> {
         return { kind: 'duplicate' };
       }
       const started = performance.now();
-      const outcome = await this.runHandler(client, delivery, key);
-      if (outcome !== undefined) {
-        // A timed-out handler may still be using the client: destroy it rather than queue ROLLBACK behind it.
-        broken =
-          outcome.kind === 'failed' && outcome.error instanceof HandlerTimeoutError
-            ? outcome.error
-            : await rollback(client);
-        return outcome;
-      }
-      try {
-        await client.query('COMMIT');
-      } catch (cause) {
-        broken = cause;
-        if (isUnavailable(cause)) this.health.markDown(cause);
-        return { kind: 'failed', error: new CommitUnknownError(key, cause), infrastructure: true };
-      }
-      return { kind: 'processed', durationMs: performance.now() - started };
+      const failure = await this.runHandler(client, delivery, key);
+      const end = await endTransaction(client, failure, key, this.health);
+      broken = end.broken;
+      return end.failure ?? { kind: 'processed', durationMs: performance.now() - started };
     } catch (cause) {
       // Only the duplicate's SELECT/ROLLBACK can land here.
       broken = cause;
@@ -213,6 +200,44 @@ export async function rollback(client: PoolClient): Promise<unknown> {
     return undefined;
   } catch (error) {
     return error ?? new Error('ROLLBACK failed');
+  }
+}
+
+/** A failed attempt, as both runners report it. */
+export interface FailedAttempt {
+  kind: 'failed';
+  error: EffectivelyOnceError;
+  infrastructure: boolean;
+}
+
+/**
+ * Ends a claim transaction after the handler ran: on `failure` ROLLBACK (or, after a
+ * timeout, destroy the connection, since the handler may still be using it and a
+ * ROLLBACK would queue behind it); otherwise COMMIT, whose failure leaves the outcome
+ * unknown. `broken` is set when the connection must be destroyed.
+ */
+export async function endTransaction<F extends { kind: string }>(
+  client: PoolClient,
+  failure: F | undefined,
+  key: string,
+  health: DatabaseHealth,
+): Promise<{ failure: F | FailedAttempt | undefined; broken: unknown }> {
+  if (failure !== undefined) {
+    const timedOut = (failure as Partial<FailedAttempt>).error instanceof HandlerTimeoutError;
+    return {
+      failure,
+      broken: timedOut ? (failure as Partial<FailedAttempt>).error : await rollback(client),
+    };
+  }
+  try {
+    await client.query('COMMIT');
+    return { failure: undefined, broken: undefined };
+  } catch (cause) {
+    if (isUnavailable(cause)) health.markDown(cause);
+    return {
+      failure: { kind: 'failed', error: new CommitUnknownError(key, cause), infrastructure: true },
+      broken: cause,
+    };
   }
 }
 
