@@ -13,6 +13,7 @@ import { payloadHash } from './hash.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
 import {
+  claimFailure,
   classifyHandlerError,
   endTransaction,
   pgCode,
@@ -185,11 +186,8 @@ export class BatchRunner<T> {
         }
         broken ??= cause;
         if (isUnavailable(cause)) this.health.markDown(cause);
-        return {
-          kind: 'failed',
-          error: new DatabaseError('batch claim', cause),
-          infrastructure: true,
-        };
+        // A key Postgres cannot store fails its batch; bisection isolates it.
+        return claimFailure(cause, items[0]!.key);
       }
       const seenBefore = [...leaders.keys()].filter(
         (k) => !claimed.has(k) && leaders.get(k)!.hash !== null,

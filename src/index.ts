@@ -12,7 +12,7 @@ export {
   DEFAULT_TABLE,
 } from './store/identifiers.js';
 export type { TableRef } from './store/identifiers.js';
-export { validateKey, DEFAULT_MAX_KEY_LENGTH } from './keys.js';
+export { validateKey, DEFAULT_MAX_KEY_LENGTH, MAX_KEY_BYTES } from './keys.js';
 export { payloadHash } from './hash.js';
 export { resolveBackoff } from './backoff.js';
 export type { BackoffFn } from './backoff.js';

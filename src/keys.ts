@@ -3,6 +3,13 @@ import { InvalidKeyError } from './errors.js';
 /** Default longest key, in characters (the same bound as Stripe's Idempotency-Key). */
 export const DEFAULT_MAX_KEY_LENGTH = 255;
 
+/**
+ * Longest key in UTF-8 bytes, whatever `maxKeyLength` allows: a btree entry holds at
+ * most 2704 bytes, shared by the key and the consumer name (at most 200 characters,
+ * 800 bytes). A longer key would fail its claim on every attempt.
+ */
+export const MAX_KEY_BYTES = 1800;
+
 // Postgres rejects text that is not valid UTF-8, which a lone surrogate becomes.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -18,6 +25,14 @@ export function validateKey(key: string | undefined, maxLength: number): string 
     throw new InvalidKeyError(`${key.length} characters exceeds the limit of ${maxLength}`, {
       length: key.length,
       maxLength,
+      prefix: key.slice(0, 64),
+    });
+  }
+  const bytes = Buffer.byteLength(key, 'utf8');
+  if (bytes > MAX_KEY_BYTES) {
+    throw new InvalidKeyError(`${bytes} UTF-8 bytes exceeds the index limit of ${MAX_KEY_BYTES}`, {
+      bytes,
+      maxBytes: MAX_KEY_BYTES,
       prefix: key.slice(0, 64),
     });
   }

@@ -9,6 +9,8 @@ import {
   EffectivelyOnceError,
   HandlerError,
   HandlerTimeoutError,
+  InvalidKeyError,
+  describe,
   PayloadMismatchError,
   ShutdownError,
 } from './errors.js';
@@ -94,11 +96,7 @@ export class Runner<T> {
         }
         broken ??= cause;
         if (isUnavailable(cause)) this.health.markDown(cause);
-        return {
-          kind: 'failed',
-          error: new DatabaseError('claim', cause, { key }),
-          infrastructure: true,
-        };
+        return claimFailure(cause, key);
       }
       if (!claimed) {
         if (hash === null) {
@@ -201,6 +199,29 @@ export async function rollback(client: PoolClient): Promise<unknown> {
   } catch (error) {
     return error ?? new Error('ROLLBACK failed');
   }
+}
+
+/**
+ * A claim that failed for another reason than a busy key. Data exceptions (22) and
+ * program limits (54, e.g. an index row too large) come from the key itself and would
+ * fail forever: dead-letter them. Anything else is the database's trouble: retry.
+ */
+export function claimFailure(cause: unknown, key: string): FailedAttempt {
+  const code = pgCode(cause) ?? '';
+  if (code.startsWith('22') || code.startsWith('54')) {
+    return {
+      kind: 'failed',
+      error: new InvalidKeyError(`Postgres cannot store it (${code}): ${describe(cause)}`, {
+        sqlstate: code,
+      }),
+      infrastructure: false,
+    };
+  }
+  return {
+    kind: 'failed',
+    error: new DatabaseError('claim', cause, { key }),
+    infrastructure: true,
+  };
 }
 
 /** A failed attempt, as both runners report it. */

@@ -127,16 +127,11 @@ describe('bad keys on SQS', () => {
   );
 
   /*
-   * KNOWN BUG (reported in issue 6's note): `maxKeyLength` allows up to 8192 characters,
-   * but a btree entry holds at most 2704 bytes. A key Postgres cannot compress below that
-   * (here 5000 random hex characters) makes the claim's INSERT fail with SQLSTATE 54000
-   * ("index row size 5032 exceeds btree version 4 maximum 2704"), which the runner
-   * classifies as an infrastructure failure: retried about every second, forever, never
-   * dead-lettered (on Kafka it would block its partition). `it.failing` keeps CI green
-   * until the fix (a byte-length bound in validateKey, or SQLSTATE class 54/22 on the
-   * claim as a non-retryable InvalidKeyError); then make it a plain `it`.
+   * maxKeyLength counts characters, but the unique index holds at most 2704 bytes per
+   * entry: validateKey also bounds a key's UTF-8 bytes (MAX_KEY_BYTES), so such a key
+   * is dead-lettered as EO_INVALID_KEY instead of failing its claim on every attempt.
    */
-  it.failing(
+  it(
     'a long random key within maxKeyLength (8192) but beyond what the unique index holds ends in the dead-letter queue',
     async () => {
       const { url } = await suite.queues.create('indexkey', { visibilityTimeout: 10 });

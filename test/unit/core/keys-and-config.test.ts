@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   InvalidKeyError,
+  MAX_KEY_BYTES,
   quoteIdentifier,
   resolveBackoff,
   validateKey,
@@ -14,6 +15,10 @@ describe('validateKey', () => {
     for (const bad of [undefined, '', 'a'.repeat(256), 'a\u0000b', 'x\uD800y']) {
       expect(() => validateKey(bad, 255)).toThrow(InvalidKeyError);
     }
+    // Within the character limit but beyond what the unique index can hold.
+    expect(validateKey('k'.repeat(MAX_KEY_BYTES), 8192)).toHaveLength(MAX_KEY_BYTES);
+    expect(() => validateKey('k'.repeat(MAX_KEY_BYTES + 1), 8192)).toThrow('UTF-8 bytes');
+    expect(() => validateKey('ключ'.repeat(300), 8192)).toThrow(InvalidKeyError); // 1200 chars, 2400 bytes
   });
 });
 
