@@ -153,6 +153,8 @@ describe('bad keys on SQS', () => {
         what: 'the huge key in the DLQ',
         timeoutMs: 8_000,
       });
+      // The message reaches the DLQ before the runner reports it dead-lettered.
+      await waitFor(() => worker.deadLettered.length === 1, { what: 'the dead-lettered event' });
       expect(worker.deadLettered[0]?.error.code).toBe('EO_INVALID_KEY');
       expect(await suite.effects()).toEqual([{ key: 'ok', message: { id: 'ok' } }]);
     },
