@@ -58,6 +58,14 @@ export interface KafkaSourceOptions<T = unknown> {
    */
   keyConcurrency?: number;
   /**
+   * Consecutive records of one ordering key (the partition, or one Kafka key with
+   * `keyConcurrency`) handed to the runner at once. The runner keeps them in order, and in
+   * batch mode claims and applies them in one transaction, so this is what lets batch mode
+   * batch a strictly ordered partition. When one is retried, the ones handed over after
+   * it are taken back and follow it. Default 1 (one at a time), 1..1000.
+   */
+  pipeline?: number;
+  /**
    * Records of one partition received but not yet committable (queued, in flight, or
    * finished behind an unfinished one). At this bound the partition is paused until half
    * of them are done. Default 1000, 1..1 000 000.
@@ -102,6 +110,7 @@ export interface KafkaSourceConfig<T> {
   parse: KafkaParse<T>;
   partitionConcurrency: number;
   keyConcurrency: number;
+  pipeline: number;
   maxPendingPerPartition: number;
   commitIntervalMs: number;
   redeliveryDelayMs: number;
@@ -217,6 +226,7 @@ export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSou
         ? Infinity
         : int('partitionConcurrency', options.partitionConcurrency, 1, 1, 10_000),
     keyConcurrency: int('keyConcurrency', options.keyConcurrency, 1, 1, 1000),
+    pipeline: int('pipeline', options.pipeline, 1, 1, 1000),
     maxPendingPerPartition: int(
       'maxPendingPerPartition',
       options.maxPendingPerPartition,

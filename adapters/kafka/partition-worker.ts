@@ -59,8 +59,11 @@ export class PartitionWorker<T> {
   /** Records waiting to start, FIFO per ordering key (keys in order of arrival). */
   private readonly waiting = new Map<string, Array<QueuedRecord<T>>>();
   private queued = 0;
-  /** Ordering keys with a record in flight (or backing off); its size is the records in flight. */
-  private readonly busyKeys = new Set<string>();
+  /** Records in flight (or backing off) per ordering key. */
+  private readonly inFlight = new Map<string, number>();
+  private inFlightRecords = 0;
+  /** Ordering keys whose record at this offset is being retried: nothing after it may start. */
+  private readonly held = new Map<string, bigint>();
   private readonly running = new Set<Promise<void>>();
   private pumpScheduled = false;
   private backlogFull = false;
@@ -97,7 +100,7 @@ export class PartitionWorker<T> {
 
   /** Records queued or in flight. */
   get busy(): number {
-    return this.queued + this.busyKeys.size;
+    return this.queued + this.inFlightRecords;
   }
 
   /**
@@ -169,15 +172,41 @@ export class PartitionWorker<T> {
    */
   private pump(): void {
     if (this.state !== 'active') return;
-    const limit = this.deps.config.keyConcurrency;
+    const { keyConcurrency: limit, pipeline } = this.deps.config;
     for (const [orderingKey, list] of this.waiting) {
-      if (this.busyKeys.size >= limit) return;
-      if (this.busyKeys.has(orderingKey)) continue;
-      const item = list.shift() as QueuedRecord<T>;
+      let running = this.inFlight.get(orderingKey) ?? 0;
+      if (running === 0 && this.inFlight.size >= limit) {
+        if (pipeline === 1) return;
+        continue;
+      }
+      if (this.held.has(orderingKey)) continue;
+      while (running < pipeline && list.length > 0) {
+        this.queued--;
+        this.start(list.shift() as QueuedRecord<T>);
+        running++;
+      }
       if (list.length === 0) this.waiting.delete(orderingKey);
-      this.queued--;
-      this.start(item);
     }
+  }
+
+  /** Puts a record taken back from the runner in front of the later ones of its key. */
+  private requeue(item: QueuedRecord<T>): void {
+    const list = this.waiting.get(item.orderingKey) ?? [];
+    const at = list.findIndex((other) => other.offset > item.offset);
+    list.splice(at === -1 ? list.length : at, 0, item);
+    this.waiting.set(item.orderingKey, list);
+    this.queued++;
+  }
+
+  /** A record goes back for a retry: the records of its key handed over after it must wait. */
+  private hold(item: QueuedRecord<T>): void {
+    const current = this.held.get(item.orderingKey);
+    if (current === undefined || item.offset < current)
+      this.held.set(item.orderingKey, item.offset);
+  }
+
+  private unhold(item: QueuedRecord<T>): void {
+    if (this.held.get(item.orderingKey) === item.offset) this.held.delete(item.orderingKey);
   }
 
   private dropWaiting(): void {
@@ -186,9 +215,14 @@ export class PartitionWorker<T> {
   }
 
   private start(item: QueuedRecord<T>): void {
-    this.busyKeys.add(item.orderingKey);
+    const key = item.orderingKey;
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+    this.inFlightRecords++;
     const run = this.process(item).finally(() => {
-      this.busyKeys.delete(item.orderingKey);
+      const left = (this.inFlight.get(key) ?? 1) - 1;
+      if (left === 0) this.inFlight.delete(key);
+      else this.inFlight.set(key, left);
+      this.inFlightRecords--;
       this.running.delete(run);
       this.pump();
     });
@@ -202,13 +236,20 @@ export class PartitionWorker<T> {
         const settlement = await this.deliverOnce(item);
         if (settlement === undefined) return;
         if (settlement.kind === 'finished') {
+          this.unhold(item);
           this.finish(item);
           return;
         }
         if (this.state !== 'active') return;
         if (settlement.kind === 'retry') {
+          this.hold(item);
           item.attempt++;
           await this.backOff(settlement.delayMs);
+        } else if (this.deps.config.pipeline > 1) {
+          // Taken back so as not to overtake an earlier record being retried: it waits in
+          // the queue, in offset order, until that one is done.
+          this.requeue(item);
+          return;
         } else {
           // Released while still active (not a shutdown): deliver it again, without spending an attempt.
           await this.backOff(this.deps.config.redeliveryDelayMs);
@@ -255,7 +296,10 @@ export class PartitionWorker<T> {
       signal: this.lost.signal,
       rejection: item.decoded.rejection,
       ack: async () => settle({ kind: 'finished' }),
-      retry: async (delayMs) => settle({ kind: 'retry', delayMs }),
+      retry: async (delayMs) => {
+        this.hold(item);
+        settle({ kind: 'retry', delayMs });
+      },
       release: async () => settle({ kind: 'released' }),
       deadLetter: async (reason) => {
         // A revoked record is the next owner's to judge (a revocation aborts handlers, which
@@ -264,6 +308,7 @@ export class PartitionWorker<T> {
         try {
           await deadLetters.publish(record, reason, item.attempt);
         } catch (error) {
+          this.hold(item);
           settle({ kind: 'retry', delayMs: config.redeliveryDelayMs });
           throw error;
         }

@@ -86,7 +86,11 @@ function brokerCeiling(ctx: RunContext) {
   };
 }
 
-const source = (ctx: RunContext, { kafka, topic, groupId, keyConcurrency }: KafkaTarget) =>
+const source = (
+  ctx: RunContext,
+  { kafka, topic, groupId, keyConcurrency }: KafkaTarget,
+  pipeline = 1,
+) =>
   kafkaSource<BenchMessage>({
     // The adapter creates (and owns) the consumer; the bench only listens to its group join.
     kafka: {
@@ -101,6 +105,7 @@ const source = (ctx: RunContext, { kafka, topic, groupId, keyConcurrency }: Kafk
     topics: [topic],
     fromBeginning: true,
     keyConcurrency,
+    pipeline,
     parse: (record) => decodeMessage(record.value),
   });
 
@@ -116,7 +121,8 @@ export const kafkaScenarios: Record<KafkaScenario, Runner> = {
       ),
     ),
   b: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target), 'per-message'),
-  c: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target), 'batch'),
+  // Batch mode hands the runner up to a batch of a partition's records at once.
+  c: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target, ctx.batchSize), 'batch'),
   d: (ctx, target) => runKafkajs(ctx, target, brokerCeiling(ctx)),
   f: async (ctx, target) => {
     const progress = new InboxProgress(ctx);
