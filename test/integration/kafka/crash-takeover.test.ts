@@ -3,36 +3,26 @@
  * was committed; a new member of the group takes over from the last committed offset.
  * Every redelivered record that had taken effect is a duplicate; nothing is lost.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Consumer as KafkaJsConsumer, Kafka } from 'kafkajs';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
   FAST_GROUP,
   committedOffsets,
-  createEffects,
   createTopics,
   doubleEffects,
   effectCount,
   effects,
+  kafkaTestEnv,
   produce,
   startConsumer,
-  testKafka,
   unique,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
-
-beforeAll(async () => {
-  db = await createTestDatabase('kafka_crash');
-  await createEffects(db);
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
-});
+kafkaTestEnv('kafka_crash', (env) => ({ db, kafka } = env));
 
 describe('Kafka: crash after the effect committed, before the offset did', () => {
   it('lets a new member take over with no double effect and nothing lost', async () => {

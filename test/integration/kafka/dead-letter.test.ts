@@ -3,36 +3,26 @@
  * provenance headers, and the partition moves on past it. An undecodable record goes
  * to the dead-letter topic at once, without reaching the handler.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import { DEAD_LETTER_HEADERS } from '../../../adapters/kafka/index.js';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,
-  createEffects,
   createTopics,
   effects,
   header,
+  kafkaTestEnv,
   produce,
   readTopic,
   startConsumer,
-  testKafka,
   unique,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
-
-beforeAll(async () => {
-  db = await createTestDatabase('kafka_dlq');
-  await createEffects(db);
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
-});
+kafkaTestEnv('kafka_dlq', (env) => ({ db, kafka } = env));
 
 describe('Kafka: retries and the dead-letter topic', () => {
   it('retries a failing record in place, dead-letters it with its headers, and moves on', async () => {

@@ -2,35 +2,25 @@
  * Issue 4, test 1: the same logical operation produced several times with one
  * `idempotency-key` header (retrying producers) has its effect applied once.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,
-  createEffects,
   createTopics,
   doubleEffects,
   effectCount,
   effects,
+  kafkaTestEnv,
   produce,
   startConsumer,
-  testKafka,
   unique,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
-
-beforeAll(async () => {
-  db = await createTestDatabase('kafka_idem');
-  await createEffects(db);
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
-});
+kafkaTestEnv('kafka_idem', (env) => ({ db, kafka } = env));
 
 describe('Kafka: idempotency-key header', () => {
   it('applies the effect once per key, however often and wherever the operation was produced', async () => {

@@ -12,7 +12,8 @@ import {
   type ConsumerOptions,
   type HandlerContext,
 } from '../../../src/index.js';
-import type { TestDatabase } from '../../helpers/db.js';
+import { afterAll, beforeAll } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { kafkaBrokers } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
@@ -261,5 +262,29 @@ export async function assigned(running: RunningConsumer, count = 1): Promise<voi
   await waitFor(() => running.source.partitions().length >= count, {
     timeoutMs: 30_000,
     what: 'a partition assignment',
+  });
+}
+
+/** What each Kafka test file works with: its own schema (with the effects table) and a client. */
+export interface KafkaTestEnv {
+  db: TestDatabase;
+  kafka: Kafka;
+}
+
+/**
+ * Registers the file's beforeAll / afterAll: a fresh schema holding the effects table and
+ * a Kafka client, handed to `use` (which keeps them in the file's variables); the schema
+ * is dropped after the file.
+ */
+export function kafkaTestEnv(prefix: string, use: (env: KafkaTestEnv) => void): void {
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    const fresh = await createTestDatabase(prefix);
+    db = fresh;
+    await createEffects(fresh);
+    use({ db: fresh, kafka: testKafka() });
+  }, 30_000);
+  afterAll(async () => {
+    await db?.close();
   });
 }

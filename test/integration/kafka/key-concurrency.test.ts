@@ -2,34 +2,24 @@
  * Issue 4, test 6: with `keyConcurrency`, records of different Kafka keys in one
  * partition are handled at the same time, while the records of each key stay in order.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,
-  createEffects,
   createTopics,
   doubleEffects,
   effects,
+  kafkaTestEnv,
   produce,
   startConsumer,
-  testKafka,
   unique,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
-
-beforeAll(async () => {
-  db = await createTestDatabase('kafka_keys');
-  await createEffects(db);
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
-});
+kafkaTestEnv('kafka_keys', (env) => ({ db, kafka } = env));
 
 describe('Kafka: keyConcurrency', () => {
   it('overlaps different keys of one partition and keeps each key in order', async () => {

@@ -3,36 +3,26 @@
  * so batch mode can batch a strictly ordered partition. A retried record takes the
  * records handed over after it back, and they follow it: order and exactly-once hold.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import type { ConsumerOptions } from '../../../src/index.js';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,
-  createEffects,
   createTopics,
   doubleEffects,
   effects,
+  kafkaTestEnv,
   produce,
   startConsumer,
-  testKafka,
   unique,
   type Body,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
-
-beforeAll(async () => {
-  db = await createTestDatabase('kafka_pipeline');
-  await createEffects(db);
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
-});
+kafkaTestEnv('kafka_pipeline', (env) => ({ db, kafka } = env));
 
 const modes: Array<[string, Partial<ConsumerOptions<Body>>]> = [
   ['batch mode', { batch: { maxSize: 10, maxWaitMs: 5 } }],

@@ -3,38 +3,31 @@
  * effect. After the group's Kafka offsets are reset to earliest, a member starts from
  * the stored offsets: no record is applied twice, and none is even looked up again.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import { migrateKafkaOffsets } from '../../../adapters/kafka/index.js';
 import { quoteIdentifier } from '../../../src/index.js';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,
-  createEffects,
   createTopics,
   doubleEffects,
   effectCount,
   effects,
+  kafkaTestEnv,
   produce,
   startConsumer,
-  testKafka,
   unique,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
+kafkaTestEnv('kafka_pg_offsets', (env) => ({ db, kafka } = env));
 
 beforeAll(async () => {
-  db = await createTestDatabase('kafka_pg_offsets');
-  await createEffects(db);
   await migrateKafkaOffsets(db.pool, { schema: db.schema });
   await migrateKafkaOffsets(db.pool, { schema: db.schema }); // idempotent
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
 });
 
 describe("Kafka: offsets: 'postgres'", () => {

@@ -3,35 +3,25 @@
  * (rebalance again). Every record's effect is applied exactly once and each
  * partition's effects follow its offsets, across both hand-overs.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import {
   assigned,
   committedOffsets,
-  createEffects,
   createTopics,
   doubleEffects,
   effects,
   startConsumer,
-  testKafka,
   unique,
   type RunningConsumer,
+  kafkaTestEnv,
 } from './kafka-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
-
-beforeAll(async () => {
-  db = await createTestDatabase('kafka_rebalance');
-  await createEffects(db);
-  kafka = testKafka();
-}, 30_000);
-
-afterAll(async () => {
-  await db.close();
-});
+kafkaTestEnv('kafka_rebalance', (env) => ({ db, kafka } = env));
 
 const PARTITIONS = 4;
 
