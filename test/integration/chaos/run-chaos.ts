@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -87,4 +88,43 @@ export function transcript(run: ChaosRun): string {
         l.startsWith('chaos:'),
     )
     .join('\n');
+}
+
+/**
+ * The CI smoke of one broker: 2,000 messages, 3 workers, 4 kills, 4 poison, one seed.
+ * Asserts a clean exit and no double or loss; `expected` adds broker-specific fields.
+ */
+export async function smoke(
+  broker: 'sqs' | 'kafka',
+  expected: Record<string, string> = {},
+): Promise<void> {
+  const run = await runChaos(
+    [
+      '--broker',
+      broker,
+      '--messages',
+      '2000',
+      '--workers',
+      '3',
+      '--kills',
+      '4',
+      '--poison',
+      '4',
+    ].concat(['--seed', '20240601', '--timeout', '140']),
+    150_000,
+  );
+  const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
+  expect({ code: run.code, context }).toEqual({ code: 0, context });
+  expect(run.fields).toMatchObject({
+    broker,
+    messages: '2000',
+    kills: '4',
+    pg_restarts: '1',
+    applied: '2000',
+    doubles: '0',
+    lost: '0',
+    dead_lettered: '4',
+    ...expected,
+  });
+  expect(Number(run.fields['duplicates_sent'])).toBeGreaterThanOrEqual(400);
 }
