@@ -76,8 +76,7 @@ export class BatchRunner<T> {
     const opened = new Set<string>();
     for (const [index, delivery] of deliveries.entries()) {
       if (held[index] === true) {
-        this.settler.stats.received++;
-        outcomes[index] = await this.settler.release(delivery, delivery.key);
+        outcomes[index] = await this.settler.holdBack(delivery);
         continue;
       }
       const admission = await this.settler.admit(delivery);

@@ -89,10 +89,7 @@ class ConsumerImpl<T> implements Consumer {
         cfg.concurrency,
         cfg.concurrency * 2,
         (d) => runner.process(d),
-        async (d) => {
-          this.counters.received++;
-          return settler.release(d, d.key);
-        },
+        (d) => settler.holdBack(d),
       );
     }
     this.retention =

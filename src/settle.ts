@@ -50,6 +50,12 @@ export class Settler<T> {
     }
   }
 
+  /** Releases a delivery held back to keep its ordering key's order (it never ran). */
+  async holdBack(delivery: Delivery<T>): Promise<DeliveryOutcome> {
+    this.stats.received++;
+    return this.release(delivery, delivery.key);
+  }
+
   async processed(
     delivery: Delivery<T>,
     key: string,
