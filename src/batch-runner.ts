@@ -238,7 +238,8 @@ export class BatchRunner<T> {
     const { batchHandler, handler, handlerTimeoutMs } = this.cfg;
     const first = fresh[0]!;
     const result = await guardedCall(
-      async (signal) => {
+      async (link) => {
+        const signal = link.signal;
         if (batchHandler) {
           const batch: Array<BatchItem<T>> = fresh.map((i) => ({
             message: i.delivery.body,

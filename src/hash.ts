@@ -1,9 +1,12 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
+
+type OneShotHash = (algorithm: string, data: string | Uint8Array, encoding: 'buffer') => Buffer;
+// crypto.hash (Node >= 20.12) hashes in one call without a Hash object per message.
+const oneShot = (crypto as { hash?: OneShotHash }).hash;
 
 /** sha256 of a payload, as stored in `processed_messages.payload_hash`. */
 export function payloadHash(payload: string | Uint8Array | undefined, fallback: unknown): Buffer {
-  const hash = createHash('sha256');
-  if (payload === undefined) hash.update(JSON.stringify(fallback) ?? '');
-  else hash.update(payload);
-  return hash.digest();
+  const data = payload ?? JSON.stringify(fallback) ?? '';
+  if (oneShot !== undefined) return oneShot('sha256', data, 'buffer');
+  return crypto.createHash('sha256').update(data).digest();
 }

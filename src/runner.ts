@@ -141,10 +141,12 @@ export class Runner<T> {
     const handler = this.cfg.handler!;
     const timeoutMs = this.cfg.handlerTimeoutMs;
     const result = await guardedCall(
-      async (signal) => {
+      async (link) => {
         await handler(delivery.body, {
           tx: client,
-          signal,
+          get signal() {
+            return link.signal;
+          },
           attempt: delivery.attempt,
           key,
           delivery,

@@ -1,4 +1,5 @@
-import type { PoolClient } from 'pg';
+import type { PoolClient, QueryResult } from 'pg';
+import { arrayLiteral, sqlLiteral } from './literals.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 
 /** One key of a batch claim. */
@@ -19,6 +20,10 @@ export class BatchClaimStatements {
    * Opens the transaction and claims every key with one `INSERT ... SELECT FROM unnest`.
    * Keys are inserted in sorted order so two batches sharing keys take their row locks
    * in the same order and cannot deadlock. Returns the keys this batch now owns.
+   *
+   * Like the per-message claim, BEGIN, the lock timeout, the INSERT and the reset go in
+   * one simple-protocol round trip (three round trips saved per batch are worth more
+   * than bind parameters): the arrays travel as escaped array literals.
    */
   async begin(
     client: PoolClient,
@@ -26,16 +31,22 @@ export class BatchClaimStatements {
     items: readonly BatchClaimItem[],
     lockTimeoutMs: number,
   ): Promise<Set<string>> {
-    await client.query(`BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
     const sorted = [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const result = await client.query<{ message_key: string }>(
-      `INSERT INTO ${this.table} (consumer, message_key, payload_hash)
-       SELECT $1, k, h FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS u(k, h, n) ORDER BY n
-       ON CONFLICT DO NOTHING RETURNING message_key`,
-      [consumer, sorted.map((i) => i.key), sorted.map((i) => i.hash)],
+    const keys = arrayLiteral(sorted.map((i) => i.key));
+    const hashes = arrayLiteral(
+      sorted.map((i) => (i.hash === null ? null : `\\x${i.hash.toString('hex')}`)),
     );
-    await client.query('SET LOCAL lock_timeout TO DEFAULT');
-    return new Set(result.rows.map((r) => r.message_key));
+    const sql =
+      `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};` +
+      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
+      ` SELECT ${sqlLiteral(consumer)}, k, h` +
+      ` FROM unnest(${sqlLiteral(keys)}::text[], ${sqlLiteral(hashes)}::bytea[])` +
+      ` WITH ORDINALITY AS u(k, h, n) ORDER BY n ON CONFLICT DO NOTHING RETURNING message_key;` +
+      ` SET LOCAL lock_timeout TO DEFAULT;`;
+    const results = (await client.query(sql)) as unknown as Array<
+      QueryResult<{ message_key: string }>
+    >;
+    return new Set((results[2]?.rows ?? []).map((r) => r.message_key));
   }
 
   /** Stored hashes of keys processed before (for mismatch detection). */

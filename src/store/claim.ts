@@ -1,5 +1,6 @@
 import type { PoolClient, QueryResult } from 'pg';
 import { qualifiedTable, type TableRef } from './identifiers.js';
+import { sqlLiteral } from './literals.js';
 
 /** SQLSTATE raised when `lock_timeout` expires while the claim waits for another delivery. */
 export const LOCK_NOT_AVAILABLE = '55P03';
@@ -8,7 +9,7 @@ export const LOCK_NOT_AVAILABLE = '55P03';
  * Builds the claim statements for one dedup table. The claim is sent as one
  * simple-protocol round trip (BEGIN, a transaction-local lock_timeout, the INSERT,
  * and the timeout reset) because round trips dominate the cost of a message; the
- * values are escaped with the driver's own literal escaping, the names are quoted.
+ * values are escaped with pg's literal rules (see sqlLiteral), the names are quoted.
  */
 export class ClaimStatements {
   private readonly table: string;
@@ -29,13 +30,14 @@ export class ClaimStatements {
     hash: Buffer | null,
     lockTimeoutMs: number,
   ): Promise<boolean> {
-    const values = [consumer, key].map((v) => client.escapeLiteral(v));
+    const values = [sqlLiteral(consumer), sqlLiteral(key)];
     const hashLiteral = hash === null ? 'NULL' : `'\\x${hash.toString('hex')}'::bytea`;
     const sql =
       `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};` +
       ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
-      ` VALUES (${values[0]}, ${values[1]}, ${hashLiteral}) ON CONFLICT DO NOTHING RETURNING 1;` +
+      ` VALUES (${values[0]}, ${values[1]}, ${hashLiteral}) ON CONFLICT DO NOTHING;` +
       ` SET LOCAL lock_timeout TO DEFAULT;`;
+    // The INSERT's command tag says whether a row went in: no RETURNING row to parse.
     const results = (await client.query(sql)) as unknown as QueryResult[];
     return results[2]?.rowCount === 1;
   }
