@@ -79,8 +79,8 @@ export class BatchRunner<T> {
         outcomes[index] = await this.settler.holdBack(delivery);
         continue;
       }
-      const admission = await this.settler.admit(delivery);
-      if ('outcome' in admission) outcomes[index] = admission.outcome;
+      const admission = this.settler.admit(delivery);
+      if ('outcome' in admission) outcomes[index] = await admission.outcome;
       else {
         const hash = this.cfg.payloadHash ? payloadHash(delivery.payload, delivery.body) : null;
         items.push({ index, delivery, key: admission.key, hash });

@@ -52,9 +52,9 @@ export class Runner<T> {
    * COMMIT instead of holding it through the broker's round trip.
    */
   async process(delivery: Delivery<T>): Promise<() => Promise<DeliveryOutcome>> {
-    const admission = await this.settler.admit(delivery);
+    const admission = this.settler.admit(delivery);
     if ('outcome' in admission) {
-      const outcome = admission.outcome;
+      const outcome = await admission.outcome;
       return async () => outcome;
     }
     const key = admission.key;

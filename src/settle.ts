@@ -11,8 +11,11 @@ import { validateKey } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ConsumerStats, Delivery, DeliveryOutcome } from './types.js';
 
-/** Either the validated key, or the outcome of a delivery that never reaches the database. */
-export type Admission = { key: string } | { outcome: DeliveryOutcome };
+/**
+ * Either the validated key, or the outcome (still settling) of a delivery that never
+ * reaches the database. Synchronous on the common path: no promise per delivery.
+ */
+export type Admission = { key: string } | { outcome: Promise<DeliveryOutcome> };
 
 /**
  * The broker side of a delivery's end, shared by the per-message and batch runners:
@@ -28,11 +31,11 @@ export class Settler<T> {
   ) {}
 
   /** Counts the delivery and decides whether it may be processed at all. */
-  async admit(delivery: Delivery<T>): Promise<Admission> {
+  admit(delivery: Delivery<T>): Admission {
     this.stats.received++;
-    if (this.lifecycle.stopping) return { outcome: await this.release(delivery, undefined) };
+    if (this.lifecycle.stopping) return { outcome: this.release(delivery, undefined) };
     if (delivery.rejection !== undefined) {
-      return { outcome: await this.deadLetter(delivery, delivery.key, delivery.rejection) };
+      return { outcome: this.deadLetter(delivery, delivery.key, delivery.rejection) };
     }
     try {
       return {
@@ -46,7 +49,7 @@ export class Settler<T> {
         error instanceof EffectivelyOnceError
           ? error
           : new HandlerError('?', delivery.attempt, error);
-      return { outcome: await this.deadLetter(delivery, undefined, reason) };
+      return { outcome: this.deadLetter(delivery, undefined, reason) };
     }
   }
 

@@ -1,16 +1,19 @@
 import { EffectivelyOnceError } from '../../src/errors.js';
-import type { Delivery, SourceContext } from '../../src/types.js';
+import type { SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
-import { decodeRecord, type Decoded } from './decode.js';
+import { decodeRecord } from './decode.js';
 import { defaultKafkaKey, orderingKeyOf } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
 import type { KafkaSourceConfig } from './options.js';
 import type { PostgresOffsetStore } from './postgres-offsets.js';
 import type { KafkaRecord } from './record.js';
-
-/** How one delivery of a record ended, as far as the partition is concerned. */
-type Settlement = { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'released' };
+import {
+  RecordDelivery,
+  type QueuedRecord,
+  type RecordOwner,
+  type Settlement,
+} from './record-delivery.js';
 
 /** What a partition worker needs from its source. */
 export interface PartitionWorkerDeps<T> {
@@ -29,22 +32,13 @@ export interface PartitionWorkerDeps<T> {
   readonly onProgress: () => void;
 }
 
-interface QueuedRecord<T> {
-  readonly record: KafkaRecord;
-  readonly offset: bigint;
-  readonly orderingKey: string;
-  key?: string | undefined;
-  decoded?: Decoded<T>;
-  attempt: number;
-}
-
 /**
  * Handles one assigned partition for one assignment (a rebalance replaces it): takes
  * fetched records in offset order, delivers them to the runner (one at a time, or up
  * to `keyConcurrency` of distinct Kafka keys), retries in place with the partition
  * paused, and tracks which offsets are finished so only a contiguous prefix commits.
  */
-export class PartitionWorker<T> {
+export class PartitionWorker<T> implements RecordOwner {
   readonly tracker = new OffsetTracker();
   /** With `offsets: 'postgres'`: the stored next offset; records below it are known duplicates. */
   storedOffset: bigint | undefined;
@@ -199,7 +193,7 @@ export class PartitionWorker<T> {
   }
 
   /** A record goes back for a retry: the records of its key handed over after it must wait. */
-  private hold(item: QueuedRecord<T>): void {
+  hold(item: QueuedRecord<T>): void {
     const current = this.held.get(item.orderingKey);
     if (current === undefined || item.offset < current)
       this.held.set(item.orderingKey, item.offset);
@@ -264,14 +258,16 @@ export class PartitionWorker<T> {
   }
 
   private async deliverOnce(item: QueuedRecord<T>): Promise<Settlement | undefined> {
-    if (!(await this.enterSlot())) return undefined;
+    // The slot is usually held already (another record of this partition is in flight).
+    if (this.slotHeld) this.slotUsers++;
+    else if (!(await this.enterSlot())) return undefined;
     try {
       const { ctx } = this.deps;
       if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
       if (this.state !== 'active') return undefined;
-      let settled: Settlement | undefined;
-      const outcome = await ctx.deliver(this.delivery(item, (s) => (settled ??= s)));
-      if (settled !== undefined) return settled;
+      const delivery = this.delivery(item);
+      const outcome = await ctx.deliver(delivery);
+      if (delivery.settlement !== undefined) return delivery.settlement;
       return outcome === 'released'
         ? { kind: 'released' }
         : { kind: 'retry', delayMs: this.deps.config.redeliveryDelayMs };
@@ -280,48 +276,32 @@ export class PartitionWorker<T> {
     }
   }
 
-  private delivery(item: QueuedRecord<T>, settle: (settlement: Settlement) => void): Delivery<T> {
-    const { config, offsetStore, deadLetters } = this.deps;
+  private delivery(item: QueuedRecord<T>): RecordDelivery<T> {
+    const { config, offsetStore: store } = this.deps;
     const record = item.record;
     item.decoded ??= decodeRecord(record, config.parse);
     if (!('key' in item)) item.key = this.keyOf(record);
-    const store = offsetStore;
-    return {
-      key: item.key,
-      body: item.decoded.body as T,
-      payload: record.value ?? undefined,
-      raw: record,
-      attempt: item.attempt,
-      orderingKey: item.orderingKey,
-      signal: this.lost.signal,
-      rejection: item.decoded.rejection,
-      ack: async () => settle({ kind: 'finished' }),
-      retry: async (delayMs) => {
-        this.hold(item);
-        settle({ kind: 'retry', delayMs });
-      },
-      release: async () => settle({ kind: 'released' }),
-      deadLetter: async (reason) => {
-        // A revoked record is the next owner's to judge (a revocation aborts handlers, which
-        // can look like a last failed attempt): no dead letter for it from here.
-        if (this.state === 'revoked') return settle({ kind: 'released' });
-        try {
-          await deadLetters.publish(record, reason, item.attempt);
-        } catch (error) {
-          this.hold(item);
-          settle({ kind: 'retry', delayMs: config.redeliveryDelayMs });
-          throw error;
-        }
-        settle({ kind: 'finished' });
-      },
-      inTransaction:
-        store === undefined
-          ? undefined
-          : async (tx) => {
-              const next = this.tracker.storableAfter(item.offset);
-              if (next !== undefined) await store.save(tx, record.topic, record.partition, next);
-            },
-    };
+    const delivery = new RecordDelivery<T>(this, item, item.decoded, this.lost.signal);
+    if (store !== undefined) {
+      delivery.inTransaction = async (tx) => {
+        const next = this.tracker.storableAfter(item.offset);
+        if (next !== undefined) await store.save(tx, record.topic, record.partition, next);
+      };
+    }
+    return delivery;
+  }
+
+  /** {@link RecordOwner}: publishes a record to the dead-letter topic. */
+  publishDeadLetter(
+    record: KafkaRecord,
+    reason: EffectivelyOnceError,
+    attempt: number,
+  ): Promise<void> {
+    return this.deps.deadLetters.publish(record, reason, attempt);
+  }
+
+  get redeliveryDelayMs(): number {
+    return this.deps.config.redeliveryDelayMs;
   }
 
   private keyOf(record: KafkaRecord): string | undefined {

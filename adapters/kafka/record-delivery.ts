@@ -1,0 +1,104 @@
+import type { EffectivelyOnceError } from '../../src/errors.js';
+import type { Delivery } from '../../src/types.js';
+import type { Decoded } from './decode.js';
+import type { KafkaRecord } from './record.js';
+
+/** How one delivery of a record ended, as far as the partition is concerned. */
+export type Settlement =
+  { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'released' };
+
+export const FINISHED: Settlement = { kind: 'finished' };
+export const RELEASED: Settlement = { kind: 'released' };
+
+/** A fetched record waiting in (or taken from) its partition worker's queue. */
+export interface QueuedRecord<T> {
+  readonly record: KafkaRecord;
+  readonly offset: bigint;
+  readonly orderingKey: string;
+  key?: string | undefined;
+  decoded?: Decoded<T>;
+  attempt: number;
+}
+
+/** What a record's delivery needs from its partition worker. */
+export interface RecordOwner {
+  /** Whether the partition was taken away. */
+  readonly revoked: boolean;
+  /** Nothing after this record of its ordering key may start until it is done. */
+  hold(item: QueuedRecord<unknown>): void;
+  publishDeadLetter(
+    record: KafkaRecord,
+    reason: EffectivelyOnceError,
+    attempt: number,
+  ): Promise<void>;
+  readonly redeliveryDelayMs: number;
+}
+
+/**
+ * One attempt at one record, as the runner sees it. A class rather than an object
+ * literal of closures: one allocation per record matters at tens of thousands of
+ * records a second. `settlement` is how the attempt ended (the first answer wins).
+ */
+export class RecordDelivery<T> implements Delivery<T> {
+  settlement: Settlement | undefined;
+  readonly key: string | undefined;
+  readonly body: T;
+  readonly payload: Uint8Array | undefined;
+  readonly attempt: number;
+  readonly orderingKey: string;
+  readonly rejection: EffectivelyOnceError | undefined;
+  /** Set with `offsets: 'postgres'`. */
+  inTransaction?: Delivery<T>['inTransaction'];
+
+  constructor(
+    private readonly owner: RecordOwner,
+    private readonly item: QueuedRecord<T>,
+    decoded: Decoded<T>,
+    readonly signal: AbortSignal,
+  ) {
+    this.key = item.key;
+    this.body = decoded.body as T;
+    this.payload = item.record.value ?? undefined;
+    this.attempt = item.attempt;
+    this.orderingKey = item.orderingKey;
+    this.rejection = decoded.rejection;
+  }
+
+  get raw(): KafkaRecord {
+    return this.item.record;
+  }
+
+  ack(): Promise<void> {
+    this.settle(FINISHED);
+    return Promise.resolve();
+  }
+
+  retry(delayMs: number): Promise<void> {
+    this.owner.hold(this.item);
+    this.settle({ kind: 'retry', delayMs });
+    return Promise.resolve();
+  }
+
+  release(): Promise<void> {
+    this.settle(RELEASED);
+    return Promise.resolve();
+  }
+
+  async deadLetter(reason: EffectivelyOnceError): Promise<void> {
+    // A revoked record is the next owner's to judge (a revocation aborts handlers, which
+    // can look like a last failed attempt): no dead letter for it from here.
+    if (this.owner.revoked) return this.settle(RELEASED);
+    try {
+      await this.owner.publishDeadLetter(this.item.record, reason, this.item.attempt);
+    } catch (error) {
+      this.owner.hold(this.item);
+      this.settle({ kind: 'retry', delayMs: this.owner.redeliveryDelayMs });
+      throw error;
+    }
+    this.settle(FINISHED);
+  }
+
+  private settle(settlement: Settlement): void {
+    this.settlement ??= settlement;
+  }
+}
