@@ -5,6 +5,7 @@ import { decodeRecord } from './decode.js';
 import { defaultKafkaKey, orderingKeyOf } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
+import { RecordQueue } from './record-queue.js';
 import type { KafkaSourceConfig } from './options.js';
 import type { PostgresOffsetStore } from './postgres-offsets.js';
 import type { KafkaRecord } from './record.js';
@@ -51,7 +52,7 @@ export class PartitionWorker<T> implements RecordOwner {
   /** Aborted on revocation or stop: ends backoff sleeps and slot waits. */
   private readonly halt = new AbortController();
   /** Records waiting to start, FIFO per ordering key (keys in order of arrival). */
-  private readonly waiting = new Map<string, Array<QueuedRecord<T>>>();
+  private readonly waiting = new Map<string, RecordQueue<QueuedRecord<T>>>();
   private queued = 0;
   /** Records in flight (or backing off) per ordering key. */
   private readonly inFlight = new Map<string, number>();
@@ -107,9 +108,9 @@ export class PartitionWorker<T> implements RecordOwner {
     if (!this.tracker.add(offset)) return false;
     const orderingKey = orderingKeyOf(record, this.deps.config.keyConcurrency > 1);
     const item: QueuedRecord<T> = { record, offset, orderingKey, attempt: 1 };
-    const list = this.waiting.get(orderingKey);
-    if (list === undefined) this.waiting.set(orderingKey, [item]);
-    else list.push(item);
+    let list = this.waiting.get(orderingKey);
+    if (list === undefined) this.waiting.set(orderingKey, (list = new RecordQueue()));
+    list.push(item);
     this.queued++;
     if (!this.backlogFull && this.tracker.pending >= this.deps.config.maxPendingPerPartition) {
       this.backlogFull = true;
@@ -176,7 +177,7 @@ export class PartitionWorker<T> implements RecordOwner {
       if (this.held.has(orderingKey)) continue;
       while (running < pipeline && list.length > 0) {
         this.queued--;
-        this.start(list.shift() as QueuedRecord<T>);
+        this.start(list.shift());
         running++;
       }
       if (list.length === 0) this.waiting.delete(orderingKey);
@@ -185,10 +186,9 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** Puts a record taken back from the runner in front of the later ones of its key. */
   private requeue(item: QueuedRecord<T>): void {
-    const list = this.waiting.get(item.orderingKey) ?? [];
-    const at = list.findIndex((other) => other.offset > item.offset);
-    list.splice(at === -1 ? list.length : at, 0, item);
-    this.waiting.set(item.orderingKey, list);
+    let list = this.waiting.get(item.orderingKey);
+    if (list === undefined) this.waiting.set(item.orderingKey, (list = new RecordQueue()));
+    list.insertByOffset(item);
     this.queued++;
   }
 
