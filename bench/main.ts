@@ -134,7 +134,11 @@ async function main(): Promise<void> {
       options,
       environment,
       summary,
-      targets: evaluateTargets(options.broker, (num, den) => pairedRatio(runs, num, den)),
+      targets: evaluateTargets(
+        options.broker,
+        (num, den) => pairedRatio(runs, num, den),
+        (id) => summary.find((s) => s.scenario === id && s.dedupPreload === 0)?.throughput ?? null,
+      ),
       runs,
       failures,
     };

@@ -2,7 +2,7 @@ import type { BenchOptions } from './args.js';
 import type { RunResult } from './protocol.js';
 import type { ScenarioId } from './scenarios.js';
 import { pairedRatio, type RunFailure, type ScenarioSummary } from './summary.js';
-import type { TargetResult } from './targets.js';
+import { wallOf, type TargetResult } from './targets.js';
 
 /** Where and how the figures were taken. */
 export interface Environment {
@@ -55,8 +55,9 @@ export function renderMarkdown(report: Report): string {
       `${o.rounds} round(s) of ${o.scenarios.join(',')} interleaved; msg/s, latency: median over rounds (range = min–max msg/s); ×(x): median of the per-round ratios. ` +
       `${env.date}, ${env.cpus}, Node ${env.node}.`,
     '',
-    `**Taken under load**: 2 shared cores while other engineers ran test suites (load average ${load(env.loadAverageStart)} at start, ` +
-      `${load(env.loadAverageEnd)} at end). Absolute figures are low and noisy; ratios within one run are what this table is for.`,
+    `The scenario process, the broker and Postgres share the machine's cores, with whatever else runs on it ` +
+      `(load average ${load(env.loadAverageStart)} before the services started, ${load(env.loadAverageEnd)} at the end). ` +
+      `Absolute figures move with that load; the ratios within one run are what this table is for.`,
     '',
   );
   const present = RATIO_BASES.filter((id) => tput(id) !== null);
@@ -74,11 +75,11 @@ export function renderMarkdown(report: Report): string {
         `${fmt(s.p50Ms)} | ${fmt(s.p99Ms)} | ${fmt(s.peakRssMb)} | ${s.problems.length === 0 ? 'ok' : s.problems.join('; ')} |`,
     );
   }
-  lines.push('', '| target (issue 7) | measured | |', '|---|--:|---|');
+  lines.push('', '| target (issue 7) | measured | | reachable? |', '|---|--:|---|---|');
   for (const t of report.targets) {
     lines.push(
       `| (${t.numerator}) ≥ ${t.min}×(${t.denominator}): ${t.why} | ${t.ratio === null ? '–' : `${t.ratio.toFixed(2)}×`} | ` +
-        `${t.met === null ? 'not measured' : t.met ? '**met**' : '**not met**'} |`,
+        `${t.met === null ? 'not measured' : t.met ? '**met**' : '**not met**'} | ${wallOf(t)} |`,
     );
   }
   const growth = report.summary.filter((s) => s.dedupPreload > 0);

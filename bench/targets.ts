@@ -44,18 +44,69 @@ export const TARGETS: Record<BrokerName, Target[]> = {
   ],
 };
 
+/**
+ * How far the numerator could go at most, from the ceilings measured in the same run:
+ * `cap` is a hard limit (the broker's or the database's own rate: the scenario does
+ * both, so it cannot beat either); `oneProcess` assumes the broker client and the
+ * database client share one event loop with no overlap (1 / (1/broker + 1/db)), which
+ * is what the profiles show when both ceilings run at an event-loop utilisation near 1.
+ */
+export interface Ceiling {
+  /** The ceilings used, e.g. `(d), (g)`. */
+  from: string;
+  capRatio: number;
+  oneProcessRatio: number;
+}
+
 export interface TargetResult extends Target {
   ratio: number | null;
   met: boolean | null;
+  ceiling: Ceiling | null;
 }
 
-/** `ratio(numerator, denominator)`: the paired per-round ratio (see `pairedRatio`). */
+/** Per-message (b) does what (e) does plus consuming; batch mode (c) what (g) does plus consuming. */
+const DB_CEILING: Partial<Record<ScenarioId, ScenarioId>> = { b: 'e', c: 'g' };
+
+function ceilingOf(t: Target, throughput: (id: ScenarioId) => number | null): Ceiling | null {
+  const dbId = DB_CEILING[t.numerator];
+  if (dbId === undefined) return null;
+  const broker = throughput('d');
+  const db = throughput(dbId);
+  const base = throughput(t.denominator);
+  if (broker === null || db === null || base === null || base <= 0) return null;
+  return {
+    from: `(d), (${dbId})`,
+    capRatio: Math.min(broker, db) / base,
+    oneProcessRatio: 1 / (1 / broker + 1 / db) / base,
+  };
+}
+
+/**
+ * `ratio(numerator, denominator)`: the paired per-round ratio (see `pairedRatio`);
+ * `throughput(id)`: the median msg/s of a scenario, for the ceilings.
+ */
 export function evaluateTargets(
   broker: BrokerName,
   ratio: (numerator: ScenarioId, denominator: ScenarioId) => number | null,
+  throughput: (id: ScenarioId) => number | null,
 ): TargetResult[] {
   return TARGETS[broker].map((t) => {
     const r = ratio(t.numerator, t.denominator);
-    return { ...t, ratio: r, met: r === null ? null : r >= t.min };
+    return {
+      ...t,
+      ratio: r,
+      met: r === null ? null : r >= t.min,
+      ceiling: ceilingOf(t, throughput),
+    };
   });
+}
+
+/** Whether a target is out of reach on this machine, by the run's own ceilings. */
+export function wallOf(t: TargetResult): string {
+  const c = t.ceiling;
+  if (c === null) return '';
+  const bound = `ceiling from ${c.from}: ≤ ${c.capRatio.toFixed(2)}× hard, ≈ ${c.oneProcessRatio.toFixed(2)}× in one process`;
+  if (t.min > c.capRatio) return `out of reach here (${bound})`;
+  if (t.min > c.oneProcessRatio) return `beyond the one-process estimate (${bound})`;
+  return bound;
 }
