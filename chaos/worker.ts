@@ -93,6 +93,8 @@ function source(): Source<ChaosBody> {
     },
     producerConfig: { retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 } },
     keyConcurrency: 4,
+    // Batch mode gets whole runs of a partition's records, as the README advises.
+    pipeline: cfg.batch ?? 1,
     commitIntervalMs: 200,
     redeliveryDelayMs: 500,
   });
