@@ -10,7 +10,10 @@ export type GuardedResult =
  * On timeout the signal aborts and the call is abandoned (its promise keeps running;
  * the caller must not reuse what it holds, e.g. destroy its connection).
  */
-export async function guardedCall(
+const OK: GuardedResult = { kind: 'ok' };
+const TIMEOUT: GuardedResult = { kind: 'timeout' };
+
+export function guardedCall(
   work: (link: LazyLinkedSignal) => Promise<void>,
   options: {
     timeoutMs: number;
@@ -19,22 +22,31 @@ export async function guardedCall(
   },
 ): Promise<GuardedResult> {
   const link = new LazyLinkedSignal(options.parents);
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const settled = work(link).then(
-      (): GuardedResult => ({ kind: 'ok' }),
-      (error: unknown): GuardedResult => ({ kind: 'error', error }),
-    );
-    if (options.timeoutMs <= 0) return await settled;
-    const deadline = new Promise<GuardedResult>((resolve) => {
+  // One promise settled by whichever comes first: no Promise.race and deadline promise per call.
+  return new Promise<GuardedResult>((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const end = (result: GuardedResult): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      link.dispose();
+      resolve(result);
+    };
+    if (options.timeoutMs > 0) {
       timer = setTimeout(() => {
+        timer = undefined;
         link.abort(options.timeoutReason());
-        resolve({ kind: 'timeout' });
+        end(TIMEOUT);
       }, options.timeoutMs);
-    });
-    return await Promise.race([settled, deadline]);
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
-    link.dispose();
-  }
+    }
+    let running: Promise<void>;
+    try {
+      running = work(link);
+    } catch (error) {
+      end({ kind: 'error', error });
+      return;
+    }
+    running.then(
+      () => end(OK),
+      (error: unknown) => end({ kind: 'error', error }),
+    );
+  });
 }
