@@ -30,25 +30,50 @@ export class Dispatcher<T> extends PendingGate {
   }
 
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
-    const run = () =>
-      this.limit(() => this.work(delivery))
-        .then((settle) => settle())
-        .catch((): DeliveryOutcome => 'unsettled');
     const key = delivery.orderingKey;
-    let promise: Promise<DeliveryOutcome>;
-    if (key === undefined) {
-      promise = run();
-    } else {
-      const seq = this.chains.next();
-      promise = this.chains.tail(key).then(async () => {
-        if (this.chains.isHeld(key, seq))
-          return this.skip(delivery).catch((): DeliveryOutcome => 'unsettled');
-        const outcome = await run();
-        if (holdsOrder(outcome)) this.chains.hold(key);
-        return outcome;
-      });
-      this.chains.extend(key, promise);
+    this.enter();
+    if (key === undefined) return this.runCounted(delivery);
+    const seq = this.chains.next();
+    const promise = this.runInOrder(delivery, key, seq, this.chains.tail(key));
+    this.chains.extend(key, promise);
+    return promise;
+  }
+
+  // Written as plain async functions (not promise chains): a handful fewer promises and
+  // closures per delivery, which shows at thousands of deliveries a second.
+  private async runInOrder(
+    delivery: Delivery<T>,
+    key: string,
+    seq: number,
+    before: Promise<unknown> | undefined,
+  ): Promise<DeliveryOutcome> {
+    try {
+      if (before !== undefined) await before;
+      if (this.chains.isHeld(key, seq)) {
+        return await this.skip(delivery).catch((): DeliveryOutcome => 'unsettled');
+      }
+      const outcome = await this.run(delivery);
+      if (holdsOrder(outcome)) this.chains.hold(key);
+      return outcome;
+    } finally {
+      this.leave();
     }
-    return this.track(promise);
+  }
+
+  private async runCounted(delivery: Delivery<T>): Promise<DeliveryOutcome> {
+    try {
+      return await this.run(delivery);
+    } finally {
+      this.leave();
+    }
+  }
+
+  private async run(delivery: Delivery<T>): Promise<DeliveryOutcome> {
+    try {
+      const settle = await this.limit(() => this.work(delivery));
+      return await settle();
+    } catch {
+      return 'unsettled';
+    }
   }
 }

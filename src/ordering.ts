@@ -27,9 +27,9 @@ export class OrderingChains {
     return ++this.seq;
   }
 
-  /** Settles after the latest work of `key` dispatched so far. */
-  tail(key: string): Promise<unknown> {
-    return this.tails.get(key) ?? Promise.resolve();
+  /** Settles after the latest work of `key` dispatched so far; undefined when none is pending. */
+  tail(key: string): Promise<unknown> | undefined {
+    return this.tails.get(key);
   }
 
   /** Makes `work` the new tail of `key`; forgets the key (and its hold) once all its work settled. */

@@ -15,11 +15,18 @@ export class PendingGate {
 
   /** Counts `work` as pending until it settles. */
   track<R>(work: Promise<R>): Promise<R> {
+    this.enter();
+    return work.finally(() => this.leave());
+  }
+
+  /** One more delivery pending; the caller calls {@link leave} when it settled. */
+  protected enter(): void {
     this.count++;
-    return work.finally(() => {
-      this.count--;
-      this.wake();
-    });
+  }
+
+  protected leave(): void {
+    this.count--;
+    this.wake();
   }
 
   freeCapacity(): number {
