@@ -5,6 +5,8 @@ import type { Drain } from './drain.js';
 export interface RunContext {
   /** Pool of `concurrency` connections, search_path = the bench schema. */
   pool: pg.Pool;
+  /** Schema of the dedup table the run claims in (b, c, e, g). */
+  dedupSchema: string;
   messages: number;
   concurrency: number;
   /** `createConsumer` `concurrency` (b, c). */

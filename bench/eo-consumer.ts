@@ -1,6 +1,6 @@
 import { createConsumer, type ConsumerOptions, type Source } from 'effectively-once';
 import type { RunContext } from './context.js';
-import { BENCH_SCHEMA, CONSUMER_NAME } from './db.js';
+import { CONSUMER_NAME } from './db.js';
 import { insertCharge, insertCharges } from './effect.js';
 import type { BenchMessage } from './message.js';
 import { observedSource } from './observed-source.js';
@@ -44,7 +44,7 @@ export async function runEffectivelyOnce(
     name: CONSUMER_NAME,
     source: observed,
     pool: ctx.pool,
-    schema: BENCH_SCHEMA,
+    schema: ctx.dedupSchema,
     concurrency: ctx.consumerConcurrency,
     migrate: false,
   };

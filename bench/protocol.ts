@@ -14,8 +14,10 @@ export interface ScenarioTask {
   inboxBatch: number;
   partitions: number;
   keyConcurrency: number;
-  /** Rows put in `processed_messages` (another consumer's keys) before the run. */
+  /** Rows of history in the run's `processed_messages` (0: an empty table). */
   dedupPreload: number;
+  /** Schema of the run's `processed_messages`: the bench schema (emptied per run) or the history's. */
+  dedupSchema: string;
   endpoints: {
     databaseUrl: string;
     sqsEndpoint?: string | undefined;

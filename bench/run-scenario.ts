@@ -2,14 +2,9 @@ import type pg from 'pg';
 import type { BrokerDriver } from './broker.js';
 import type { RunContext } from './context.js';
 import { prepareInMemory, runDbBatchCeiling, runDbCeiling } from './db-ceiling.js';
-import {
-  createPool,
-  preloadDedupRows,
-  resetTables,
-  summarizeEffects,
-  type EffectSummary,
-} from './db.js';
+import { createPool, resetTables, summarizeEffects, type EffectSummary } from './db.js';
 import { Drain } from './drain.js';
+import { resetHistory } from './history.js';
 import { collectGarbage, mb, RssSampler } from './memory.js';
 import { percentile } from './stats.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
@@ -36,7 +31,8 @@ async function warmPool(pool: pg.Pool, size: number): Promise<void> {
 
 /**
  * One scenario run, in a process of its own (so peak RSS is the scenario's):
- * reset the tables, pre-fill the broker, drain it, then check the effect.
+ * reset the tables (and the dedup history to its loaded state), pre-fill the broker,
+ * drain it, then check the effect.
  */
 export async function runScenario(task: ScenarioTask): Promise<RunResult> {
   const info = SCENARIOS[task.scenario];
@@ -45,7 +41,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
   let driver: BrokerDriver | undefined;
   try {
     await resetTables(admin);
-    if (task.dedupPreload > 0) await preloadDedupRows(admin, task.dedupPreload);
+    if (task.dedupPreload > 0) await resetHistory(admin);
     let inMemory: ReturnType<typeof prepareInMemory> | undefined;
     if (info.usesBroker) {
       driver = await driverFor(task);
@@ -59,6 +55,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
     const drain = new Drain(task.messages);
     const ctx: RunContext = {
       pool,
+      dedupSchema: task.dedupSchema,
       messages: task.messages,
       concurrency: task.concurrency,
       consumerConcurrency: task.consumerConcurrency,
@@ -79,7 +76,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       peak = rss.stop();
     }
 
-    const effects = await summarizeEffects(admin);
+    const effects = await summarizeEffects(admin, task.dedupSchema);
     const remaining = driver === undefined ? null : await driver.remaining();
     const drainMs = drain.elapsedMs;
     // Is this process the bottleneck? CPU near 100 % of a core or ELU near 1 says yes;
