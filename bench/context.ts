@@ -7,6 +7,8 @@ export interface RunContext {
   pool: pg.Pool;
   /** Schema of the dedup table the run claims in (b, c, e, g). */
   dedupSchema: string;
+  /** b, c: run the consumer with `retention`, so it prunes while it drains. */
+  pruning: boolean;
   messages: number;
   concurrency: number;
   /** `createConsumer` `concurrency` (b, c). */

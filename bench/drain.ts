@@ -76,6 +76,14 @@ export class Drain {
     return this.total - this.remaining;
   }
 
+  /** `performance.now()` when the clock started, and when the last message was done. */
+  get startedAt(): number | undefined {
+    return this.firstAt;
+  }
+  get finishedAt(): number | undefined {
+    return this.lastAt;
+  }
+
   /** First message seen → last message done, in ms. */
   get elapsedMs(): number {
     if (this.firstAt === undefined || this.lastAt === undefined)

@@ -34,20 +34,26 @@ async function postgresVersion(url: string): Promise<string> {
   }
 }
 
-/** The runs of one bench, in order: rounds of the scenario list, plus dedup-growth runs per round (paired with the same round's empty-table runs). */
-function plan(
-  options: BenchOptions,
-): Array<{ scenario: ScenarioId; round: number; dedupPreload: number }> {
-  const runs = [];
+type Step = { scenario: ScenarioId; round: number; dedupPreload: number; pruning: boolean };
+
+/**
+ * The runs of one bench, in order: rounds of the scenario list, plus per round the
+ * dedup-growth runs and the pruning runs, so each pairs with the same round's
+ * empty-table run.
+ */
+function plan(options: BenchOptions): Step[] {
+  const runs: Step[] = [];
+  const among = (ids: ScenarioId[]): ScenarioId[] =>
+    ids.filter((s) => options.scenarios.includes(s));
   for (let round = 1; round <= options.rounds; round++) {
-    for (const scenario of options.scenarios) runs.push({ scenario, round, dedupPreload: 0 });
-    if (options.dedupRows > 0) {
-      for (const scenario of (['b', 'c', 'e', 'g'] as const).filter((s) =>
-        options.scenarios.includes(s),
-      )) {
-        runs.push({ scenario, round, dedupPreload: options.dedupRows });
-      }
-    }
+    for (const scenario of options.scenarios)
+      runs.push({ scenario, round, dedupPreload: 0, pruning: false });
+    if (options.dedupRows === 0) continue;
+    for (const scenario of among(['b', 'c', 'e', 'g']))
+      runs.push({ scenario, round, dedupPreload: options.dedupRows, pruning: false });
+    if (!options.pruneWhileConsuming) continue;
+    for (const scenario of among(['b', 'c']))
+      runs.push({ scenario, round, dedupPreload: options.dedupRows, pruning: true });
   }
   return runs;
 }
@@ -73,7 +79,10 @@ async function runAll(
       dedupSchema: step.dedupPreload > 0 ? HISTORY_SCHEMA : BENCH_SCHEMA,
       endpoints,
     };
-    const what = `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})${step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : ''}`;
+    const what =
+      `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})` +
+      (step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : '') +
+      (step.pruning ? ' +pruning' : '');
     try {
       // The history's reset (a VACUUM, a count, after a pruning run a restore) grows with its size.
       const timeoutMs = 300_000 + options.messages * 20 + step.dedupPreload / 10;

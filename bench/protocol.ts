@@ -18,6 +18,8 @@ export interface ScenarioTask {
   dedupPreload: number;
   /** Schema of the run's `processed_messages`: the bench schema (emptied per run) or the history's. */
   dedupSchema: string;
+  /** b, c: the consumer prunes its dedup window (`retention`) while it drains. */
+  pruning: boolean;
   endpoints: {
     databaseUrl: string;
     sqsEndpoint?: string | undefined;
@@ -30,6 +32,8 @@ export interface RunResult {
   scenario: ScenarioId;
   round: number;
   dedupPreload: number;
+  /** The consumer pruned while it drained (absent in reports from before the flag). */
+  pruning?: boolean;
   messages: number;
   /** First message seen by the scenario's code → last one done (committed and acked). */
   drainMs: number;

@@ -4,7 +4,8 @@ import type { RunContext } from './context.js';
 import { prepareInMemory, runDbBatchCeiling, runDbCeiling } from './db-ceiling.js';
 import { createPool, resetTables, summarizeEffects, type EffectSummary } from './db.js';
 import { Drain } from './drain.js';
-import { resetHistory } from './history.js';
+import { historyOlderThan, resetHistory } from './history.js';
+import { PRUNE_WHILE_CONSUMING } from './pruning.js';
 import { collectGarbage, mb, RssSampler } from './memory.js';
 import { percentile } from './stats.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
@@ -56,6 +57,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
     const ctx: RunContext = {
       pool,
       dedupSchema: task.dedupSchema,
+      pruning: task.pruning,
       messages: task.messages,
       concurrency: task.concurrency,
       consumerConcurrency: task.consumerConcurrency,
@@ -77,6 +79,11 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
     }
 
     const effects = await summarizeEffects(admin, task.dedupSchema);
+    if (task.pruning) {
+      // What the pruner had not reached yet: 0 means it ran dry, and part of the drain went unpruned.
+      const old = await historyOlderThan(admin, PRUNE_WHILE_CONSUMING.olderThanMs);
+      ctx.notes['pruneBacklogLeft'] = old - (ctx.notes['prunedRows'] ?? 0);
+    }
     const remaining = driver === undefined ? null : await driver.remaining();
     const drainMs = drain.elapsedMs;
     // Is this process the bottleneck? CPU near 100 % of a core or ELU near 1 says yes;
@@ -88,6 +95,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       scenario: task.scenario,
       round: task.round,
       dedupPreload: task.dedupPreload,
+      pruning: task.pruning,
       messages: task.messages,
       drainMs,
       throughput: (task.messages / drainMs) * 1000,
