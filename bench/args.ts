@@ -28,6 +28,8 @@ export interface BenchOptions {
   dedupRows: number;
   /** Extra runs of b and c against the history with the consumer's `retention` pruning it. */
   pruneWhileConsuming: boolean;
+  /** Sample each run's RSS and heap through the drain and judge whether they stay flat. */
+  memoryRun: boolean;
   /** Directory for `latest-<broker>[-<name>].{md,json}`. */
   out: string;
   /** Suffix of the output files, to keep a variant run next to the default one. */
@@ -39,7 +41,8 @@ export interface BenchOptions {
 const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--dedup-rows 0]
-                         [--prune-while-consuming] [--out bench/results] [--name variant] [--profile]`;
+                         [--prune-while-consuming] [--memory-run] [--out bench/results] [--name variant]
+                         [--profile]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -57,6 +60,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       'key-concurrency': { type: 'string', default: '1' },
       'dedup-rows': { type: 'string', default: '0' },
       'prune-while-consuming': { type: 'boolean', default: false },
+      'memory-run': { type: 'boolean', default: false },
       out: { type: 'string', default: 'bench/results' },
       name: { type: 'string' },
       profile: { type: 'boolean', default: false },
@@ -102,6 +106,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     keyConcurrency: int('key-concurrency', values['key-concurrency'], 1, 1000),
     dedupRows,
     pruneWhileConsuming,
+    memoryRun: values['memory-run'],
     out: values.out,
     name: values.name === undefined ? undefined : safeName(values.name),
     profile: values.profile,

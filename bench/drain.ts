@@ -27,6 +27,17 @@ export class Drain {
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }
 
+  private progressStep = 0;
+  private nextProgress = Infinity;
+  private progressListener: ((done: number) => void) | undefined;
+
+  /** Calls `listener` each time another `fraction` of the messages is done (the memory run's samples). */
+  onProgress(fraction: number, listener: (done: number) => void): void {
+    this.progressStep = Math.max(1, Math.round(this.total * fraction));
+    this.nextProgress = this.progressStep;
+    this.progressListener = listener;
+  }
+
   private cpuAtStart: NodeJS.CpuUsage | undefined;
   private eluAtStart: EventLoopUtilization | undefined;
   /** This process's CPU time (user + system) and event-loop utilization over the drain. */
@@ -53,6 +64,10 @@ export class Drain {
     }
     this.doneIds[id] = 1;
     this.remaining--;
+    if (this.doneCount >= this.nextProgress) {
+      this.nextProgress += this.progressStep;
+      this.progressListener?.(this.doneCount);
+    }
     if (this.remaining === 0) {
       this.lastAt = performance.now();
       const cpu = process.cpuUsage(this.cpuAtStart);

@@ -77,6 +77,7 @@ async function runAll(
       partitions: options.partitions,
       keyConcurrency: options.keyConcurrency,
       dedupSchema: step.dedupPreload > 0 ? HISTORY_SCHEMA : BENCH_SCHEMA,
+      memoryRun: options.memoryRun,
       endpoints,
     };
     const what =

@@ -1,5 +1,6 @@
 import type { BrokerName } from './args.js';
 import type { EffectSummary } from './db.js';
+import type { MemorySeries } from './memory-series.js';
 import type { ScenarioId } from './scenarios.js';
 
 /** What the parent asks one child process to measure. */
@@ -20,6 +21,8 @@ export interface ScenarioTask {
   dedupSchema: string;
   /** b, c: the consumer prunes its dedup window (`retention`) while it drains. */
   pruning: boolean;
+  /** Sample RSS and heap through the drain (`--memory-run`). */
+  memoryRun: boolean;
   endpoints: {
     databaseUrl: string;
     sqsEndpoint?: string | undefined;
@@ -52,6 +55,8 @@ export interface RunResult {
   notes: Record<string, number>;
   /** Failed checks; empty when the run is sound. */
   problems: string[];
+  /** RSS and heap through the drain, with `--memory-run`. */
+  memory?: MemorySeries;
 }
 
 export type ChildReply = { ok: true; result: RunResult } | { ok: false; error: string };

@@ -2,6 +2,7 @@ import type { BenchOptions } from './args.js';
 import { fmt } from './format.js';
 import type { RunResult } from './protocol.js';
 import { renderGrowth } from './report-growth.js';
+import { renderMemory } from './report-memory.js';
 import type { ScenarioId } from './scenarios.js';
 import { pairedRatio, type RunFailure, type ScenarioSummary } from './summary.js';
 import type { TargetResult } from './targets.js';
@@ -76,6 +77,7 @@ export function renderMarkdown(report: Report): string {
     );
   }
   lines.push(...renderGrowth(report.summary, report.runs));
+  lines.push(...renderMemory(report.runs));
   const noted = main.filter((s) => Object.keys(s.notes).length > 0);
   if (noted.length > 0) {
     lines.push(

@@ -7,6 +7,7 @@ import { Drain } from './drain.js';
 import { historyOlderThan, resetHistory } from './history.js';
 import { PRUNE_WHILE_CONSUMING } from './pruning.js';
 import { collectGarbage, mb, RssSampler } from './memory.js';
+import { MemorySampler, type MemorySeries } from './memory-series.js';
 import { percentile } from './stats.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
 import { SCENARIOS } from './scenarios.js';
@@ -37,6 +38,7 @@ async function warmPool(pool: pg.Pool, size: number): Promise<void> {
  */
 export async function runScenario(task: ScenarioTask): Promise<RunResult> {
   const info = SCENARIOS[task.scenario];
+  const rssBeforePrefill = process.memoryUsage().rss;
   const admin = createPool(task.endpoints.databaseUrl, 1);
   const pool = createPool(task.endpoints.databaseUrl, task.concurrency);
   let driver: BrokerDriver | undefined;
@@ -67,8 +69,11 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       notes: {},
     };
     const rss = new RssSampler();
+    const series = task.memoryRun ? new MemorySampler(drain, mb(rssBeforePrefill)) : undefined;
     rss.start();
+    series?.start();
     let peak: number;
+    let memory: MemorySeries | undefined;
     try {
       if (driver !== undefined)
         await driver.run(task.scenario as Exclude<typeof task.scenario, 'e' | 'g'>, ctx);
@@ -76,6 +81,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       else await runDbCeiling(ctx, inMemory ?? []);
     } finally {
       peak = rss.stop();
+      memory = series?.stop();
     }
 
     const effects = await summarizeEffects(admin, task.dedupSchema);
@@ -108,6 +114,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       remaining,
       notes: ctx.notes,
       problems: check(task, effects, remaining),
+      ...(memory === undefined ? {} : { memory }),
     };
   } finally {
     await driver?.close();
