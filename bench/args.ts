@@ -24,8 +24,12 @@ export interface BenchOptions {
   partitions: number;
   /** kafkaSource `keyConcurrency` in b and c (records of one partition in flight, distinct keys). */
   keyConcurrency: number;
-  /** Extra runs of b, c, e and g with this many rows pre-loaded in `processed_messages`; 0 skips them. */
+  /** Extra runs of b, c, e and g with this many rows of history in `processed_messages`; 0 skips them. */
   dedupRows: number;
+  /** Extra runs of b and c against the history with the consumer's `retention` pruning it. */
+  pruneWhileConsuming: boolean;
+  /** Sample each run's RSS and heap through the drain and judge whether they stay flat. */
+  memoryRun: boolean;
   /** Directory for `latest-<broker>[-<name>].{md,json}`. */
   out: string;
   /** Suffix of the output files, to keep a variant run next to the default one. */
@@ -37,7 +41,8 @@ export interface BenchOptions {
 const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--dedup-rows 0]
-                         [--out bench/results] [--name variant] [--profile]`;
+                         [--prune-while-consuming] [--memory-run] [--out bench/results] [--name variant]
+                         [--profile]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -54,6 +59,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       partitions: { type: 'string' },
       'key-concurrency': { type: 'string', default: '1' },
       'dedup-rows': { type: 'string', default: '0' },
+      'prune-while-consuming': { type: 'boolean', default: false },
+      'memory-run': { type: 'boolean', default: false },
       out: { type: 'string', default: 'bench/results' },
       name: { type: 'string' },
       profile: { type: 'boolean', default: false },
@@ -77,6 +84,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       fail(`--scenarios: unknown scenario "${s}" (known: ${SCENARIO_IDS.join(',')})`);
   }
   if (scenarios.length === 0) fail('--scenarios: give at least one');
+  const dedupRows = int('dedup-rows', values['dedup-rows'], 0, 100_000_000);
+  const pruneWhileConsuming = values['prune-while-consuming'];
+  if (pruneWhileConsuming && (dedupRows === 0 || !scenarios.some((s) => s === 'b' || s === 'c')))
+    fail('--prune-while-consuming prunes the --dedup-rows history in b and c: give both');
   return {
     broker,
     messages: int('messages', values.messages, 1, 10_000_000),
@@ -93,7 +104,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     inboxBatch: int('inbox-batch', values['inbox-batch'], 1, 10_000),
     partitions: int('partitions', values.partitions ?? String(concurrency), 1, 1000),
     keyConcurrency: int('key-concurrency', values['key-concurrency'], 1, 1000),
-    dedupRows: int('dedup-rows', values['dedup-rows'], 0, 100_000_000),
+    dedupRows,
+    pruneWhileConsuming,
+    memoryRun: values['memory-run'],
     out: values.out,
     name: values.name === undefined ? undefined : safeName(values.name),
     profile: values.profile,

@@ -5,6 +5,10 @@ import type { Drain } from './drain.js';
 export interface RunContext {
   /** Pool of `concurrency` connections, search_path = the bench schema. */
   pool: pg.Pool;
+  /** Schema of the dedup table the run claims in (b, c, e, g). */
+  dedupSchema: string;
+  /** b, c: run the consumer with `retention`, so it prunes while it drains. */
+  pruning: boolean;
   messages: number;
   concurrency: number;
   /** `createConsumer` `concurrency` (b, c). */

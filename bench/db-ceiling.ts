@@ -2,7 +2,7 @@ import { payloadHash } from 'effectively-once';
 import { BatchClaimStatements } from '../src/store/batch-claim.js';
 import { ClaimStatements } from '../src/store/claim.js';
 import type { RunContext } from './context.js';
-import { BENCH_SCHEMA, CONSUMER_NAME } from './db.js';
+import { CONSUMER_NAME } from './db.js';
 import { insertCharge, insertCharges } from './effect.js';
 import { encodeMessage, newMessage, type BenchMessage } from './message.js';
 
@@ -10,6 +10,12 @@ interface Prepared {
   message: BenchMessage;
   payload: string;
 }
+
+/**
+ * The key e and g claim: the one Kafka's b and c get from the idempotency header, so in
+ * a dedup-growth run they land among the history's keys as b and c do.
+ */
+const keyOf = (message: BenchMessage): string => `msg-${message.id}`;
 
 /** "Pre-fills" scenario e: the N messages exist in memory, all sent now. */
 export function prepareInMemory(n: number): Prepared[] {
@@ -26,7 +32,7 @@ export function prepareInMemory(n: number): Prepared[] {
  * loops, with no broker, no dispatcher and no events in between.
  */
 export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[]): Promise<void> {
-  const claims = new ClaimStatements({ schema: BENCH_SCHEMA, table: 'processed_messages' });
+  const claims = new ClaimStatements({ schema: ctx.dedupSchema, table: 'processed_messages' });
   let next = 0;
   ctx.drain.start();
   const worker = async (): Promise<void> => {
@@ -37,11 +43,11 @@ export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[
         const claimed = await claims.begin(
           client,
           CONSUMER_NAME,
-          `mem-${message.id}`,
+          keyOf(message),
           payloadHash(payload, message),
           5000,
         );
-        if (!claimed) throw new Error(`bench: key mem-${message.id} was already claimed`);
+        if (!claimed) throw new Error(`bench: key ${keyOf(message)} was already claimed`);
         await insertCharge(client, message);
         await client.query('COMMIT');
       } catch (error) {
@@ -65,7 +71,10 @@ export async function runDbBatchCeiling(
   ctx: RunContext,
   prepared: readonly Prepared[],
 ): Promise<void> {
-  const claims = new BatchClaimStatements({ schema: BENCH_SCHEMA, table: 'processed_messages' });
+  const claims = new BatchClaimStatements({
+    schema: ctx.dedupSchema,
+    table: 'processed_messages',
+  });
   let next = 0;
   ctx.drain.start();
   const worker = async (): Promise<void> => {
@@ -73,7 +82,7 @@ export async function runDbBatchCeiling(
       const batch = prepared.slice(next, next + ctx.batchSize);
       next += batch.length;
       const items = batch.map(({ message, payload }) => ({
-        key: `mem-${message.id}`,
+        key: keyOf(message),
         hash: payloadHash(payload, message),
       }));
       const client = await ctx.pool.connect();

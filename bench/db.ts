@@ -5,6 +5,11 @@ import { migrate } from 'effectively-once';
 export const BENCH_SCHEMA = 'eo_bench';
 /** Dedup namespace (`processed_messages.consumer`) of the effectively-once scenarios. */
 export const CONSUMER_NAME = 'bench';
+/**
+ * A run's own dedup rows: claimed within the last hours. The dedup-growth history is at
+ * least a day old, so this tells them apart through the processed_at index.
+ */
+export const RUN_ROWS = `processed_at > now() - interval '6 hours'`;
 
 /** A pool whose unqualified names resolve in the bench schema. */
 export function createPool(url: string, max: number): pg.Pool {
@@ -49,19 +54,6 @@ export async function resetTables(pool: pg.Pool): Promise<void> {
   );
 }
 
-/**
- * Fills `processed_messages` with `rows` keys of another consumer (so they never
- * collide with the run's keys but share its index), for the dedup-growth run.
- */
-export async function preloadDedupRows(pool: pg.Pool, rows: number): Promise<void> {
-  await pool.query(
-    `INSERT INTO ${BENCH_SCHEMA}.processed_messages (consumer, message_key, payload_hash)
-     SELECT 'bench-history', 'sqs-' || md5(g::text), sha256(g::text::bytea) FROM generate_series(1, $1) AS g`,
-    [rows],
-  );
-  await pool.query(`VACUUM ANALYZE ${BENCH_SCHEMA}.processed_messages`);
-}
-
 /** What the effect table says after a drain. Latency: per message, its first effect's `created_at - sent_at`. */
 export interface EffectSummary {
   rows: number;
@@ -71,7 +63,8 @@ export interface EffectSummary {
   p99Ms: number | null;
 }
 
-export async function summarizeEffects(pool: pg.Pool): Promise<EffectSummary> {
+/** `dedupSchema`: where the run's `processed_messages` is (the bench schema, or the dedup-growth history's). */
+export async function summarizeEffects(pool: pg.Pool, dedupSchema: string): Promise<EffectSummary> {
   const { rows } = await pool.query<{
     rows: number;
     distinct: number;
@@ -85,7 +78,7 @@ export async function summarizeEffects(pool: pg.Pool): Promise<EffectSummary> {
       FROM (SELECT extract(epoch FROM min(created_at) - min(sent_at)) * 1000 AS ms
               FROM charges GROUP BY message_id) AS per_message`);
   const dedup = await pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM processed_messages WHERE consumer = $1`,
+    `SELECT count(*)::int AS n FROM ${dedupSchema}.processed_messages WHERE consumer = $1 AND ${RUN_ROWS}`,
     [CONSUMER_NAME],
   );
   const row = rows[0];

@@ -27,6 +27,17 @@ export class Drain {
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }
 
+  private progressStep = 0;
+  private nextProgress = Infinity;
+  private progressListener: ((done: number) => void) | undefined;
+
+  /** Calls `listener` each time another `fraction` of the messages is done (the memory run's samples). */
+  onProgress(fraction: number, listener: (done: number) => void): void {
+    this.progressStep = Math.max(1, Math.round(this.total * fraction));
+    this.nextProgress = this.progressStep;
+    this.progressListener = listener;
+  }
+
   private cpuAtStart: NodeJS.CpuUsage | undefined;
   private eluAtStart: EventLoopUtilization | undefined;
   /** This process's CPU time (user + system) and event-loop utilization over the drain. */
@@ -53,6 +64,10 @@ export class Drain {
     }
     this.doneIds[id] = 1;
     this.remaining--;
+    if (this.doneCount >= this.nextProgress) {
+      this.nextProgress += this.progressStep;
+      this.progressListener?.(this.doneCount);
+    }
     if (this.remaining === 0) {
       this.lastAt = performance.now();
       const cpu = process.cpuUsage(this.cpuAtStart);
@@ -74,6 +89,14 @@ export class Drain {
 
   get doneCount(): number {
     return this.total - this.remaining;
+  }
+
+  /** `performance.now()` when the clock started, and when the last message was done. */
+  get startedAt(): number | undefined {
+    return this.firstAt;
+  }
+  get finishedAt(): number | undefined {
+    return this.lastAt;
   }
 
   /** First message seen → last message done, in ms. */

@@ -1,9 +1,10 @@
 import { createConsumer, type ConsumerOptions, type Source } from 'effectively-once';
 import type { RunContext } from './context.js';
-import { BENCH_SCHEMA, CONSUMER_NAME } from './db.js';
+import { CONSUMER_NAME } from './db.js';
 import { insertCharge, insertCharges } from './effect.js';
 import type { BenchMessage } from './message.js';
 import { observedSource } from './observed-source.js';
+import { PRUNE_WHILE_CONSUMING, recordPrunes } from './pruning.js';
 
 /** How long a drain may make no progress before the run is declared stuck. */
 export const STALL_MS = 60_000;
@@ -44,10 +45,12 @@ export async function runEffectivelyOnce(
     name: CONSUMER_NAME,
     source: observed,
     pool: ctx.pool,
-    schema: BENCH_SCHEMA,
+    schema: ctx.dedupSchema,
     concurrency: ctx.consumerConcurrency,
     migrate: false,
+    ...(ctx.pruning ? { retention: PRUNE_WHILE_CONSUMING } : {}),
   };
+  const prunes = ctx.pruning ? recordPrunes(ctx.pool) : [];
   const consumer =
     mode === 'per-message'
       ? createConsumer<BenchMessage>({
@@ -80,5 +83,27 @@ export async function runEffectivelyOnce(
     ctx.notes['avgDeliverToSettledMs'] = settledMs / settled;
     ctx.notes['avgHandlerAndCommitMs'] = txMs / txCount;
     if (batches > 0) ctx.notes['avgBatchSize'] = batchItems / batches;
+    if (ctx.pruning) notePrunes(ctx, prunes);
   }
+}
+
+/**
+ * Rows the pruner deleted: in all (the consumer's start to its stop, so also while Kafka
+ * joins its group) and during the drain (statements that returned between the clock's
+ * start and the last message), with the rate during the drain.
+ */
+function notePrunes(ctx: RunContext, prunes: ReadonlyArray<{ at: number; rows: number }>): void {
+  const { startedAt, finishedAt } = ctx.drain;
+  const during = prunes.filter(
+    (p) =>
+      startedAt !== undefined &&
+      finishedAt !== undefined &&
+      p.at >= startedAt &&
+      p.at <= finishedAt,
+  );
+  const duringRows = during.reduce((sum, p) => sum + p.rows, 0);
+  ctx.notes['prunedRows'] = prunes.reduce((sum, p) => sum + p.rows, 0);
+  ctx.notes['prunedDuringDrain'] = duringRows;
+  if (startedAt !== undefined && finishedAt !== undefined)
+    ctx.notes['prunedPerSecDuringDrain'] = (duringRows / (finishedAt - startedAt)) * 1000;
 }

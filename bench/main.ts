@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { parseBenchArgs, type BenchOptions } from './args.js';
-import { createPool, createSchema } from './db.js';
+import { BENCH_SCHEMA, createPool, createSchema } from './db.js';
+import { dropHistory, HISTORY_SCHEMA, preloadHistory } from './history.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
 import { renderMarkdown, type Environment, type Report } from './report.js';
 import type { ScenarioId } from './scenarios.js';
@@ -33,20 +34,26 @@ async function postgresVersion(url: string): Promise<string> {
   }
 }
 
-/** The runs of one bench, in order: rounds of the scenario list, plus dedup-growth runs per round. */
-function plan(
-  options: BenchOptions,
-): Array<{ scenario: ScenarioId; round: number; dedupPreload: number }> {
-  const runs = [];
+type Step = { scenario: ScenarioId; round: number; dedupPreload: number; pruning: boolean };
+
+/**
+ * The runs of one bench, in order: rounds of the scenario list, plus per round the
+ * dedup-growth runs and the pruning runs, so each pairs with the same round's
+ * empty-table run.
+ */
+function plan(options: BenchOptions): Step[] {
+  const runs: Step[] = [];
+  const among = (ids: ScenarioId[]): ScenarioId[] =>
+    ids.filter((s) => options.scenarios.includes(s));
   for (let round = 1; round <= options.rounds; round++) {
-    for (const scenario of options.scenarios) runs.push({ scenario, round, dedupPreload: 0 });
-    if (options.dedupRows > 0) {
-      for (const scenario of (['b', 'c', 'e', 'g'] as const).filter((s) =>
-        options.scenarios.includes(s),
-      )) {
-        runs.push({ scenario, round, dedupPreload: options.dedupRows });
-      }
-    }
+    for (const scenario of options.scenarios)
+      runs.push({ scenario, round, dedupPreload: 0, pruning: false });
+    if (options.dedupRows === 0) continue;
+    for (const scenario of among(['b', 'c', 'e', 'g']))
+      runs.push({ scenario, round, dedupPreload: options.dedupRows, pruning: false });
+    if (!options.pruneWhileConsuming) continue;
+    for (const scenario of among(['b', 'c']))
+      runs.push({ scenario, round, dedupPreload: options.dedupRows, pruning: true });
   }
   return runs;
 }
@@ -69,10 +76,16 @@ async function runAll(
       inboxBatch: options.inboxBatch,
       partitions: options.partitions,
       keyConcurrency: options.keyConcurrency,
+      dedupSchema: step.dedupPreload > 0 ? HISTORY_SCHEMA : BENCH_SCHEMA,
+      memoryRun: options.memoryRun,
       endpoints,
     };
-    const what = `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})${step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : ''}`;
+    const what =
+      `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})` +
+      (step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : '') +
+      (step.pruning ? ' +pruning' : '');
     try {
+      // The history's reset (a VACUUM, a count, after a pruning run a restore) grows with its size.
       const timeoutMs = 300_000 + options.messages * 20 + step.dedupPreload / 10;
       const result = await runInChild(
         task,
@@ -114,7 +127,11 @@ async function main(): Promise<void> {
     const { databaseUrl } = services.endpoints;
     const setupPool = createPool(databaseUrl, 1);
     await createSchema(setupPool).finally(() => setupPool.end());
-    const { runs, failures } = await runAll(options, services.endpoints);
+    // Loaded once, before any run: every dedup-growth run then only resets its own rows.
+    if (options.dedupRows > 0) await preloadHistory(databaseUrl, options.dedupRows, options.broker);
+    const { runs, failures } = await runAll(options, services.endpoints).finally(() =>
+      options.dedupRows > 0 ? dropHistory(databaseUrl) : undefined,
+    );
     const summary = summarize(runs, failures);
     const environment: Environment = {
       command,

@@ -1,5 +1,6 @@
 import type { BrokerName } from './args.js';
 import type { EffectSummary } from './db.js';
+import type { MemorySeries } from './memory-series.js';
 import type { ScenarioId } from './scenarios.js';
 
 /** What the parent asks one child process to measure. */
@@ -14,8 +15,14 @@ export interface ScenarioTask {
   inboxBatch: number;
   partitions: number;
   keyConcurrency: number;
-  /** Rows put in `processed_messages` (another consumer's keys) before the run. */
+  /** Rows of history in the run's `processed_messages` (0: an empty table). */
   dedupPreload: number;
+  /** Schema of the run's `processed_messages`: the bench schema (emptied per run) or the history's. */
+  dedupSchema: string;
+  /** b, c: the consumer prunes its dedup window (`retention`) while it drains. */
+  pruning: boolean;
+  /** Sample RSS and heap through the drain (`--memory-run`). */
+  memoryRun: boolean;
   endpoints: {
     databaseUrl: string;
     sqsEndpoint?: string | undefined;
@@ -28,6 +35,8 @@ export interface RunResult {
   scenario: ScenarioId;
   round: number;
   dedupPreload: number;
+  /** The consumer pruned while it drained (absent in reports from before the flag). */
+  pruning?: boolean;
   messages: number;
   /** First message seen by the scenario's code → last one done (committed and acked). */
   drainMs: number;
@@ -46,6 +55,8 @@ export interface RunResult {
   notes: Record<string, number>;
   /** Failed checks; empty when the run is sound. */
   problems: string[];
+  /** RSS and heap through the drain, with `--memory-run`. */
+  memory?: MemorySeries;
 }
 
 export type ChildReply = { ok: true; result: RunResult } | { ok: false; error: string };

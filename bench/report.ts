@@ -1,5 +1,8 @@
 import type { BenchOptions } from './args.js';
+import { fmt } from './format.js';
 import type { RunResult } from './protocol.js';
+import { renderGrowth } from './report-growth.js';
+import { renderMemory } from './report-memory.js';
 import type { ScenarioId } from './scenarios.js';
 import { pairedRatio, type RunFailure, type ScenarioSummary } from './summary.js';
 import { wallOf, type TargetResult } from './targets.js';
@@ -27,14 +30,6 @@ export interface Report {
 }
 
 const RATIO_BASES: ScenarioId[] = ['a', 'd', 'e', 'f', 'g'];
-
-const fmt = (value: number | null, digits = 0): string =>
-  value === null
-    ? '–'
-    : value.toLocaleString('en-US', {
-        minimumFractionDigits: digits,
-        maximumFractionDigits: digits,
-      });
 
 const load = (l: number[]): string => l.map((x) => x.toFixed(1)).join(' / ');
 
@@ -82,22 +77,8 @@ export function renderMarkdown(report: Report): string {
         `${t.met === null ? 'not measured' : t.met ? '**met**' : '**not met**'} | ${wallOf(t)} |`,
     );
   }
-  const growth = report.summary.filter((s) => s.dedupPreload > 0);
-  if (growth.length > 0) {
-    lines.push(
-      '',
-      '| dedup table growth | msg/s empty table | msg/s with preloaded rows | ratio |',
-      '|---|--:|--:|--:|',
-    );
-    for (const g of growth) {
-      const empty = tput(g.scenario);
-      const r = pairedRatio(report.runs, g.scenario, g.scenario, g.dedupPreload);
-      lines.push(
-        `| (${g.scenario}) with ${fmt(g.dedupPreload)} rows in processed_messages | ${fmt(empty)} | ${fmt(g.throughput)} | ` +
-          `${r === null ? '–' : r.toFixed(2)} |`,
-      );
-    }
-  }
+  lines.push(...renderGrowth(report.summary, report.runs));
+  lines.push(...renderMemory(report.runs));
   const noted = main.filter((s) => Object.keys(s.notes).length > 0);
   if (noted.length > 0) {
     lines.push(

@@ -2,15 +2,12 @@ import type pg from 'pg';
 import type { BrokerDriver } from './broker.js';
 import type { RunContext } from './context.js';
 import { prepareInMemory, runDbBatchCeiling, runDbCeiling } from './db-ceiling.js';
-import {
-  createPool,
-  preloadDedupRows,
-  resetTables,
-  summarizeEffects,
-  type EffectSummary,
-} from './db.js';
+import { createPool, resetTables, summarizeEffects, type EffectSummary } from './db.js';
 import { Drain } from './drain.js';
+import { historyOlderThan, resetHistory } from './history.js';
+import { PRUNE_WHILE_CONSUMING } from './pruning.js';
 import { collectGarbage, mb, RssSampler } from './memory.js';
+import { MemorySampler, type MemorySeries } from './memory-series.js';
 import { percentile } from './stats.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
 import { SCENARIOS } from './scenarios.js';
@@ -36,16 +33,18 @@ async function warmPool(pool: pg.Pool, size: number): Promise<void> {
 
 /**
  * One scenario run, in a process of its own (so peak RSS is the scenario's):
- * reset the tables, pre-fill the broker, drain it, then check the effect.
+ * reset the tables (and the dedup history to its loaded state), pre-fill the broker,
+ * drain it, then check the effect.
  */
 export async function runScenario(task: ScenarioTask): Promise<RunResult> {
   const info = SCENARIOS[task.scenario];
+  const rssBeforePrefill = process.memoryUsage().rss;
   const admin = createPool(task.endpoints.databaseUrl, 1);
   const pool = createPool(task.endpoints.databaseUrl, task.concurrency);
   let driver: BrokerDriver | undefined;
   try {
     await resetTables(admin);
-    if (task.dedupPreload > 0) await preloadDedupRows(admin, task.dedupPreload);
+    if (task.dedupPreload > 0) await resetHistory(admin);
     let inMemory: ReturnType<typeof prepareInMemory> | undefined;
     if (info.usesBroker) {
       driver = await driverFor(task);
@@ -59,6 +58,8 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
     const drain = new Drain(task.messages);
     const ctx: RunContext = {
       pool,
+      dedupSchema: task.dedupSchema,
+      pruning: task.pruning,
       messages: task.messages,
       concurrency: task.concurrency,
       consumerConcurrency: task.consumerConcurrency,
@@ -68,8 +69,11 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       notes: {},
     };
     const rss = new RssSampler();
+    const series = task.memoryRun ? new MemorySampler(drain, mb(rssBeforePrefill)) : undefined;
     rss.start();
+    series?.start();
     let peak: number;
+    let memory: MemorySeries | undefined;
     try {
       if (driver !== undefined)
         await driver.run(task.scenario as Exclude<typeof task.scenario, 'e' | 'g'>, ctx);
@@ -77,9 +81,15 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       else await runDbCeiling(ctx, inMemory ?? []);
     } finally {
       peak = rss.stop();
+      memory = series?.stop();
     }
 
-    const effects = await summarizeEffects(admin);
+    const effects = await summarizeEffects(admin, task.dedupSchema);
+    if (task.pruning) {
+      // What the pruner had not reached yet: 0 means it ran dry, and part of the drain went unpruned.
+      const old = await historyOlderThan(admin, PRUNE_WHILE_CONSUMING.olderThanMs);
+      ctx.notes['pruneBacklogLeft'] = old - (ctx.notes['prunedRows'] ?? 0);
+    }
     const remaining = driver === undefined ? null : await driver.remaining();
     const drainMs = drain.elapsedMs;
     // Is this process the bottleneck? CPU near 100 % of a core or ELU near 1 says yes;
@@ -91,6 +101,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       scenario: task.scenario,
       round: task.round,
       dedupPreload: task.dedupPreload,
+      pruning: task.pruning,
       messages: task.messages,
       drainMs,
       throughput: (task.messages / drainMs) * 1000,
@@ -103,6 +114,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       remaining,
       notes: ctx.notes,
       problems: check(task, effects, remaining),
+      ...(memory === undefined ? {} : { memory }),
     };
   } finally {
     await driver?.close();

@@ -2,11 +2,29 @@ import type { RunResult } from './protocol.js';
 import { SCENARIOS, type ScenarioId } from './scenarios.js';
 import { median } from './stats.js';
 
-/** Medians over the rounds of one scenario (at one dedup-table size). */
+/** Which dedup table a run claimed in: empty, M rows of history, M rows being pruned. */
+export interface Variant {
+  dedupPreload: number;
+  pruning: boolean;
+}
+
+export const EMPTY_TABLE: Variant = { dedupPreload: 0, pruning: false };
+
+/** Reports from before pruning runs have no `pruning`: they had none. */
+export const variantOf = (r: { dedupPreload: number; pruning?: boolean }): Variant => ({
+  dedupPreload: r.dedupPreload,
+  pruning: r.pruning === true,
+});
+
+const sameVariant = (r: { dedupPreload: number; pruning?: boolean }, v: Variant): boolean =>
+  r.dedupPreload === v.dedupPreload && (r.pruning === true) === v.pruning;
+
+/** Medians over the rounds of one scenario (at one dedup-table variant). */
 export interface ScenarioSummary {
   scenario: ScenarioId;
   label: string;
   dedupPreload: number;
+  pruning: boolean;
   runs: number;
   throughput: number | null;
   throughputMin: number | null;
@@ -25,6 +43,7 @@ export interface RunFailure {
   scenario: ScenarioId;
   round: number;
   dedupPreload: number;
+  pruning?: boolean;
   error: string;
 }
 
@@ -32,22 +51,29 @@ export function summarize(
   results: readonly RunResult[],
   failures: readonly RunFailure[],
 ): ScenarioSummary[] {
-  const groups = new Map<string, { scenario: ScenarioId; dedupPreload: number }>();
-  for (const r of [...results, ...failures]) groups.set(`${r.dedupPreload}:${r.scenario}`, r);
+  const groups = new Map<string, { scenario: ScenarioId; variant: Variant }>();
+  for (const r of [...results, ...failures]) {
+    const variant = variantOf(r);
+    groups.set(`${variant.dedupPreload}:${variant.pruning}:${r.scenario}`, {
+      scenario: r.scenario,
+      variant,
+    });
+  }
   return [...groups.values()]
-    .sort((x, y) => x.dedupPreload - y.dedupPreload || x.scenario.localeCompare(y.scenario))
-    .map(({ scenario, dedupPreload }) => {
-      const runs = results.filter(
-        (r) => r.scenario === scenario && r.dedupPreload === dedupPreload,
-      );
-      const crashed = failures.filter(
-        (f) => f.scenario === scenario && f.dedupPreload === dedupPreload,
-      );
+    .sort(
+      (x, y) =>
+        x.variant.dedupPreload - y.variant.dedupPreload ||
+        Number(x.variant.pruning) - Number(y.variant.pruning) ||
+        x.scenario.localeCompare(y.scenario),
+    )
+    .map(({ scenario, variant }) => {
+      const runs = results.filter((r) => r.scenario === scenario && sameVariant(r, variant));
+      const crashed = failures.filter((f) => f.scenario === scenario && sameVariant(f, variant));
       const tput = runs.map((r) => r.throughput);
       return {
         scenario,
         label: SCENARIOS[scenario].label,
-        dedupPreload,
+        ...variant,
         runs: runs.length,
         throughput: median(tput),
         throughputMin: tput.length ? Math.min(...tput) : null,
@@ -79,20 +105,22 @@ function medianNotes(runs: readonly RunResult[]): Record<string, number> {
 /**
  * Median over rounds of (numerator ÷ denominator) within the same round: rounds are
  * interleaved, so pairing them cancels the load swings between rounds that a ratio of
- * two medians would keep. `numeratorPreload` compares a dedup-growth run with the
- * empty-table run of the same round.
+ * two medians would keep. The variants compare dedup tables, e.g. a growth run with
+ * the same round's empty-table run.
  */
 export function pairedRatio(
   runs: readonly RunResult[],
   numerator: ScenarioId,
   denominator: ScenarioId,
-  numeratorPreload = 0,
+  numeratorVariant: Variant = EMPTY_TABLE,
+  denominatorVariant: Variant = EMPTY_TABLE,
 ): number | null {
   const ratios: number[] = [];
   for (const top of runs) {
-    if (top.scenario !== numerator || top.dedupPreload !== numeratorPreload) continue;
+    if (top.scenario !== numerator || !sameVariant(top, numeratorVariant)) continue;
     const bottom = runs.find(
-      (r) => r.scenario === denominator && r.dedupPreload === 0 && r.round === top.round,
+      (r) =>
+        r.scenario === denominator && sameVariant(r, denominatorVariant) && r.round === top.round,
     );
     if (bottom !== undefined && bottom.throughput > 0)
       ratios.push(top.throughput / bottom.throughput);

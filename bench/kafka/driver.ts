@@ -1,8 +1,9 @@
 import type { Admin } from 'kafkajs';
 import type { BrokerDriver, BrokerScenario } from '../broker.js';
 import type { RunContext } from '../context.js';
+import { prefillInChild } from '../prefill.js';
 import { kafkaScenarios } from './scenarios.js';
-import { createTopic, fillTopic, groupLag, kafkaClient, uniqueName } from './topic.js';
+import { createTopic, groupLag, kafkaClient, uniqueName } from './topic.js';
 
 export function kafkaDriver(
   brokers: string,
@@ -22,7 +23,7 @@ export function kafkaDriver(
       await admin.connect();
       connected = true;
       const topic = await createTopic(admin, tag, partitions);
-      await fillTopic(kafka, topic, partitions, n);
+      await prefillInChild({ broker: 'kafka', brokers, topic, partitions, messages: n });
       target = { topic, groupId: uniqueName(`bench-${tag}`) };
     },
     run: (scenario: BrokerScenario, ctx: RunContext) =>

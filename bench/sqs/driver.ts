@@ -1,6 +1,7 @@
 import type { BrokerDriver, BrokerScenario } from '../broker.js';
 import type { RunContext } from '../context.js';
-import { createQueue, deleteQueue, fillQueue, queueDepth, sqsClient } from './queue.js';
+import { prefillInChild } from '../prefill.js';
+import { createQueue, deleteQueue, queueDepth, sqsClient } from './queue.js';
 import { sqsScenarios } from './scenarios.js';
 
 export function sqsDriver(endpoint: string): BrokerDriver {
@@ -13,7 +14,7 @@ export function sqsDriver(endpoint: string): BrokerDriver {
   return {
     async prepare(tag: string, n: number) {
       queueUrl = await createQueue(client, tag);
-      await fillQueue(client, queueUrl, n);
+      await prefillInChild({ broker: 'sqs', endpoint, queueUrl, messages: n });
     },
     run: (scenario: BrokerScenario, ctx: RunContext) => sqsScenarios[scenario](ctx, target()),
     remaining: () => queueDepth(client, target().queueUrl),
