@@ -4,7 +4,7 @@ import type pg from 'pg';
  * The `retention` of pruning runs: a 7-day window over a history 1 to 30 days old, so
  * about 80 % of it is a backlog the pruner works through during the drain. The interval
  * only delays the first pass (one pass deletes until nothing is left); 100 ms, the
- * minimum, has it start with the consumer. batchSize stays the library's default.
+ * minimum, has it start with the consumer. batchSize and dutyCycle stay the library's defaults.
  */
 export const PRUNE_WHILE_CONSUMING = { olderThanMs: 7 * 86_400_000, intervalMs: 100 };
 

@@ -47,7 +47,7 @@ export function renderGrowth(
     lines.push(
       '',
       `Pruning: the consumer's own \`retention\` (olderThanMs ${PRUNE_WHILE_CONSUMING.olderThanMs / DAY_MS} days, ` +
-        `intervalMs ${PRUNE_WHILE_CONSUMING.intervalMs}, default batchSize) on the consumer's pool, over history 1 to 30 days old; ` +
+        `intervalMs ${PRUNE_WHILE_CONSUMING.intervalMs}, default batchSize and dutyCycle) on the consumer's pool, over history 1 to 30 days old; ` +
         'the table is restored between runs. Medians over rounds:',
       '',
     );

@@ -104,7 +104,7 @@ export function evaluateTargets(
 /** Whether a target is out of reach on this machine, by the run's own ceilings. */
 export function wallOf(t: TargetResult): string {
   const c = t.ceiling;
-  if (c === null) return '';
+  if (c === null || c === undefined) return '';
   const bound = `ceiling from ${c.from}: ≤ ${c.capRatio.toFixed(2)}× hard, ≈ ${c.oneProcessRatio.toFixed(2)}× in one process`;
   if (t.min > c.capRatio) return `out of reach here (${bound})`;
   if (t.min > c.oneProcessRatio) return `beyond the one-process estimate (${bound})`;

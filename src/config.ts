@@ -29,7 +29,8 @@ export interface ConsumerConfig<T> {
   busyRetryDelayMs: number;
   logger: Logger;
   migrate: boolean;
-  retention: { olderThanMs: number; intervalMs: number; batchSize: number } | undefined;
+  retention:
+    { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
 }
 
 /** Validates options at construction so a typo fails at deploy time, not at 3 a.m. */
@@ -115,6 +116,7 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
         86_400_000,
       ),
       batchSize: int('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
+      dutyCycle: dutyCycle('retention.dutyCycle', options.retention.dutyCycle, 0.5),
     },
   };
 }
@@ -131,4 +133,12 @@ function int(
     throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });
   }
   return v;
+}
+
+function dutyCycle(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
+    throw new ConfigurationError(name, 'must be a number above 0 and at most 1', { value });
+  }
+  return value;
 }

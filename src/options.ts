@@ -66,6 +66,12 @@ export interface ConsumerOptions<T> {
   migrate?: boolean;
   /** pino-compatible logger. Default: silent. */
   logger?: Logger;
-  /** Dedup window: rows older than this are pruned in the background. Default: never pruned. */
-  retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number };
+  /**
+   * Dedup window: rows older than `olderThanMs` are pruned in the background every
+   * `intervalMs` (default 60 000), `batchSize` rows per DELETE (default 1000), busy at
+   * most `dutyCycle` of the time (default 0.5: after each batch it waits as long as the
+   * batch took, so a large backlog never takes the database from the claims). Default:
+   * never pruned.
+   */
+  retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number; dutyCycle?: number };
 }

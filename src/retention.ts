@@ -17,7 +17,12 @@ export class RetentionPruner {
     private readonly pool: Pool,
     private readonly consumer: string,
     private readonly table: TableRef,
-    private readonly options: { olderThanMs: number; intervalMs: number; batchSize: number },
+    private readonly options: {
+      olderThanMs: number;
+      intervalMs: number;
+      batchSize: number;
+      dutyCycle: number;
+    },
     private readonly hub: ConsumerEventHub,
   ) {}
 
@@ -38,6 +43,7 @@ export class RetentionPruner {
       consumer: this.consumer,
       olderThan: this.options.olderThanMs,
       batchSize: this.options.batchSize,
+      dutyCycle: this.options.dutyCycle,
       schema: this.table.schema,
       table: this.table.table,
       signal: this.abort.signal,

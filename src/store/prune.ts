@@ -16,6 +16,12 @@ export interface PruneOptions {
   table?: string;
   /** Stop early (between batches) when aborted. */
   signal?: AbortSignal;
+  /**
+   * Largest share of the time spent deleting, above 0 and at most 1 (default 1: batches
+   * back to back). Below 1, after each batch it waits `elapsed × (1 / dutyCycle − 1)`,
+   * so a backlog of millions of rows is worked off beside the claims, not ahead of them.
+   */
+  dutyCycle?: number;
 }
 
 /**
@@ -28,6 +34,12 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
   const batchSize = options.batchSize ?? 1000;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
     throw new ConfigurationError('batchSize', 'must be an integer from 1 to 100000', { batchSize });
+  }
+  const duty = options.dutyCycle ?? 1;
+  if (typeof duty !== 'number' || !(duty > 0 && duty <= 1)) {
+    throw new ConfigurationError('dutyCycle', 'must be a number above 0 and at most 1', {
+      dutyCycle: duty,
+    });
   }
   const cutoff = cutoffOf(options.olderThan);
   const table = qualifiedTable(tableRef(options));
@@ -46,12 +58,14 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
   let total = 0;
   for (;;) {
     if (options.signal?.aborted) return total;
+    const started = performance.now();
     const result = await pool.query(sql, params).catch((cause: unknown) => {
       throw new DatabaseError('prune', cause);
     });
     const deleted = result.rowCount ?? 0;
     total += deleted;
     if (deleted < batchSize) return total;
+    if (duty < 1) await pause((performance.now() - started) * (1 / duty - 1), options.signal);
   }
 }
 
@@ -67,4 +81,18 @@ function cutoffOf(olderThan: Date | number): Date {
     });
   }
   return new Date(Date.now() - olderThan);
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -63,6 +63,7 @@ describe('bad input is dead-lettered with a typed error and loses nothing else',
       [{ handler: 'nope' }, 'handler'],
       [{ backoff: { initialMs: 10, maxMs: 5 } }, 'backoff.maxMs'],
       [{ retention: { olderThanMs: 0 } }, 'retention.olderThanMs'],
+      [{ retention: { olderThanMs: 1000, dutyCycle: 1.5 } }, 'retention.dutyCycle'],
     ];
     for (const [override, option] of cases) {
       const attempt = () => createConsumer({ ...base, ...override });

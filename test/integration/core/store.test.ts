@@ -102,6 +102,41 @@ describe('prune', () => {
     );
     expect(newest.rows).toEqual([{ n: 10 }]);
   });
+
+  it('with a dutyCycle below 1 waits between batches, and still deletes every old row', async () => {
+    await migrate(db.pool, { schema: db.schema });
+    await db.pool.query(`DELETE FROM processed_messages`);
+    await db.pool.query(`
+      INSERT INTO processed_messages (consumer, message_key, processed_at)
+      SELECT 'duty', 'old-' || g, now() - interval '2 days' FROM generate_series(1, 30) g`);
+    const durations: number[] = [];
+    const slow = Object.create(db.pool) as typeof db.pool;
+    slow.query = (async (...args: Parameters<typeof db.pool.query>) => {
+      const started = performance.now();
+      await new Promise((r) => setTimeout(r, 20));
+      const result = await (db.pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      durations.push(performance.now() - started);
+      return result;
+    }) as typeof db.pool.query;
+
+    const started = performance.now();
+    const deleted = await prune(slow, {
+      olderThan: 24 * 3600_000,
+      batchSize: 10,
+      schema: db.schema,
+      dutyCycle: 0.5,
+    });
+    const elapsed = performance.now() - started;
+    expect(deleted).toBe(30);
+    expect(durations).toHaveLength(4); // 10 + 10 + 10 + 0
+    // Each full batch is followed by a pause as long as itself (the last, short one is not).
+    const busy = durations.reduce((a, b) => a + b, 0);
+    const paused = durations.slice(0, 3).reduce((a, b) => a + b, 0);
+    expect(elapsed).toBeGreaterThanOrEqual(busy + paused - 5);
+    await expect(prune(db.pool, { olderThan: 1, schema: db.schema, dutyCycle: 0 })).rejects.toThrow(
+      /dutyCycle/,
+    );
+  });
 });
 
 describe('retention', () => {
