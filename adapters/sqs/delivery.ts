@@ -132,17 +132,24 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
       const { deadLetterQueueUrl } = this.deps;
       if (deadLetterQueueUrl !== undefined) {
         try {
-          const { errorAttribute } = await sendToDeadLetterQueue(
+          const { skipped } = await sendToDeadLetterQueue(
             this.deps.client,
             deadLetterQueueUrl,
             this.queueUrl,
             this.raw,
             reason,
           );
-          if (!errorAttribute) {
+          if (skipped !== undefined) {
             this.deps.logger.warn(
-              { queueUrl: this.queueUrl, messageId: this.raw.MessageId, deadLetterQueueUrl },
-              'dead letter already has 10 message attributes: sent without the error attribute',
+              {
+                queueUrl: this.queueUrl,
+                messageId: this.raw.MessageId,
+                deadLetterQueueUrl,
+                reason: reason.code,
+              },
+              skipped === 'attribute-limit'
+                ? 'dead letter already has 10 message attributes: sent without the error attribute'
+                : 'dead letter too close to the size limit: sent without the error attribute',
             );
           }
         } catch (cause) {

@@ -6,6 +6,12 @@ import {
   sqsSource,
   type SqsSourceOptions,
 } from '../../../adapters/sqs/index.js';
+import {
+  errorAttributeSkipped,
+  messageBytes,
+  sendToDeadLetterQueue,
+} from '../../../adapters/sqs/dead-letter.js';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { waitFor } from '../../helpers/wait-for.js';
 import { FakeSqs } from './fake-sqs.js';
 import { fakeContext } from './fake-context.js';
@@ -153,5 +159,61 @@ describe('FIFO queues', () => {
     await waitFor(() => sqs.remaining(url).length === 0, { what: 'all processed' });
     await s.stop();
     expect(order).toEqual(['0@2', '1@2', '2@2']);
+  });
+});
+
+describe('the dead letter error attribute and SQS size limits', () => {
+  const error = { DataType: 'String', StringValue: '{"code":"EO_HANDLER","message":"boom"}' };
+  const errorBytes =
+    Buffer.byteLength(DEAD_LETTER_ERROR_ATTRIBUTE) + 'String'.length + error.StringValue.length;
+
+  it('counts body, attribute names, types and values as SQS does', () => {
+    expect(
+      messageBytes('héllo', {
+        a: { DataType: 'String', StringValue: 'xyz' },
+        b: { DataType: 'Binary', BinaryValue: new Uint8Array(4) },
+      }),
+    ).toBe(6 + (1 + 6 + 3) + (1 + 6 + 4));
+  });
+
+  it('leaves the attribute off only when it would break a limit the message met', () => {
+    const room = 262_144 - errorBytes;
+    expect(errorAttributeSkipped('x'.repeat(room), {}, error)).toBeUndefined();
+    expect(errorAttributeSkipped('x'.repeat(room + 1), {}, error)).toBe('size-limit');
+    // Already above 256 KiB: the queues allow more; only 1 MiB is a hard wall.
+    expect(errorAttributeSkipped('x'.repeat(300_000), {}, error)).toBeUndefined();
+    expect(errorAttributeSkipped('x'.repeat(1_048_576 - errorBytes + 1), {}, error)).toBe(
+      'size-limit',
+    );
+    const ten = Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: 'v' }]),
+    );
+    expect(errorAttributeSkipped('small', ten, error)).toBe('attribute-limit');
+  });
+
+  it('sends a near-limit dead letter without the attribute, body and attributes intact', async () => {
+    const sent: unknown[] = [];
+    const client = {
+      send: (command: { input: unknown }) => (sent.push(command.input), Promise.resolve({})),
+    };
+    const body = 'y'.repeat(262_000);
+    const result = await sendToDeadLetterQueue(
+      client as unknown as SQSClient,
+      'http://localhost/q/dlq',
+      'http://localhost/q/src',
+      {
+        MessageId: 'm1',
+        Body: body,
+        MessageAttributes: { k: { DataType: 'String', StringValue: 'v' } },
+      },
+      new HandlerError('key', 3, new Error('boom')),
+    );
+    expect(result).toEqual({ errorAttribute: false, skipped: 'size-limit' });
+    expect(sent).toEqual([
+      expect.objectContaining({
+        MessageBody: body,
+        MessageAttributes: { k: { DataType: 'String', StringValue: 'v' } },
+      }),
+    ]);
   });
 });
