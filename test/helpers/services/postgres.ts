@@ -98,8 +98,13 @@ async function postgresUser(): Promise<RunAs | undefined> {
 }
 
 /** initdb into `<root>/postgres`, start it and create the test database. */
-export async function createPostgres(root: string, port: number): Promise<PostgresState> {
-  const [bindir, runAs] = await Promise.all([findBindir(), postgresUser()]);
+export async function createPostgres(
+  root: string,
+  port: number,
+  /** Binaries to use instead of {@link findBindir}'s. */
+  bindirOverride?: string,
+): Promise<PostgresState> {
+  const [bindir, runAs] = await Promise.all([bindirOverride ?? findBindir(), postgresUser()]);
   const home = path.join(root, 'postgres');
   const dataDir = path.join(home, 'data');
   const sockDir = path.join(home, 'sock');
