@@ -93,7 +93,8 @@ class ConsumerImpl<T> implements Consumer {
       );
     }
     this.retention =
-      cfg.retention && new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub);
+      cfg.retention &&
+      new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { ConsumerEventHub } from './events.js';
 import { DatabaseError, EffectivelyOnceError } from './errors.js';
 import type { TableRef } from './store/identifiers.js';
+import type { ConsumerStats } from './types.js';
 import { prune } from './store/prune.js';
 
 /**
@@ -24,6 +25,7 @@ export class RetentionPruner {
       dutyCycle: number;
     },
     private readonly hub: ConsumerEventHub,
+    private readonly stats: ConsumerStats,
   ) {}
 
   start(): void {
@@ -39,6 +41,7 @@ export class RetentionPruner {
 
   private tick(): void {
     if (this.running !== undefined) return;
+    const started = performance.now();
     this.running = prune(this.pool, {
       consumer: this.consumer,
       olderThan: this.options.olderThanMs,
@@ -48,7 +51,11 @@ export class RetentionPruner {
       table: this.table.table,
       signal: this.abort.signal,
     })
-      .then(() => undefined)
+      .then((deleted) => {
+        if (deleted === 0) return;
+        this.stats.pruned += deleted;
+        this.hub.emit('pruned', { deleted, durationMs: performance.now() - started });
+      })
       .catch((cause: unknown) => {
         this.hub.emit(
           'error',

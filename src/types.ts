@@ -140,6 +140,8 @@ export interface ConsumerStats {
   busy: number;
   released: number;
   ackFailures: number;
+  /** Dedup rows deleted by the background `retention` pruner. */
+  pruned: number;
   inFlight: number;
 }
 
@@ -150,6 +152,8 @@ export interface ConsumerEvents {
   failed: { key: string; attempt: number; error: EffectivelyOnceError; willRetry: boolean };
   mismatch: { key: string; storedHash: string; payloadHash: string };
   'dead-lettered': { key: string | undefined; attempt: number; error: EffectivelyOnceError };
+  /** A background `retention` run deleted rows (runs that deleted none stay quiet). */
+  pruned: { deleted: number; durationMs: number };
   error: EffectivelyOnceError;
 }
 

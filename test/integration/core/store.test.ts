@@ -154,6 +154,8 @@ describe('retention', () => {
     await db.pool.query(`
       INSERT INTO processed_messages (consumer, message_key, processed_at)
       SELECT c, 'stale-' || g, now() - interval '2 hours' FROM generate_series(1, 30) g, unnest(ARRAY['retained','other']) c`);
+    const pruned: number[] = [];
+    consumer.on('pruned', ({ deleted }) => pruned.push(deleted));
     source.send({ n: 1 }, { key: 'fresh' });
     await consumer.start();
     const count = async (consumerName: string) =>
@@ -166,6 +168,8 @@ describe('retention', () => {
     await waitFor(async () => (await count('retained')) === 1, { what: 'stale rows pruned' });
     await consumer.stop();
     expect(await count('other')).toBe(30);
+    expect(pruned.reduce((a, b) => a + b, 0)).toBe(30);
+    expect(consumer.stats().pruned).toBe(30);
   });
 });
 
