@@ -15,10 +15,10 @@ export interface PruneStatement {
 }
 
 /**
- * Records the pruner's DELETEs on the pool the consumer is given. The consumer reports
- * nothing about its pruning (there is no event, and the background pruner drops
- * `prune()`'s count), so the bench reads each statement's row count on its way back.
- * Nothing else the consumer sends is a DELETE.
+ * Records the pruner's DELETEs on the pool the consumer is given. The consumer's
+ * `pruned` event comes once per pruning run, and a run over this backlog outlasts the
+ * drain, so the bench reads each statement's row count on its way back to count what
+ * was deleted *during* the drain. Nothing else the consumer sends is a DELETE.
  */
 export function recordPrunes(pool: pg.Pool): PruneStatement[] {
   const statements: PruneStatement[] = [];
