@@ -37,7 +37,7 @@ export class LazyLinkedSignal {
     return controller.signal;
   }
 
-  /** Aborts the signal (now, or when it is first read) unless a parent aborted it first. */
+  /** Aborts the signal now, or when it is first read; a no-op once it is aborted. */
   abort(reason: unknown): void {
     this.ownReason ??= { reason };
     this.controller?.abort(reason);
