@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { sleep } from './sleep.js';
 import type { Logger } from './types.js';
 
 // SQLSTATE classes and codes that mean "the database is not there", as opposed to
@@ -86,16 +87,4 @@ export class DatabaseHealth {
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -5,7 +5,7 @@ import type { Delivery, HandlerContext, Source, SourceContext } from '../../src/
 import type { KafkaMessageLike, KafkaProducerLike } from './client.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, type KafkaKeyFunction } from './keys.js';
-import { sleep } from './partition-worker.js';
+import { sleep } from '../../src/sleep.js';
 import { toKafkaRecord, type KafkaRecord } from './record.js';
 
 /** What kafkajs passes to `eachMessage` (kafkajs `EachMessagePayload`). */

@@ -1,4 +1,5 @@
 import { EffectivelyOnceError } from '../../src/errors.js';
+import { sleep } from '../../src/sleep.js';
 import type { SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
@@ -371,18 +372,4 @@ export class PartitionWorker<T> implements RecordOwner {
       this.deps.slots.release();
     }
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted || ms <= 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

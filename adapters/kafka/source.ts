@@ -12,7 +12,8 @@ import { OffsetCommitter } from './committer.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { Limiter } from './limiter.js';
 import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } from './options.js';
-import { PartitionWorker, sleep } from './partition-worker.js';
+import { sleep } from '../../src/sleep.js';
+import { PartitionWorker } from './partition-worker.js';
 import { PostgresOffsetStore } from './postgres-offsets.js';
 import { toKafkaRecord } from './record.js';
 

@@ -12,7 +12,7 @@ import { SqsMessageDelivery, type RedriveMode } from './delivery.js';
 import { Heartbeat } from './heartbeat.js';
 import { messageKey } from './keys.js';
 import { resolveSqsOptions, type ResolvedSqsOptions, type SqsSourceOptions } from './options.js';
-import { sleep } from './visibility.js';
+import { sleep } from '../../src/sleep.js';
 
 /** SQS's default visibility timeout, used when the queue's own cannot be read. */
 const DEFAULT_VISIBILITY_TIMEOUT = 30;

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError, DatabaseError } from '../errors.js';
+import { sleep } from '../sleep.js';
 import { qualifiedTable, tableRef } from './identifiers.js';
 
 /** Options of {@link prune}. */
@@ -65,7 +66,7 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
     const deleted = result.rowCount ?? 0;
     total += deleted;
     if (deleted < batchSize) return total;
-    if (duty < 1) await pause((performance.now() - started) * (1 / duty - 1), options.signal);
+    if (duty < 1) await sleep((performance.now() - started) * (1 / duty - 1), options.signal);
   }
 }
 
@@ -81,18 +82,4 @@ function cutoffOf(olderThan: Date | number): Date {
     });
   }
   return new Date(Date.now() - olderThan);
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
