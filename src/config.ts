@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { resolveBackoff, type BackoffFn } from './backoff.js';
 import { ConfigurationError } from './errors.js';
+import { fractionOption, intOption } from './option-checks.js';
 import { silentLogger } from './events.js';
 import { DEFAULT_MAX_KEY_LENGTH } from './keys.js';
 import type { ConsumerOptions } from './options.js';
@@ -83,62 +84,46 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     batchHandler,
     batch: batched
       ? {
-          maxSize: int('batch.maxSize', options.batch?.maxSize, 100, 1, 10_000),
-          maxWaitMs: int('batch.maxWaitMs', options.batch?.maxWaitMs, 5, 0, 60_000),
+          maxSize: intOption('batch.maxSize', options.batch?.maxSize, 100, 1, 10_000),
+          maxWaitMs: intOption('batch.maxWaitMs', options.batch?.maxWaitMs, 5, 0, 60_000),
         }
       : undefined,
     table,
-    concurrency: int('concurrency', options.concurrency, 10, 1, 1000),
+    concurrency: intOption('concurrency', options.concurrency, 10, 1, 1000),
     key: options.key,
-    maxKeyLength: int('maxKeyLength', options.maxKeyLength, DEFAULT_MAX_KEY_LENGTH, 1, 8192),
+    maxKeyLength: intOption('maxKeyLength', options.maxKeyLength, DEFAULT_MAX_KEY_LENGTH, 1, 8192),
     payloadHash: options.payloadHash ?? true,
     onMismatch,
-    maxAttempts: int('maxAttempts', options.maxAttempts, 5, 1, 1000),
+    maxAttempts: intOption('maxAttempts', options.maxAttempts, 5, 1, 1000),
     backoff: resolveBackoff(options.backoff),
-    lockTimeoutMs: int('lockTimeoutMs', options.lockTimeoutMs, 5000, 1, 3_600_000),
-    handlerTimeoutMs: int('handlerTimeoutMs', options.handlerTimeoutMs, 60_000, 0, 43_200_000),
-    busyRetryDelayMs: int('busyRetryDelayMs', options.busyRetryDelayMs, 2000, 0, 43_200_000),
+    lockTimeoutMs: intOption('lockTimeoutMs', options.lockTimeoutMs, 5000, 1, 3_600_000),
+    handlerTimeoutMs: intOption(
+      'handlerTimeoutMs',
+      options.handlerTimeoutMs,
+      60_000,
+      0,
+      43_200_000,
+    ),
+    busyRetryDelayMs: intOption('busyRetryDelayMs', options.busyRetryDelayMs, 2000, 0, 43_200_000),
     logger: options.logger ?? silentLogger,
     migrate: options.migrate ?? true,
     retention: options.retention && {
-      olderThanMs: int(
+      olderThanMs: intOption(
         'retention.olderThanMs',
         options.retention.olderThanMs,
         0,
         1,
         Number.MAX_SAFE_INTEGER,
       ),
-      intervalMs: int(
+      intervalMs: intOption(
         'retention.intervalMs',
         options.retention.intervalMs,
         60_000,
         100,
         86_400_000,
       ),
-      batchSize: int('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
-      dutyCycle: dutyCycle('retention.dutyCycle', options.retention.dutyCycle, 0.5),
+      batchSize: intOption('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
+      dutyCycle: fractionOption('retention.dutyCycle', options.retention.dutyCycle, 0.5),
     },
   };
-}
-
-function int(
-  option: string,
-  value: number | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) {
-    throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });
-  }
-  return v;
-}
-
-function dutyCycle(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
-    throw new ConfigurationError(name, 'must be a number above 0 and at most 1', { value });
-  }
-  return value;
 }

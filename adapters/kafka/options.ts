@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError } from '../../src/errors.js';
+import { intOption } from '../../src/option-checks.js';
 import { quoteIdentifier } from '../../src/store/identifiers.js';
 import type {
   KafkaConsumerConfig,
@@ -224,18 +225,24 @@ export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSou
     partitionConcurrency:
       options.partitionConcurrency === undefined || options.partitionConcurrency === Infinity
         ? Infinity
-        : int('partitionConcurrency', options.partitionConcurrency, 1, 1, 10_000),
-    keyConcurrency: int('keyConcurrency', options.keyConcurrency, 1, 1, 1000),
-    pipeline: int('pipeline', options.pipeline, 1, 1, 1000),
-    maxPendingPerPartition: int(
+        : intOption('partitionConcurrency', options.partitionConcurrency, 1, 1, 10_000),
+    keyConcurrency: intOption('keyConcurrency', options.keyConcurrency, 1, 1, 1000),
+    pipeline: intOption('pipeline', options.pipeline, 1, 1, 1000),
+    maxPendingPerPartition: intOption(
       'maxPendingPerPartition',
       options.maxPendingPerPartition,
       1000,
       1,
       1_000_000,
     ),
-    commitIntervalMs: int('commitIntervalMs', options.commitIntervalMs, 1000, 0, 3_600_000),
-    redeliveryDelayMs: int('redeliveryDelayMs', options.redeliveryDelayMs, 1000, 0, 3_600_000),
+    commitIntervalMs: intOption('commitIntervalMs', options.commitIntervalMs, 1000, 0, 3_600_000),
+    redeliveryDelayMs: intOption(
+      'redeliveryDelayMs',
+      options.redeliveryDelayMs,
+      1000,
+      0,
+      3_600_000,
+    ),
     deadLetterTopic: deadLetterTopic(options.deadLetterTopic),
     offsets,
     pool: options.pool,
@@ -254,20 +261,6 @@ function deadLetterTopic(
     'deadLetterTopic',
     'must be a topic name or a function (record) => topic',
   );
-}
-
-function int(
-  option: string,
-  value: number | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) {
-    throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });
-  }
-  return v;
 }
 
 function bool(option: string, value: boolean | undefined, fallback: boolean): boolean {

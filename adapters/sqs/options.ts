@@ -1,5 +1,6 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '../../src/errors.js';
+import { intOption } from '../../src/option-checks.js';
 
 /** SQS limits the options are validated against. */
 export const SQS_LIMITS = {
@@ -114,9 +115,9 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
       throw new ConfigurationError('deadLetterQueueUrl', 'must differ from queueUrl');
     }
   }
-  const batchSize = integer('batchSize', options.batchSize, 10, 1, SQS_LIMITS.maxBatchSize);
-  const receiveConcurrency = integer('receiveConcurrency', options.receiveConcurrency, 1, 1, 50);
-  const waitTimeSeconds = integer(
+  const batchSize = intOption('batchSize', options.batchSize, 10, 1, SQS_LIMITS.maxBatchSize);
+  const receiveConcurrency = intOption('receiveConcurrency', options.receiveConcurrency, 1, 1, 50);
+  const waitTimeSeconds = intOption(
     'waitTimeSeconds',
     options.waitTimeSeconds,
     20,
@@ -126,7 +127,7 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
   const visibilityTimeout =
     options.visibilityTimeout === undefined
       ? undefined
-      : integer(
+      : intOption(
           'visibilityTimeout',
           options.visibilityTimeout,
           0,
@@ -173,8 +174,8 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     });
   }
   const backoff = options.pollErrorBackoff ?? {};
-  const initialMs = integer('pollErrorBackoff.initialMs', backoff.initialMs, 1000, 0, 3_600_000);
-  const maxMs = integer('pollErrorBackoff.maxMs', backoff.maxMs, 30_000, initialMs, 3_600_000);
+  const initialMs = intOption('pollErrorBackoff.initialMs', backoff.initialMs, 1000, 0, 3_600_000);
+  const maxMs = intOption('pollErrorBackoff.maxMs', backoff.maxMs, 30_000, initialMs, 3_600_000);
   return {
     client,
     queueUrl,
@@ -188,8 +189,8 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     key: options.key,
     parse,
     deadLetterQueueUrl: options.deadLetterQueueUrl,
-    deleteBatchDelayMs: integer('deleteBatchDelayMs', options.deleteBatchDelayMs, 10, 0, 1000),
-    deleteAttempts: integer('deleteAttempts', options.deleteAttempts, 3, 1, 10),
+    deleteBatchDelayMs: intOption('deleteBatchDelayMs', options.deleteBatchDelayMs, 10, 0, 1000),
+    deleteAttempts: intOption('deleteAttempts', options.deleteAttempts, 3, 1, 10),
     pollErrorBackoff: { initialMs, maxMs },
     verifyQueue: options.verifyQueue ?? true,
   };
@@ -213,18 +214,4 @@ function checkUrl(option: string, value: unknown): void {
       },
     );
   }
-}
-
-function integer(
-  option: string,
-  value: number | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigurationError(option, `must be an integer from ${min} to ${max}`, { value });
-  }
-  return value;
 }

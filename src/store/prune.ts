@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError, DatabaseError } from '../errors.js';
+import { fractionOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
 import { qualifiedTable, tableRef } from './identifiers.js';
 
@@ -36,12 +37,7 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
     throw new ConfigurationError('batchSize', 'must be an integer from 1 to 100000', { batchSize });
   }
-  const duty = options.dutyCycle ?? 1;
-  if (typeof duty !== 'number' || !(duty > 0 && duty <= 1)) {
-    throw new ConfigurationError('dutyCycle', 'must be a number above 0 and at most 1', {
-      dutyCycle: duty,
-    });
-  }
+  const duty = fractionOption('dutyCycle', options.dutyCycle, 1);
   const cutoff = cutoffOf(options.olderThan);
   const table = qualifiedTable(tableRef(options));
   const byConsumer = options.consumer !== undefined;
