@@ -1,3 +1,4 @@
+import type { PoolClient } from 'pg';
 import { payloadHash } from 'effectively-once';
 import { BatchClaimStatements } from '../src/store/batch-claim.js';
 import { ClaimStatements } from '../src/store/claim.js';
@@ -38,8 +39,7 @@ export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[
   const worker = async (): Promise<void> => {
     for (let i = next++; i < prepared.length; i = next++) {
       const { message, payload } = prepared[i]!;
-      const client = await ctx.pool.connect();
-      try {
+      await inTransaction(ctx.pool, async (client) => {
         const claimed = await claims.begin(
           client,
           CONSUMER_NAME,
@@ -49,13 +49,7 @@ export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[
         );
         if (!claimed) throw new Error(`bench: key ${keyOf(message)} was already claimed`);
         await insertCharge(client, message);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
+      });
       ctx.drain.done(message.id);
     }
   };
@@ -85,23 +79,36 @@ export async function runDbBatchCeiling(
         key: keyOf(message),
         hash: payloadHash(payload, message),
       }));
-      const client = await ctx.pool.connect();
-      try {
+      await inTransaction(ctx.pool, async (client) => {
         const claimed = await claims.begin(client, CONSUMER_NAME, items, 5000);
         if (claimed.size !== batch.length) throw new Error('bench: some keys were already claimed');
         await insertCharges(
           client,
           batch.map((p) => p.message),
         );
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
+      });
       for (const { message } of batch) ctx.drain.done(message.id);
     }
   };
   await Promise.all(Array.from({ length: ctx.concurrency }, worker));
+}
+
+/**
+ * Runs `work` on a pooled connection whose claim statement opened the transaction
+ * (BEGIN is part of the claim), then COMMITs; on a throw, ROLLBACK and rethrow.
+ */
+async function inTransaction(
+  pool: RunContext['pool'],
+  work: (client: PoolClient) => Promise<void>,
+): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await work(client);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
 }

@@ -112,6 +112,15 @@ async function brokerCeiling(ctx: RunContext, { client, queueUrl }: SqsTarget): 
   await loops;
 }
 
+/** b and c's source: as many receive loops as (a) runs sqs-consumer instances and (d) runs loops. */
+const source = (ctx: RunContext, { client, queueUrl }: SqsTarget) =>
+  sqsSource<BenchMessage>({
+    client,
+    queueUrl,
+    parse: decodeMessage,
+    receiveConcurrency: ctx.concurrency,
+  });
+
 export const sqsScenarios: Record<SqsScenario, Runner> = {
   a: (ctx, target) =>
     runSqsConsumers(
@@ -120,29 +129,8 @@ export const sqsScenarios: Record<SqsScenario, Runner> = {
       (message) => insertCharge(ctx.pool, message),
       (id) => ctx.drain.done(id),
     ),
-  // As many receive loops as (a) runs sqs-consumer instances and (d) runs loops.
-  b: (ctx, { client, queueUrl }) =>
-    runEffectivelyOnce(
-      ctx,
-      sqsSource<BenchMessage>({
-        client,
-        queueUrl,
-        parse: decodeMessage,
-        receiveConcurrency: ctx.concurrency,
-      }),
-      'per-message',
-    ),
-  c: (ctx, { client, queueUrl }) =>
-    runEffectivelyOnce(
-      ctx,
-      sqsSource<BenchMessage>({
-        client,
-        queueUrl,
-        parse: decodeMessage,
-        receiveConcurrency: ctx.concurrency,
-      }),
-      'batch',
-    ),
+  b: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target), 'per-message'),
+  c: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target), 'batch'),
   d: brokerCeiling,
   f: async (ctx, target) => {
     const progress = new InboxProgress(ctx);
