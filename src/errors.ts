@@ -1,3 +1,5 @@
+import { sqlstateOf } from './store/pg-errors.js';
+
 /**
  * Every error this library raises is an {@link EffectivelyOnceError} with a stable
  * `code` (safe to switch on, unlike messages) and a `retryable` flag that tells the
@@ -22,6 +24,13 @@ export class EffectivelyOnceError extends Error {
     this.code = code;
     this.retryable = options.retryable;
     this.details = options.details ?? {};
+  }
+}
+
+/** A method was called in a state that does not allow it (e.g. `start()` twice). */
+export class StateError extends EffectivelyOnceError {
+  constructor(problem: string, details: Record<string, unknown> = {}) {
+    super('EO_STATE', problem, { retryable: false, details });
   }
 }
 
@@ -106,8 +115,9 @@ export class HandlerError extends EffectivelyOnceError {
 }
 
 /**
- * COMMIT was sent but its outcome is unknown (the connection broke). The delivery is
- * not acked; the broker's redelivery settles it either way thanks to the claim.
+ * COMMIT was sent but its outcome is unknown: the connection died while it was on the
+ * wire. The delivery is not acked and no attempt is spent; the broker's redelivery
+ * settles it either way thanks to the claim.
  */
 export class CommitUnknownError extends EffectivelyOnceError {
   constructor(key: string, cause: unknown) {
@@ -116,6 +126,62 @@ export class CommitUnknownError extends EffectivelyOnceError {
       cause,
       details: { key },
     });
+  }
+}
+
+/**
+ * The claim's transaction was rolled back before it could commit although the handler
+ * returned normally: a statement failed inside it and the handler caught the error
+ * (Postgres then answers COMMIT with ROLLBACK), or the handler ended the transaction
+ * itself. Nothing committed; it spends an attempt like a handler failure.
+ */
+export class TransactionAbortedError extends EffectivelyOnceError {
+  constructor(
+    key: string,
+    reason: 'aborted' | 'ended',
+    firstError: unknown,
+    details: Record<string, unknown> = {},
+  ) {
+    const why =
+      reason === 'aborted'
+        ? `a statement failed inside it${firstError === undefined ? '' : ` (${describe(firstError)})`} and the handler went on`
+        : 'the handler ended the transaction itself';
+    super(
+      'EO_TX_ABORTED',
+      `Transaction for key "${truncate(key)}" was rolled back: ${why}. Nothing was committed`,
+      {
+        retryable: true,
+        cause: firstError,
+        details: { key, reason, sqlstate: sqlstateOf(firstError), ...details },
+      },
+    );
+  }
+}
+
+/**
+ * The handler asked `ctx.tx` to end or control the claim's transaction (BEGIN, COMMIT,
+ * ROLLBACK, ... or `release()`), or used `ctx.tx` after its transaction ended. The
+ * runner owns the transaction; use SAVEPOINT / ROLLBACK TO SAVEPOINT to recover from a
+ * failed statement.
+ */
+export class TransactionControlError extends EffectivelyOnceError {
+  constructor(problem: string, details: Record<string, unknown> = {}) {
+    super('EO_TX_CONTROL', `ctx.tx refused: ${problem}`, { retryable: true, details });
+  }
+}
+
+/**
+ * COMMIT was answered with an error while the connection stayed usable (a deferred
+ * constraint violated at COMMIT, a serialization failure under SERIALIZABLE): the
+ * outcome is known, the transaction rolled back. Spends an attempt.
+ */
+export class CommitFailedError extends EffectivelyOnceError {
+  constructor(key: string, cause: unknown) {
+    super(
+      'EO_COMMIT_FAILED',
+      `COMMIT for key "${truncate(key)}" failed and rolled back: ${describe(cause)}`,
+      { retryable: true, cause, details: { key, sqlstate: sqlstateOf(cause) } },
+    );
   }
 }
 

@@ -1,0 +1,41 @@
+/**
+ * What a Postgres error says about the transaction and the connection. The rule the
+ * runners live by: an error the server answered with a SQLSTATE at severity ERROR
+ * leaves the session usable and the outcome known (the transaction rolled back); only
+ * a connection that died (no answer, or a FATAL / PANIC one) leaves it unknown.
+ */
+
+/** `lock_timeout` expired while the claim waited for another delivery of its key. */
+export const LOCK_NOT_AVAILABLE = '55P03';
+/** A statement ran in a transaction that an earlier error had aborted. */
+export const IN_FAILED_TRANSACTION = '25P02';
+
+interface ServerErrorShape {
+  code?: unknown;
+  severity?: unknown;
+}
+
+/**
+ * The SQLSTATE of an error the Postgres server sent (pg's `DatabaseError` carries a
+ * `severity`; socket errors carry errno codes such as `EPIPE` and none).
+ */
+export function sqlstateOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, severity } = error as ServerErrorShape;
+  if (typeof severity !== 'string' || typeof code !== 'string') return undefined;
+  return /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** The server answered with an ERROR: the statement failed, the session goes on. */
+export function isStatementError(error: unknown): boolean {
+  return sqlstateOf(error) !== undefined && (error as ServerErrorShape).severity === 'ERROR';
+}
+
+/**
+ * Serialization failure (40001) or deadlock (40P01): the transaction lost a race and
+ * the same work in a fresh transaction may well succeed.
+ */
+export function isSerializationFailure(error: unknown): boolean {
+  const code = sqlstateOf(error);
+  return code === '40001' || code === '40P01';
+}
