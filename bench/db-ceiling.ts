@@ -33,21 +33,24 @@ export function prepareInMemory(n: number): Prepared[] {
  * loops, with no broker, no dispatcher and no events in between.
  */
 export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[]): Promise<void> {
-  const claims = new ClaimStatements({ schema: ctx.dedupSchema, table: 'processed_messages' });
+  const claims = new ClaimStatements(
+    { schema: ctx.dedupSchema, table: 'processed_messages' },
+    undefined,
+  );
   let next = 0;
   ctx.drain.start();
   const worker = async (): Promise<void> => {
     for (let i = next++; i < prepared.length; i = next++) {
       const { message, payload } = prepared[i]!;
       await inTransaction(ctx.pool, async (client) => {
-        const claimed = await claims.begin(
+        const { xid } = await claims.begin(
           client,
           CONSUMER_NAME,
           keyOf(message),
           payloadHash(payload, message),
           5000,
         );
-        if (!claimed) throw new Error(`bench: key ${keyOf(message)} was already claimed`);
+        if (xid === null) throw new Error(`bench: key ${keyOf(message)} was already claimed`);
         await insertCharge(client, message);
       });
       ctx.drain.done(message.id);
@@ -65,10 +68,10 @@ export async function runDbBatchCeiling(
   ctx: RunContext,
   prepared: readonly Prepared[],
 ): Promise<void> {
-  const claims = new BatchClaimStatements({
-    schema: ctx.dedupSchema,
-    table: 'processed_messages',
-  });
+  const claims = new BatchClaimStatements(
+    { schema: ctx.dedupSchema, table: 'processed_messages' },
+    undefined,
+  );
   let next = 0;
   ctx.drain.start();
   const worker = async (): Promise<void> => {
@@ -80,7 +83,7 @@ export async function runDbBatchCeiling(
         hash: payloadHash(payload, message),
       }));
       await inTransaction(ctx.pool, async (client) => {
-        const claimed = await claims.begin(client, CONSUMER_NAME, items, 5000);
+        const { claimed } = await claims.begin(client, CONSUMER_NAME, items, 5000);
         if (claimed.size !== batch.length) throw new Error('bench: some keys were already claimed');
         await insertCharges(
           client,

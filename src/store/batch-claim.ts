@@ -1,4 +1,5 @@
-import type { PoolClient, QueryResult } from 'pg';
+import type { PoolClient } from 'pg';
+import { CLAIM_EPILOGUE, claimPrologue, claimResults, type IsolationLevel } from './claim.js';
 import { arrayLiteral, sqlLiteral } from './literals.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 
@@ -12,41 +13,47 @@ export interface BatchClaimItem {
 export class BatchClaimStatements {
   private readonly table: string;
 
-  constructor(ref: TableRef) {
+  constructor(
+    ref: TableRef,
+    private readonly isolation: IsolationLevel | undefined,
+  ) {
     this.table = qualifiedTable(ref);
   }
 
   /**
    * Opens the transaction and claims every key with one `INSERT ... SELECT FROM unnest`.
    * Keys are inserted in sorted order so two batches sharing keys take their row locks
-   * in the same order and cannot deadlock. Returns the keys this batch now owns.
+   * in the same order and cannot deadlock. Returns the keys this batch now owns and the
+   * transaction id (null when it owns none).
    *
-   * Like the per-message claim, BEGIN, the lock timeout, the INSERT and the reset go in
-   * one simple-protocol round trip (three round trips saved per batch are worth more
-   * than bind parameters): the arrays travel as escaped array literals.
+   * Like the per-message claim, everything goes in one simple-protocol round trip
+   * (round trips saved per batch are worth more than bind parameters): the arrays travel
+   * as escaped array literals.
    */
   async begin(
     client: PoolClient,
     consumer: string,
     items: readonly BatchClaimItem[],
     lockTimeoutMs: number,
-  ): Promise<Set<string>> {
+  ): Promise<{ claimed: Set<string>; xid: string | null }> {
     const sorted = [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const keys = arrayLiteral(sorted.map((i) => i.key));
     const hashes = arrayLiteral(
       sorted.map((i) => (i.hash === null ? null : `\\x${i.hash.toString('hex')}`)),
     );
     const sql =
-      `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};` +
+      claimPrologue(lockTimeoutMs, this.isolation) +
       ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
       ` SELECT ${sqlLiteral(consumer)}, k, h` +
       ` FROM unnest(${sqlLiteral(keys)}::text[], ${sqlLiteral(hashes)}::bytea[])` +
       ` WITH ORDINALITY AS u(k, h, n) ORDER BY n ON CONFLICT DO NOTHING RETURNING message_key;` +
-      ` SET LOCAL lock_timeout TO DEFAULT;`;
-    const results = (await client.query(sql)) as unknown as Array<
-      QueryResult<{ message_key: string }>
-    >;
-    return new Set((results[2]?.rows ?? []).map((r) => r.message_key));
+      CLAIM_EPILOGUE;
+    const { insert, xid } = claimResults<{ message_key: string }>(
+      await client.query(sql),
+      items.length,
+    );
+    const claimed = new Set(insert.rows.map((r) => r.message_key));
+    return { claimed, xid: claimed.size > 0 ? xid : null };
   }
 
   /** Stored hashes of keys processed before (for mismatch detection). */

@@ -1,27 +1,98 @@
 import type { PoolClient, QueryResult } from 'pg';
+import { DatabaseError } from '../errors.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 import { sqlLiteral } from './literals.js';
 
-/** SQLSTATE raised when `lock_timeout` expires while the claim waits for another delivery. */
-export const LOCK_NOT_AVAILABLE = '55P03';
+/** Isolation level of the claim's transaction; undefined means the database default. */
+export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
+
+/** What a claim statement found. */
+export interface ClaimResult {
+  /** The transaction id that holds the claim (null when nothing was inserted). */
+  xid: string | null;
+}
+
+// The application may have set lock_timeout on its session: the claim keeps that value
+// in a transaction-local placeholder setting and puts it back after the INSERT, so the
+// claim's short timeout never applies to the handler's statements and the session's
+// own value is what the handler sees.
+const SAVED_LOCK_TIMEOUT = 'effectively_once.lock_timeout';
+
+/**
+ * The statements before a claim's INSERT: BEGIN (with the isolation level, which must
+ * come before any query) and the claim's own `lock_timeout`.
+ */
+export function claimPrologue(
+  lockTimeoutMs: number,
+  isolation: IsolationLevel | undefined,
+): string {
+  const begin =
+    isolation === undefined ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`;
+  return (
+    `${begin}; SELECT set_config('${SAVED_LOCK_TIMEOUT}', current_setting('lock_timeout'), true);` +
+    ` SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};`
+  );
+}
+
+/** The statement after a claim's INSERT: restores lock_timeout and reads the transaction id. */
+export const CLAIM_EPILOGUE =
+  ` SELECT set_config('lock_timeout', current_setting('${SAVED_LOCK_TIMEOUT}'), true),` +
+  ` pg_current_xact_id_if_assigned()::text AS xid;`;
+
+/**
+ * The INSERT's result and the transaction id out of a claim round trip (BEGIN, SELECT,
+ * SET, INSERT, SELECT). Anything else fails CLOSED: reading an odd answer as "no row
+ * inserted" would ack a message whose effect never ran.
+ */
+export function claimResults<R extends object>(
+  results: unknown,
+  maxInserted: number,
+): { insert: QueryResult<R>; xid: string | null } {
+  const list = results as Array<QueryResult<R> & { rows: unknown[] }>;
+  const insert = Array.isArray(list) && list.length === 5 ? list[3] : undefined;
+  const tail = Array.isArray(list) ? list[4]?.rows?.[0] : undefined;
+  const xid = (tail as { xid?: unknown } | undefined)?.xid;
+  const inserted = insert?.rowCount;
+  if (
+    insert === undefined ||
+    insert.command !== 'INSERT' ||
+    typeof inserted !== 'number' ||
+    !Number.isInteger(inserted) ||
+    inserted < 0 ||
+    inserted > maxInserted ||
+    (xid !== null && typeof xid !== 'string') ||
+    (inserted > 0 && xid === null)
+  ) {
+    throw new DatabaseError(
+      'claim',
+      new Error(
+        `unexpected answer to the claim statement (${Array.isArray(list) ? list.map((r) => r?.command).join(', ') : typeof list}); nothing is acked on it`,
+      ),
+    );
+  }
+  return { insert, xid };
+}
 
 /**
  * Builds the claim statements for one dedup table. The claim is sent as one
- * simple-protocol round trip (BEGIN, a transaction-local lock_timeout, the INSERT,
- * and the timeout reset) because round trips dominate the cost of a message; the
- * values are escaped with pg's literal rules (see sqlLiteral), the names are quoted.
+ * simple-protocol round trip (BEGIN, the lock timeout, the INSERT, the reset and the
+ * transaction id) because round trips dominate the cost of a message; the values are
+ * escaped with pg's literal rules (see sqlLiteral), the names are quoted.
  */
 export class ClaimStatements {
   private readonly table: string;
 
-  constructor(ref: TableRef) {
+  constructor(
+    ref: TableRef,
+    private readonly isolation: IsolationLevel | undefined,
+  ) {
     this.table = qualifiedTable(ref);
   }
 
   /**
    * Opens the transaction and claims `(consumer, key)`. The INSERT blocks while another
    * open transaction holds the same key and raises 55P03 after `lockTimeoutMs`.
-   * Resolves true when this delivery owns the key, false when it was processed before.
+   * `xid` is set when this delivery owns the key, null when it was processed before.
    */
   async begin(
     client: PoolClient,
@@ -29,17 +100,17 @@ export class ClaimStatements {
     key: string,
     hash: Buffer | null,
     lockTimeoutMs: number,
-  ): Promise<boolean> {
-    const values = [sqlLiteral(consumer), sqlLiteral(key)];
-    const hashLiteral = hash === null ? 'NULL' : `'\\x${hash.toString('hex')}'::bytea`;
+  ): Promise<ClaimResult> {
+    // decode(hex): a '\x..' bytea literal is misread when standard_conforming_strings is off.
+    const hashSql = hash === null ? 'NULL' : `decode('${hash.toString('hex')}', 'hex')`;
     const sql =
-      `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};` +
+      claimPrologue(lockTimeoutMs, this.isolation) +
       ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
-      ` VALUES (${values[0]}, ${values[1]}, ${hashLiteral}) ON CONFLICT DO NOTHING;` +
-      ` SET LOCAL lock_timeout TO DEFAULT;`;
+      ` VALUES (${sqlLiteral(consumer)}, ${sqlLiteral(key)}, ${hashSql}) ON CONFLICT DO NOTHING;` +
+      CLAIM_EPILOGUE;
     // The INSERT's command tag says whether a row went in: no RETURNING row to parse.
-    const results = (await client.query(sql)) as unknown as QueryResult[];
-    return results[2]?.rowCount === 1;
+    const { insert, xid } = claimResults(await client.query(sql), 1);
+    return { xid: insert.rowCount === 1 ? xid : null };
   }
 
   /** Reads the stored hash of a key already processed, then ends the (empty) transaction. */

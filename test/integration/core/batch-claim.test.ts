@@ -31,7 +31,10 @@ const HOSTILE = [
 
 describe('batch claim (one simple-protocol round trip)', () => {
   it('stores every key and hash exactly as given, and reports only new keys as claimed', async () => {
-    const claims = new BatchClaimStatements({ schema: db.schema, table: 'processed_messages' });
+    const claims = new BatchClaimStatements(
+      { schema: db.schema, table: 'processed_messages' },
+      undefined,
+    );
     const items = HOSTILE.map((key, i) => ({
       key,
       hash: i % 4 === 0 ? null : payloadHash(`payload-${i}`, undefined),
@@ -40,7 +43,7 @@ describe('batch claim (one simple-protocol round trip)', () => {
     try {
       const first = await claims.begin(client, 'hostile', items, 1000);
       await client.query('COMMIT');
-      expect([...first].sort()).toEqual([...HOSTILE].sort());
+      expect([...first.claimed].sort()).toEqual([...HOSTILE].sort());
 
       const again = await claims.begin(
         client,
@@ -49,7 +52,7 @@ describe('batch claim (one simple-protocol round trip)', () => {
         1000,
       );
       await client.query('COMMIT');
-      expect([...again]).toEqual(['fresh']);
+      expect([...again.claimed]).toEqual(['fresh']);
     } finally {
       client.release();
     }
@@ -72,7 +75,10 @@ describe('batch claim (one simple-protocol round trip)', () => {
   });
 
   it('leaves the lock timeout at its default for the handler', async () => {
-    const claims = new BatchClaimStatements({ schema: db.schema, table: 'processed_messages' });
+    const claims = new BatchClaimStatements(
+      { schema: db.schema, table: 'processed_messages' },
+      undefined,
+    );
     const client = await db.pool.connect();
     try {
       const before = (await client.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0];
