@@ -20,16 +20,29 @@ interface Body {
   n: number;
 }
 
-/** A pg stand-in: the claim owns every key it is given, every other statement succeeds. */
+/**
+ * A pg stand-in: the claim owns every key it is given, the verified COMMIT finds the
+ * claim's transaction, every other statement succeeds.
+ */
 function instantPool(): Pool {
+  const claimed = (inserted: { rowCount: number; rows: unknown[] }) =>
+    Promise.resolve([
+      { command: 'BEGIN' },
+      { command: 'SELECT' },
+      { command: 'SET' },
+      { command: 'INSERT', ...inserted },
+      { command: 'SELECT', rows: [{ xid: '1' }] },
+    ]);
   const client = {
     query(text: string) {
+      if (text.startsWith('SELECT CASE'))
+        return Promise.resolve([{ command: 'SELECT' }, { command: 'COMMIT' }]);
       if (!text.startsWith('BEGIN')) return Promise.resolve({ rowCount: 1, rows: [] });
       // Batch claims carry their keys as an array literal inside unnest(...::text[]).
       const literal = /unnest\((.*?)::text\[\]/s.exec(text)?.[1];
-      if (literal === undefined) return Promise.resolve([{}, {}, { rowCount: 1, rows: [] }, {}]);
+      if (literal === undefined) return claimed({ rowCount: 1, rows: [] });
       const keys = [...literal.matchAll(/"([^"]+)"/g)].map((m) => ({ message_key: m[1] }));
-      return Promise.resolve([{}, {}, { rowCount: keys.length, rows: keys }, {}]);
+      return claimed({ rowCount: keys.length, rows: keys });
     },
     on() {},
     off() {},
@@ -38,6 +51,7 @@ function instantPool(): Pool {
   return {
     connect: () => Promise.resolve(client),
     query: () => Promise.resolve({ rows: [] }),
+    options: { max: 1000 },
   } as unknown as Pool;
 }
 

@@ -1,29 +1,26 @@
-import type { PoolClient } from 'pg';
+import { admit } from './admission.js';
 import type { ConsumerConfig } from './config.js';
-import { isUnavailable, type DatabaseHealth } from './db-health.js';
 import {
   ClaimBusyError,
-  DatabaseError,
   type EffectivelyOnceError,
   HandlerTimeoutError,
   PayloadMismatchError,
+  ShutdownError,
 } from './errors.js';
 import { guardedCall } from './guarded-call.js';
-import { payloadHash } from './hash.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
-import {
-  claimFailure,
-  classifyHandlerError,
-  endTransaction,
-  pgCode,
-  rollback,
-  runAdapterHook,
-  toError,
-} from './runner.js';
+import { conflictDelay, runAdapterHook } from './runner.js';
 import type { Settler } from './settle.js';
+import { sleep } from './sleep.js';
 import { BatchClaimStatements } from './store/batch-claim.js';
-import { LOCK_NOT_AVAILABLE } from './store/claim.js';
+import {
+  ClaimConnection,
+  type ConnectionDeps,
+  type FailedAttempt,
+  type Released,
+  type WorkResult,
+} from './tx/claim-connection.js';
 import type { BatchItem, Delivery, DeliveryOutcome } from './types.js';
 
 interface Item<T> {
@@ -38,9 +35,14 @@ type ItemVerdict =
   { kind: 'processed' } | { kind: 'duplicate' } | { kind: 'mismatch'; error: PayloadMismatchError };
 
 type BatchVerdict =
-  | { kind: 'committed'; verdicts: ItemVerdict[]; durationMs: number }
-  | { kind: 'failed'; error: EffectivelyOnceError; infrastructure: boolean }
-  | { kind: 'released' };
+  | {
+      kind: 'committed';
+      verdicts: ItemVerdict[];
+      durationMs: number;
+      warning: EffectivelyOnceError | undefined;
+    }
+  | FailedAttempt
+  | Released;
 
 /**
  * Batch mode: one transaction claims every key of the batch with one statement, runs
@@ -54,10 +56,10 @@ export class BatchRunner<T> {
   constructor(
     private readonly cfg: ConsumerConfig<T>,
     private readonly settler: Settler<T>,
-    private readonly health: DatabaseHealth,
+    private readonly connections: ConnectionDeps,
     private readonly lifecycle: Lifecycle,
   ) {
-    this.claims = new BatchClaimStatements(cfg.table);
+    this.claims = new BatchClaimStatements(cfg.table, cfg.isolationLevel);
   }
 
   /**
@@ -79,12 +81,9 @@ export class BatchRunner<T> {
         outcomes[index] = await this.settler.holdBack(delivery);
         continue;
       }
-      const admission = this.settler.admit(delivery);
+      const admission = admit(this.cfg, this.settler, this.lifecycle, delivery);
       if ('outcome' in admission) outcomes[index] = await admission.outcome;
-      else {
-        const hash = this.cfg.payloadHash ? payloadHash(delivery.payload, delivery.body) : null;
-        items.push({ index, delivery, key: admission.key, hash });
-      }
+      else items.push({ index, delivery, key: admission.key, hash: admission.hash });
     }
     await this.run(items, outcomes, opened, hold);
     return outcomes;
@@ -107,6 +106,7 @@ export class BatchRunner<T> {
     if (items.length === 0) return;
     const verdict = await this.transact(items);
     if (verdict.kind === 'committed') {
+      if (verdict.warning !== undefined) this.settler.report(verdict.warning);
       await Promise.all(
         items.map(async (item, i) => {
           const v = verdict.verdicts[i]!;
@@ -149,94 +149,71 @@ export class BatchRunner<T> {
     await this.run(items.slice(middle), outcomes, opened, hold);
   }
 
+  /** Runs the batch's transaction again, in place, while it loses serialization races (bounded). */
   private async transact(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
-    let client: PoolClient;
-    try {
-      client = await this.cfg.pool.connect();
-    } catch (cause) {
-      this.health.markDown(cause);
-      return { kind: 'failed', error: new DatabaseError('connect', cause), infrastructure: true };
+    for (let conflicts = 0; ; conflicts++) {
+      const verdict = await this.attempt(items);
+      if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
+      if (conflicts >= this.cfg.serializationRetries) return verdict;
+      this.settler.stats.serializationRetries++;
+      await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
+      if (this.lifecycle.hardStop.aborted)
+        return { kind: 'released', error: new ShutdownError(items[0]!.key) };
     }
-    const onClientError = (err: Error) =>
-      this.cfg.logger.warn({ err }, 'effectively-once: connection lost');
-    client.on('error', onClientError);
-    let broken: unknown;
+  }
+
+  /** One transaction: claim every key, run the handler on the new ones, verified COMMIT. */
+  private async attempt(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
+    const conn = await ClaimConnection.open(this.connections, items[0]!.key);
+    if (!(conn instanceof ClaimConnection)) return conn;
     try {
       // The first delivery of a key inside the batch leads; later ones follow its fate.
       const leaders = new Map<string, Item<T>>();
       for (const item of items) if (!leaders.has(item.key)) leaders.set(item.key, item);
-      let claimed: Set<string>;
+      let claim: { claimed: Set<string>; xid: string | null };
+      let stored: Map<string, Buffer | null>;
       try {
-        claimed = await this.claims.begin(
-          client,
+        claim = await this.claims.begin(
+          conn.client,
           this.cfg.name,
           [...leaders.values()],
           this.cfg.lockTimeoutMs,
         );
+        const seenBefore = [...leaders.keys()].filter(
+          (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
+        );
+        stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
       } catch (cause) {
-        broken = await rollback(client);
-        if (pgCode(cause) === LOCK_NOT_AVAILABLE) {
-          this.settler.stats.busy++;
-          return {
-            kind: 'failed',
-            error: new ClaimBusyError(items[0]!.key, this.cfg.lockTimeoutMs, cause),
-            infrastructure: true,
-          };
-        }
-        broken ??= cause;
-        if (isUnavailable(cause)) this.health.markDown(cause);
         // A key Postgres cannot store fails its batch; bisection isolates it.
-        return claimFailure(cause, items[0]!.key);
+        return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
       }
-      const seenBefore = [...leaders.keys()].filter(
-        (k) => !claimed.has(k) && leaders.get(k)!.hash !== null,
-      );
-      const stored = await this.claims.storedHashes(client, this.cfg.name, seenBefore);
-      const verdicts = items.map((item): ItemVerdict => {
-        const leader = leaders.get(item.key)!;
-        const reference =
-          leader === item
-            ? claimed.has(item.key)
-              ? undefined
-              : stored.get(item.key)
-            : leader.hash;
-        if (leader === item && claimed.has(item.key)) return { kind: 'processed' };
-        if (reference && item.hash && !reference.equals(item.hash)) {
-          return {
-            kind: 'mismatch',
-            error: new PayloadMismatchError(
-              item.key,
-              reference.toString('hex'),
-              item.hash.toString('hex'),
-            ),
-          };
-        }
-        return { kind: 'duplicate' };
-      });
+      const verdicts = items.map((item) => itemVerdict(item, leaders, claim.claimed, stored));
       const fresh = items.filter((_, i) => verdicts[i]!.kind === 'processed');
+      if (claim.xid === null || fresh.length === 0) {
+        await conn.rollback();
+        return { kind: 'committed', verdicts, durationMs: 0, warning: undefined };
+      }
       const started = performance.now();
-      const failure = await this.runHandlers(client, fresh);
-      const end = await endTransaction(client, failure, items[0]!.key, this.health);
-      broken = end.broken;
-      if (end.failure !== undefined) return end.failure;
-      return { kind: 'committed', verdicts, durationMs: performance.now() - started };
-    } catch (cause) {
-      broken = cause;
-      if (isUnavailable(cause)) this.health.markDown(cause);
-      return { kind: 'failed', error: new DatabaseError('batch', cause), infrastructure: true };
+      const end = await conn.finish(await this.runHandlers(conn, fresh), claim.xid);
+      if (end.kind !== 'committed') return end;
+      return {
+        kind: 'committed',
+        verdicts,
+        durationMs: performance.now() - started,
+        warning: end.warning,
+      };
     } finally {
-      client.off('error', onClientError);
-      client.release(broken === undefined ? undefined : toError(broken));
+      conn.close();
     }
   }
 
   private async runHandlers(
-    client: PoolClient,
+    conn: ClaimConnection,
     fresh: ReadonlyArray<Item<T>>,
-  ): Promise<BatchVerdict | undefined> {
-    if (fresh.length === 0) return undefined;
+  ): Promise<WorkResult> {
     const { batchHandler, handler, handlerTimeoutMs } = this.cfg;
     const first = fresh[0]!;
+    const tx = conn.guard.tx;
     const result = await guardedCall(
       async (link) => {
         const signal = link.signal;
@@ -247,11 +224,11 @@ export class BatchRunner<T> {
             attempt: i.delivery.attempt,
             delivery: i.delivery,
           }));
-          await batchHandler(batch, { tx: client, signal });
+          await batchHandler(batch, { tx, signal });
         } else {
           for (const i of fresh) {
             await handler!(i.delivery.body, {
-              tx: client,
+              tx,
               signal,
               attempt: i.delivery.attempt,
               key: i.key,
@@ -266,22 +243,38 @@ export class BatchRunner<T> {
         timeoutReason: () => new HandlerTimeoutError(first.key, handlerTimeoutMs),
       },
     );
-    if (result.kind === 'ok')
-      return runAdapterHook(
-        fresh.map((i) => i.delivery),
-        client,
-      );
-    if (result.kind === 'timeout') {
-      return {
-        kind: 'failed',
-        error: new HandlerTimeoutError(first.key, handlerTimeoutMs),
-        infrastructure: false,
-      };
+    if (result.kind === 'timeout')
+      return { kind: 'timeout', error: new HandlerTimeoutError(first.key, handlerTimeoutMs) };
+    if (result.kind === 'error') {
+      if (this.lifecycle.hardStop.aborted) return { kind: 'stopped' };
+      return { kind: 'threw', error: result.error, attempt: first.delivery.attempt };
     }
-    if (this.lifecycle.hardStop.aborted) return { kind: 'released' };
+    return runAdapterHook(
+      fresh.map((i) => i.delivery),
+      conn,
+    );
+  }
+}
+
+/** A delivery's fate in a batch whose claim went through. */
+function itemVerdict<T>(
+  item: Item<T>,
+  leaders: ReadonlyMap<string, Item<T>>,
+  claimed: ReadonlySet<string>,
+  stored: ReadonlyMap<string, Buffer | null>,
+): ItemVerdict {
+  const leader = leaders.get(item.key)!;
+  if (leader === item && claimed.has(item.key)) return { kind: 'processed' };
+  const reference = leader === item ? stored.get(item.key) : leader.hash;
+  if (reference && item.hash && !reference.equals(item.hash)) {
     return {
-      kind: 'failed',
-      ...classifyHandlerError(result.error, first.key, first.delivery.attempt, this.health),
+      kind: 'mismatch',
+      error: new PayloadMismatchError(
+        item.key,
+        reference.toString('hex'),
+        item.hash.toString('hex'),
+      ),
     };
   }
+  return { kind: 'duplicate' };
 }

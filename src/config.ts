@@ -5,6 +5,7 @@ import { fractionOption, intOption } from './option-checks.js';
 import { silentLogger } from './events.js';
 import { DEFAULT_MAX_KEY_LENGTH } from './keys.js';
 import type { ConsumerOptions } from './options.js';
+import type { IsolationLevel } from './store/claim.js';
 import { quoteIdentifier, tableRef, type TableRef } from './store/identifiers.js';
 import type { BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
 
@@ -26,6 +27,9 @@ export interface ConsumerConfig<T> {
   maxAttempts: number;
   backoff: BackoffFn;
   lockTimeoutMs: number;
+  isolationLevel: IsolationLevel | undefined;
+  serializationRetries: number;
+  acquireTimeoutMs: number;
   handlerTimeoutMs: number;
   busyRetryDelayMs: number;
   logger: Logger;
@@ -33,6 +37,12 @@ export interface ConsumerConfig<T> {
   retention:
     { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
 }
+
+const ISOLATION_LEVELS: readonly IsolationLevel[] = [
+  'read committed',
+  'repeatable read',
+  'serializable',
+];
 
 /** Validates options at construction so a typo fails at deploy time, not at 3 a.m. */
 export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T> {
@@ -73,6 +83,16 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
   if (onMismatch !== 'dead-letter' && onMismatch !== 'ack') {
     throw new ConfigurationError('onMismatch', "must be 'dead-letter' or 'ack'", { onMismatch });
   }
+  const isolationLevel = options.isolationLevel;
+  if (isolationLevel !== undefined && !ISOLATION_LEVELS.includes(isolationLevel)) {
+    throw new ConfigurationError(
+      'isolationLevel',
+      `must be one of ${ISOLATION_LEVELS.join(', ')}`,
+      {
+        isolationLevel,
+      },
+    );
+  }
   if (options.key !== undefined && typeof options.key !== 'function') {
     throw new ConfigurationError('key', 'must be a function (delivery) => string');
   }
@@ -97,6 +117,15 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     maxAttempts: intOption('maxAttempts', options.maxAttempts, 5, 1, 1000),
     backoff: resolveBackoff(options.backoff),
     lockTimeoutMs: intOption('lockTimeoutMs', options.lockTimeoutMs, 5000, 1, 3_600_000),
+    isolationLevel,
+    serializationRetries: intOption(
+      'serializationRetries',
+      options.serializationRetries,
+      3,
+      0,
+      100,
+    ),
+    acquireTimeoutMs: intOption('acquireTimeoutMs', options.acquireTimeoutMs, 10_000, 1, 3_600_000),
     handlerTimeoutMs: intOption(
       'handlerTimeoutMs',
       options.handlerTimeoutMs,

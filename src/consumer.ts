@@ -1,7 +1,7 @@
 import { resolveConfig, type ConsumerConfig } from './config.js';
 import { DatabaseHealth } from './db-health.js';
 import { Dispatcher } from './dispatcher.js';
-import { BrokerError, EffectivelyOnceError } from './errors.js';
+import { BrokerError, EffectivelyOnceError, StateError } from './errors.js';
 import { ConsumerEventHub, type Listener } from './events.js';
 import type { ConsumerOptions } from './options.js';
 import { RetentionPruner } from './retention.js';
@@ -65,6 +65,7 @@ class ConsumerImpl<T> implements Consumer {
   private readonly retention: RetentionPruner | undefined;
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
   private runPromise: Promise<void> | undefined;
+  private starting: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
   private resolveDone!: () => void;
   readonly done: Promise<void>;
@@ -74,8 +75,15 @@ class ConsumerImpl<T> implements Consumer {
     this.lifecycle = { stopping: false, hardStop: this.hardStop.signal };
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle);
+    const connections = {
+      pool: cfg.pool,
+      health: this.health,
+      logger: cfg.logger,
+      acquireTimeoutMs: cfg.acquireTimeoutMs,
+      hardStop: this.hardStop.signal,
+    };
     if (cfg.batch) {
-      const runner = new BatchRunner(cfg, settler, this.health, this.lifecycle);
+      const runner = new BatchRunner(cfg, settler, connections, this.lifecycle);
       this.dispatcher = new Batcher(
         cfg.concurrency,
         cfg.batch.maxSize,
@@ -83,7 +91,7 @@ class ConsumerImpl<T> implements Consumer {
         (ds, held, hold) => runner.process(ds, held, hold),
       );
     } else {
-      const runner = new Runner(cfg, settler, this.health, this.lifecycle);
+      const runner = new Runner(cfg, settler, connections, this.lifecycle);
       // Twice the concurrency in flight: while one delivery's ack travels, another can run.
       this.dispatcher = new Dispatcher(
         cfg.concurrency,
@@ -96,17 +104,31 @@ class ConsumerImpl<T> implements Consumer {
       cfg.retention &&
       new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    warnIfPoolTooSmall(cfg);
   }
 
   async start(): Promise<void> {
     if (this.state !== 'new')
-      throw new EffectivelyOnceError(
-        'EO_STATE',
-        `Consumer "${this.cfg.name}" was already started`,
-        { retryable: false },
-      );
+      throw new StateError(`Consumer "${this.cfg.name}" was already started`);
     this.state = 'starting';
-    if (this.cfg.migrate) await migrate(this.cfg.pool, this.cfg.table);
+    this.starting = this.begin();
+    try {
+      await this.starting;
+    } finally {
+      this.starting = undefined;
+    }
+  }
+
+  private async begin(): Promise<void> {
+    try {
+      if (this.cfg.migrate) await migrate(this.cfg.pool, this.cfg.table);
+    } catch (error) {
+      // A failed start leaves nothing running: the caller may start() again later.
+      if (this.state === 'starting') this.state = 'new';
+      throw error;
+    }
+    // stop() came while migrating: the source must never run.
+    if (this.state !== 'starting') return;
     const ctx: SourceContext<T> = {
       signal: this.receiveAbort.signal,
       logger: this.cfg.logger,
@@ -149,6 +171,8 @@ class ConsumerImpl<T> implements Consumer {
     this.state = 'stopping';
     this.lifecycle.stopping = true;
     this.receiveAbort.abort();
+    // A start() still migrating sees the state and never runs the source.
+    await this.starting?.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<'timeout'>(
       (resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)),
@@ -194,4 +218,19 @@ class ConsumerImpl<T> implements Consumer {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
+}
+
+/**
+ * Each delivery holds a pool connection while it runs, and a handler that also uses the
+ * pool (or the cancel of a timed-out handler) needs one more: a pool of `concurrency`
+ * connections or fewer can leave a handler waiting for a connection no one will free.
+ */
+function warnIfPoolTooSmall<T>(cfg: ConsumerConfig<T>): void {
+  const max = (cfg.pool as { options?: { max?: unknown } }).options?.max;
+  const size = typeof max === 'number' ? max : 10; // pg's default
+  if (size >= cfg.concurrency + 1) return;
+  cfg.logger.warn(
+    { consumer: cfg.name, poolMax: size, concurrency: cfg.concurrency },
+    `effectively-once: the pool has ${size} connections for concurrency ${cfg.concurrency}; give it at least ${cfg.concurrency + 1} (more if handlers use the pool), or lower concurrency`,
+  );
 }

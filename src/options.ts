@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import type { IsolationLevel } from './store/claim.js';
 import type {
   Backoff,
   BatchHandler,
@@ -60,6 +61,24 @@ export interface ConsumerOptions<T> {
   lockTimeoutMs?: number;
   /** Abort and roll back a handler running longer than this. Default 60 000 ms; 0 disables. */
   handlerTimeoutMs?: number;
+  /**
+   * Isolation level of the claim's transaction (`BEGIN ISOLATION LEVEL ...`). Default:
+   * the database's `default_transaction_isolation` (usually read committed).
+   */
+  isolationLevel?: IsolationLevel;
+  /**
+   * How many times a transaction that hit a serialization failure or a deadlock
+   * (SQLSTATE 40001 / 40P01, in the claim, a handler statement or COMMIT) is rolled back
+   * and run again at once, claim and handler, without spending a delivery attempt.
+   * Past this, the delivery fails like a handler failure (one attempt). Default 3, 0..100.
+   */
+  serializationRetries?: number;
+  /**
+   * Longest wait for a pool connection before a delivery is retried later (no attempt
+   * spent). Default 10 000 ms. Give the pool at least `concurrency + 1` connections
+   * (more if handlers use the pool themselves).
+   */
+  acquireTimeoutMs?: number;
   /** Delay before retrying a delivery whose claim was busy. Default 2000 ms. */
   busyRetryDelayMs?: number;
   /** Run {@link migrate} for the dedup table on `start()`. Default true. */

@@ -1,33 +1,36 @@
-import type { PoolClient } from 'pg';
+import { admit } from './admission.js';
+import { resolveBackoff } from './backoff.js';
 import type { ConsumerConfig } from './config.js';
-import type { DatabaseHealth } from './db-health.js';
-import { isUnavailable } from './db-health.js';
 import {
-  ClaimBusyError,
-  CommitUnknownError,
-  DatabaseError,
-  EffectivelyOnceError,
-  HandlerError,
+  type EffectivelyOnceError,
   HandlerTimeoutError,
-  InvalidKeyError,
-  describe,
   PayloadMismatchError,
   ShutdownError,
 } from './errors.js';
-import { payloadHash } from './hash.js';
+import { guardedCall } from './guarded-call.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
-import { ClaimStatements, LOCK_NOT_AVAILABLE } from './store/claim.js';
-import { guardedCall } from './guarded-call.js';
+import { sleep } from './sleep.js';
+import { ClaimStatements } from './store/claim.js';
+import {
+  ClaimConnection,
+  type ConnectionDeps,
+  type FailedAttempt,
+  type Released,
+  type WorkResult,
+} from './tx/claim-connection.js';
 import type { Delivery, DeliveryOutcome } from './types.js';
 
 /** What the database part decided; broker calls happen after the connection is released. */
 type Verdict =
-  | { kind: 'processed'; durationMs: number }
+  | { kind: 'processed'; durationMs: number; warning: EffectivelyOnceError | undefined }
   | { kind: 'duplicate' }
   | { kind: 'mismatch'; error: PayloadMismatchError }
-  | { kind: 'failed'; error: EffectivelyOnceError; infrastructure: boolean }
-  | { kind: 'released'; error: EffectivelyOnceError };
+  | FailedAttempt
+  | Released;
+
+/** Delay before running a transaction again after a serialization failure or deadlock. */
+export const conflictDelay = resolveBackoff({ initialMs: 10, maxMs: 1000 });
 
 /**
  * Runs one delivery: claim → handler → COMMIT → ack. Owns the transaction and never
@@ -40,10 +43,10 @@ export class Runner<T> {
   constructor(
     private readonly cfg: ConsumerConfig<T>,
     private readonly settler: Settler<T>,
-    private readonly health: DatabaseHealth,
+    private readonly connections: ConnectionDeps,
     private readonly lifecycle: Lifecycle,
   ) {
-    this.claims = new ClaimStatements(cfg.table);
+    this.claims = new ClaimStatements(cfg.table, cfg.isolationLevel);
   }
 
   /**
@@ -52,98 +55,99 @@ export class Runner<T> {
    * COMMIT instead of holding it through the broker's round trip.
    */
   async process(delivery: Delivery<T>): Promise<() => Promise<DeliveryOutcome>> {
-    const admission = this.settler.admit(delivery);
+    const admission = admit(this.cfg, this.settler, this.lifecycle, delivery);
     if ('outcome' in admission) {
       const outcome = await admission.outcome;
       return async () => outcome;
     }
-    const key = admission.key;
-    const verdict = await this.transact(delivery, key);
+    const { key, hash } = admission;
+    const verdict = await this.transact(delivery, key, hash);
     return () => this.settle(delivery, key, verdict);
   }
 
-  private async transact(delivery: Delivery<T>, key: string): Promise<Verdict> {
-    const hash = this.cfg.payloadHash ? payloadHash(delivery.payload, delivery.body) : null;
-    let client: PoolClient;
-    try {
-      client = await this.cfg.pool.connect();
-    } catch (cause) {
-      this.health.markDown(cause);
-      return {
-        kind: 'failed',
-        error: new DatabaseError('connect', cause, { key }),
-        infrastructure: true,
-      };
-    }
-    // A checked-out client whose socket dies emits 'error'; unhandled, that kills the process.
-    const onClientError = (err: Error) =>
-      this.cfg.logger.warn({ err, key }, 'effectively-once: connection lost');
-    client.on('error', onClientError);
-    let broken: unknown;
-    try {
-      let claimed: boolean;
-      try {
-        claimed = await this.claims.begin(client, this.cfg.name, key, hash, this.cfg.lockTimeoutMs);
-      } catch (cause) {
-        broken = await rollback(client);
-        if (pgCode(cause) === LOCK_NOT_AVAILABLE) {
-          this.settler.stats.busy++;
-          return {
-            kind: 'failed',
-            error: new ClaimBusyError(key, this.cfg.lockTimeoutMs, cause),
-            infrastructure: true,
-          };
-        }
-        broken ??= cause;
-        if (isUnavailable(cause)) this.health.markDown(cause);
-        return claimFailure(cause, key);
-      }
-      if (!claimed) {
-        if (hash === null) {
-          broken = await rollback(client);
-          return { kind: 'duplicate' };
-        }
-        const stored = await this.claims.storedHashAndRollback(client, this.cfg.name, key);
-        if (stored !== null && !stored.equals(hash)) {
-          return {
-            kind: 'mismatch',
-            error: new PayloadMismatchError(key, stored.toString('hex'), hash.toString('hex')),
-          };
-        }
-        return { kind: 'duplicate' };
-      }
-      const started = performance.now();
-      const failure = await this.runHandler(client, delivery, key);
-      const end = await endTransaction(client, failure, key, this.health);
-      broken = end.broken;
-      return end.failure ?? { kind: 'processed', durationMs: performance.now() - started };
-    } catch (cause) {
-      // Only the duplicate's SELECT/ROLLBACK can land here.
-      broken = cause;
-      if (isUnavailable(cause)) this.health.markDown(cause);
-      return {
-        kind: 'failed',
-        error: new DatabaseError('duplicate check', cause, { key }),
-        infrastructure: true,
-      };
-    } finally {
-      client.off('error', onClientError);
-      client.release(broken === undefined ? undefined : toError(broken));
+  /** Runs the transaction again, in place, while it loses serialization races (bounded). */
+  private async transact(
+    delivery: Delivery<T>,
+    key: string,
+    hash: Buffer | null,
+  ): Promise<Verdict> {
+    for (let conflicts = 0; ; conflicts++) {
+      const verdict = await this.attempt(delivery, key, hash);
+      if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
+      if (conflicts >= this.cfg.serializationRetries || delivery.signal?.aborted === true)
+        return verdict;
+      this.settler.stats.serializationRetries++;
+      await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
+      if (this.lifecycle.hardStop.aborted)
+        return { kind: 'released', error: new ShutdownError(key) };
     }
   }
 
-  /** Runs the user's handler (and the adapter's in-transaction hook); undefined means success. */
+  /** One transaction: claim, handler, verified COMMIT. */
+  private async attempt(delivery: Delivery<T>, key: string, hash: Buffer | null): Promise<Verdict> {
+    const conn = await ClaimConnection.open(this.connections, key);
+    if (!(conn instanceof ClaimConnection)) return conn;
+    try {
+      let xid: string | null;
+      try {
+        ({ xid } = await this.claims.begin(
+          conn.client,
+          this.cfg.name,
+          key,
+          hash,
+          this.cfg.lockTimeoutMs,
+        ));
+      } catch (cause) {
+        return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
+      }
+      if (xid === null) return await this.seenBefore(conn, key, hash);
+      const started = performance.now();
+      const end = await conn.finish(await this.runHandler(conn, delivery, key), xid);
+      if (end.kind !== 'committed') return end;
+      return { kind: 'processed', durationMs: performance.now() - started, warning: end.warning };
+    } finally {
+      conn.close();
+    }
+  }
+
+  /** The key was committed before: a duplicate, or a mismatch when the payload differs. */
+  private async seenBefore(
+    conn: ClaimConnection,
+    key: string,
+    hash: Buffer | null,
+  ): Promise<Verdict> {
+    if (hash === null) {
+      await conn.rollback();
+      return { kind: 'duplicate' };
+    }
+    let stored: Buffer | null;
+    try {
+      stored = await this.claims.storedHashAndRollback(conn.client, this.cfg.name, key);
+    } catch (cause) {
+      return conn.claimFailed(cause, this.cfg.lockTimeoutMs);
+    }
+    if (stored !== null && !stored.equals(hash)) {
+      return {
+        kind: 'mismatch',
+        error: new PayloadMismatchError(key, stored.toString('hex'), hash.toString('hex')),
+      };
+    }
+    return { kind: 'duplicate' };
+  }
+
+  /** Runs the user's handler, then the adapter's in-transaction hook. */
   private async runHandler(
-    client: PoolClient,
+    conn: ClaimConnection,
     delivery: Delivery<T>,
     key: string,
-  ): Promise<Verdict | undefined> {
+  ): Promise<WorkResult> {
     const handler = this.cfg.handler!;
     const timeoutMs = this.cfg.handlerTimeoutMs;
+    const tx = conn.guard.tx;
     const result = await guardedCall(
       async (link) => {
         await handler(delivery.body, {
-          tx: client,
+          tx,
           get signal() {
             return link.signal;
           },
@@ -158,19 +162,13 @@ export class Runner<T> {
         timeoutReason: () => new HandlerTimeoutError(key, timeoutMs),
       },
     );
-    if (result.kind === 'ok') return runAdapterHook([delivery], client);
-    if (result.kind === 'timeout') {
-      return {
-        kind: 'failed',
-        error: new HandlerTimeoutError(key, timeoutMs),
-        infrastructure: false,
-      };
+    if (result.kind === 'timeout')
+      return { kind: 'timeout', error: new HandlerTimeoutError(key, timeoutMs) };
+    if (result.kind === 'error') {
+      if (this.lifecycle.hardStop.aborted) return { kind: 'stopped' };
+      return { kind: 'threw', error: result.error, attempt: delivery.attempt };
     }
-    if (this.lifecycle.hardStop.aborted) return { kind: 'released', error: new ShutdownError(key) };
-    return {
-      kind: 'failed',
-      ...classifyHandlerError(result.error, key, delivery.attempt, this.health),
-    };
+    return runAdapterHook([delivery], conn);
   }
 
   private async settle(
@@ -180,6 +178,7 @@ export class Runner<T> {
   ): Promise<DeliveryOutcome> {
     switch (verdict.kind) {
       case 'processed':
+        if (verdict.warning !== undefined) this.settler.report(verdict.warning);
         return this.settler.processed(delivery, key, verdict.durationMs);
       case 'duplicate':
         return this.settler.duplicate(delivery, key);
@@ -193,119 +192,18 @@ export class Runner<T> {
   }
 }
 
-/** Rolls back; returns the error if the connection is unusable (so it gets destroyed). */
-export async function rollback(client: PoolClient): Promise<unknown> {
-  try {
-    await client.query('ROLLBACK');
-    return undefined;
-  } catch (error) {
-    return error ?? new Error('ROLLBACK failed');
-  }
-}
-
 /**
- * A claim that failed for another reason than a busy key. Data exceptions (22) and
- * program limits (54, e.g. an index row too large) come from the key itself and would
- * fail forever: dead-letter them. Anything else is the database's trouble: retry.
- */
-export function claimFailure(cause: unknown, key: string): FailedAttempt {
-  const code = pgCode(cause) ?? '';
-  if (code.startsWith('22') || code.startsWith('54')) {
-    return {
-      kind: 'failed',
-      error: new InvalidKeyError(`Postgres cannot store it (${code}): ${describe(cause)}`, {
-        sqlstate: code,
-      }),
-      infrastructure: false,
-    };
-  }
-  return {
-    kind: 'failed',
-    error: new DatabaseError('claim', cause, { key }),
-    infrastructure: true,
-  };
-}
-
-/** A failed attempt, as both runners report it. */
-export interface FailedAttempt {
-  kind: 'failed';
-  error: EffectivelyOnceError;
-  infrastructure: boolean;
-}
-
-/**
- * Ends a claim transaction after the handler ran: on `failure` ROLLBACK (or, after a
- * timeout, destroy the connection, since the handler may still be using it and a
- * ROLLBACK would queue behind it); otherwise COMMIT, whose failure leaves the outcome
- * unknown. `broken` is set when the connection must be destroyed.
- */
-export async function endTransaction<F extends { kind: string }>(
-  client: PoolClient,
-  failure: F | undefined,
-  key: string,
-  health: DatabaseHealth,
-): Promise<{ failure: F | FailedAttempt | undefined; broken: unknown }> {
-  if (failure !== undefined) {
-    const timedOut = (failure as Partial<FailedAttempt>).error instanceof HandlerTimeoutError;
-    return {
-      failure,
-      broken: timedOut ? (failure as Partial<FailedAttempt>).error : await rollback(client),
-    };
-  }
-  try {
-    await client.query('COMMIT');
-    return { failure: undefined, broken: undefined };
-  } catch (cause) {
-    if (isUnavailable(cause)) health.markDown(cause);
-    return {
-      failure: { kind: 'failed', error: new CommitUnknownError(key, cause), infrastructure: true },
-      broken: cause,
-    };
-  }
-}
-
-/**
- * Runs the adapters' in-transaction hooks (e.g. Kafka offsets stored in Postgres). A
- * failure there is the database's, not the message's: it must not spend an attempt.
+ * Runs the adapters' in-transaction hooks (e.g. Kafka offsets stored in Postgres) on
+ * the raw client: they are the library's statements, not the handler's.
  */
 export async function runAdapterHook(
   deliveries: ReadonlyArray<Delivery<unknown>>,
-  client: PoolClient,
-): Promise<{ kind: 'failed'; error: EffectivelyOnceError; infrastructure: true } | undefined> {
+  conn: ClaimConnection,
+): Promise<WorkResult> {
   try {
-    for (const d of deliveries) await d.inTransaction?.(client);
-    return undefined;
-  } catch (cause) {
-    return {
-      kind: 'failed',
-      error: new DatabaseError('adapter in-transaction hook', cause),
-      infrastructure: true,
-    };
+    for (const d of deliveries) await d.inTransaction?.(conn.client);
+    return { kind: 'ok' };
+  } catch (error) {
+    return { kind: 'hook-failed', error };
   }
-}
-
-/**
- * Wraps what a handler threw. A connection that died under the handler says nothing
- * about the message, so it does not spend an attempt.
- */
-export function classifyHandlerError(
-  thrown: unknown,
-  key: string,
-  attempt: number,
-  health: DatabaseHealth,
-): { error: EffectivelyOnceError; infrastructure: boolean } {
-  const error =
-    thrown instanceof EffectivelyOnceError ? thrown : new HandlerError(key, attempt, thrown);
-  const infrastructure = isUnavailable(thrown);
-  if (infrastructure) health.markDown(thrown);
-  return { error, infrastructure };
-}
-
-export function pgCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-export function toError(value: unknown): Error {
-  return value instanceof Error ? value : new Error(String(value));
 }

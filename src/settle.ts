@@ -3,19 +3,11 @@ import {
   BrokerError,
   ClaimBusyError,
   EffectivelyOnceError,
-  HandlerError,
   type PayloadMismatchError,
 } from './errors.js';
 import type { ConsumerEventHub } from './events.js';
-import { validateKey } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ConsumerStats, Delivery, DeliveryOutcome } from './types.js';
-
-/**
- * Either the validated key, or the outcome (still settling) of a delivery that never
- * reaches the database. Synchronous on the common path: no promise per delivery.
- */
-export type Admission = { key: string } | { outcome: Promise<DeliveryOutcome> };
 
 /**
  * The broker side of a delivery's end, shared by the per-message and batch runners:
@@ -29,29 +21,6 @@ export class Settler<T> {
     readonly stats: ConsumerStats,
     private readonly lifecycle: Lifecycle,
   ) {}
-
-  /** Counts the delivery and decides whether it may be processed at all. */
-  admit(delivery: Delivery<T>): Admission {
-    this.stats.received++;
-    if (this.lifecycle.stopping) return { outcome: this.release(delivery, undefined) };
-    if (delivery.rejection !== undefined) {
-      return { outcome: this.deadLetter(delivery, delivery.key, delivery.rejection) };
-    }
-    try {
-      return {
-        key: validateKey(
-          this.cfg.key ? this.cfg.key(delivery) : delivery.key,
-          this.cfg.maxKeyLength,
-        ),
-      };
-    } catch (error) {
-      const reason =
-        error instanceof EffectivelyOnceError
-          ? error
-          : new HandlerError('?', delivery.attempt, error);
-      return { outcome: this.deadLetter(delivery, undefined, reason) };
-    }
-  }
 
   /** Releases a delivery held back to keep its ordering key's order (it never ran). */
   async holdBack(delivery: Delivery<T>): Promise<DeliveryOutcome> {
@@ -107,9 +76,8 @@ export class Settler<T> {
     infrastructure: boolean,
   ): Promise<DeliveryOutcome> {
     this.stats.failed++;
-    // Lost to another consumer (partition revoked, visibility lapsed): its new owner
-    // decides; neither a retry nor a dead letter is ours to give.
-    if (delivery.signal?.aborted === true && !this.lifecycle.hardStop.aborted) {
+    if (error instanceof ClaimBusyError) this.stats.busy++;
+    if (this.lost(delivery)) {
       this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: true });
       return this.release(delivery, key);
     }
@@ -122,7 +90,7 @@ export class Settler<T> {
         ? this.cfg.busyRetryDelayMs
         : this.cfg.backoff(delivery.attempt);
     try {
-      await delivery.retry(delayMs, error);
+      await delivery.retry(delayMs, error, !infrastructure);
       this.stats.retried++;
       return 'retry';
     } catch (cause) {
@@ -136,6 +104,7 @@ export class Settler<T> {
     key: string | undefined,
     error: EffectivelyOnceError,
   ): Promise<DeliveryOutcome> {
+    if (this.lost(delivery)) return this.release(delivery, key);
     try {
       await delivery.deadLetter(error);
     } catch (cause) {
@@ -156,6 +125,19 @@ export class Settler<T> {
       this.reportBroker('release', cause, key);
       return 'unsettled';
     }
+  }
+
+  /** Reports a problem that did not stop the delivery (the consumer's `error` event). */
+  report(error: EffectivelyOnceError): void {
+    this.hub.emit('error', error);
+  }
+
+  /**
+   * Lost to another consumer (partition revoked, visibility lapsed): its new owner
+   * decides; neither a retry nor a dead letter is ours to give.
+   */
+  private lost(delivery: Delivery<T>): boolean {
+    return delivery.signal?.aborted === true && !this.lifecycle.hardStop.aborted;
   }
 
   /** A failed ack after COMMIT loses nothing: the redelivery will be a duplicate. */

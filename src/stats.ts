@@ -13,6 +13,7 @@ export function emptyStats(): ConsumerStats {
     busy: 0,
     released: 0,
     ackFailures: 0,
+    serializationRetries: 0,
     pruned: 0,
     inFlight: 0,
   };

@@ -25,8 +25,13 @@ export interface Delivery<T = unknown> {
   readonly rejection?: EffectivelyOnceError | undefined;
   /** The processing finished for good (committed or duplicate): delete / commit the offset. */
   ack(): Promise<void>;
-  /** Hand the delivery back to the broker to be delivered again after `delayMs`. */
-  retry(delayMs: number, reason: EffectivelyOnceError): Promise<void>;
+  /**
+   * Hand the delivery back to the broker to be delivered again after `delayMs`.
+   * `attemptSpent` is false when the failure was not the message's (busy claim,
+   * database outage, unknown COMMIT): a source that counts attempts itself (Kafka)
+   * does not count it.
+   */
+  retry(delayMs: number, reason: EffectivelyOnceError, attemptSpent?: boolean): Promise<void>;
   /** Park the delivery where a human will look (DLQ, dead-letter topic), then consider it done. */
   deadLetter(reason: EffectivelyOnceError): Promise<void>;
   /** Return an untouched delivery at shutdown without spending an attempt (visibility 0). */
@@ -75,7 +80,14 @@ export interface Source<T = unknown> {
 
 /** What the handler receives besides the message. */
 export interface HandlerContext<T = unknown> {
-  /** A pg client inside the open transaction that also holds the claim. Do not COMMIT it. */
+  /**
+   * A pg client inside the open transaction that also holds the claim. The runner
+   * commits it: statements that would end it (BEGIN, COMMIT, ROLLBACK, END, ABORT,
+   * PREPARE TRANSACTION) and `release()` are refused with a `TransactionControlError`.
+   * To recover from a statement you expect to fail, wrap it in a SAVEPOINT and
+   * `ROLLBACK TO SAVEPOINT`: a failed statement caught any other way aborts the
+   * transaction, and the delivery then fails with `EO_TX_ABORTED`.
+   */
   readonly tx: PoolClient;
   /** Aborts on shutdown (after the grace period), on handler timeout, or when the delivery is lost. */
   readonly signal: AbortSignal;
@@ -100,7 +112,7 @@ export interface BatchItem<T = unknown> {
 
 /** What a batch handler receives besides the messages. */
 export interface BatchContext {
-  /** A pg client inside the open transaction that holds every claim of the batch. */
+  /** A pg client inside the open transaction that holds every claim of the batch (guarded as {@link HandlerContext.tx}). */
   readonly tx: PoolClient;
   /** Aborts on shutdown (after the grace period) or on handler timeout. */
   readonly signal: AbortSignal;
@@ -140,6 +152,8 @@ export interface ConsumerStats {
   busy: number;
   released: number;
   ackFailures: number;
+  /** Transactions run again in place after a serialization failure or deadlock (40001, 40P01). */
+  serializationRetries: number;
   /** Dedup rows deleted by the background `retention` pruner. */
   pruned: number;
   inFlight: number;

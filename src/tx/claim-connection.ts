@@ -1,0 +1,319 @@
+import type { Pool, PoolClient } from 'pg';
+import { isUnavailable, type DatabaseHealth } from '../db-health.js';
+import {
+  ClaimBusyError,
+  CommitFailedError,
+  CommitUnknownError,
+  DatabaseError,
+  EffectivelyOnceError,
+  HandlerError,
+  HandlerTimeoutError,
+  InvalidKeyError,
+  ShutdownError,
+  TransactionAbortedError,
+  TransactionControlError,
+  describe,
+} from '../errors.js';
+import { commitClaim } from '../store/commit.js';
+import {
+  isSerializationFailure,
+  isStatementError,
+  LOCK_NOT_AVAILABLE,
+  sqlstateOf,
+} from '../store/pg-errors.js';
+import type { Logger } from '../types.js';
+import { acquireClient } from './acquire.js';
+import { TransactionGuard } from './guard.js';
+
+/** A failed attempt at a claim transaction, as both runners report it. */
+export interface FailedAttempt {
+  kind: 'failed';
+  error: EffectivelyOnceError;
+  /**
+   * Not the message's fault, so no attempt is spent: our connection died, the database
+   * is down, the claim is busy, the COMMIT's outcome is unknown.
+   */
+  infrastructure: boolean;
+  /** A serialization failure or deadlock: worth running again at once, in a fresh transaction. */
+  conflict: boolean;
+}
+
+/** The delivery must go back untouched: the consumer is stopping. */
+export interface Released {
+  kind: 'released';
+  error: EffectivelyOnceError;
+}
+
+/** How a claim transaction ended, before the broker hears of it. */
+export type TransactionEnd =
+  | {
+      kind: 'committed';
+      /** Set when the commit happened, but not the way it should have (the handler committed). */
+      warning: EffectivelyOnceError | undefined;
+    }
+  | FailedAttempt
+  | Released;
+
+/** How the user's code inside the transaction (handler, then the adapter's hook) ended. */
+export type WorkResult =
+  | { kind: 'ok' }
+  | { kind: 'timeout'; error: HandlerTimeoutError }
+  | { kind: 'stopped' }
+  | { kind: 'threw'; error: unknown; attempt: number }
+  | { kind: 'hook-failed'; error: unknown };
+
+/** What a claim connection needs from its consumer. */
+export interface ConnectionDeps {
+  readonly pool: Pool;
+  readonly health: DatabaseHealth;
+  readonly logger: Logger;
+  readonly acquireTimeoutMs: number;
+  /** Aborts when stop()'s grace period ran out. */
+  readonly hardStop: AbortSignal;
+}
+
+/** Bound on the side connection that cancels a timed-out handler's query. */
+const CANCEL_TIMEOUT_MS = 5000;
+
+/**
+ * One claim transaction's connection, from checkout to release. It owns what both
+ * runners used to write out: the client-error listener, the handler's guarded `tx`,
+ * the rollback that tells a live connection from a dead one, the verified COMMIT, and
+ * the classification of every failure into "the message's fault" (spends an attempt),
+ * "ours" (infrastructure: retried, no attempt) or "a conflict" (run again at once).
+ */
+export class ClaimConnection {
+  readonly guard: TransactionGuard;
+  private lost: unknown;
+  private broken: unknown;
+  private readonly onError = (err: Error): void => {
+    this.lost ??= err;
+    this.deps.logger.warn({ err, key: this.key }, 'effectively-once: connection lost');
+  };
+
+  private constructor(
+    readonly client: PoolClient,
+    private readonly deps: ConnectionDeps,
+    private readonly key: string,
+  ) {
+    // A checked-out client whose socket dies emits 'error'; unhandled, that kills the process.
+    client.on('error', this.onError);
+    this.guard = new TransactionGuard(client);
+  }
+
+  /** Checks a connection out, or says why the delivery cannot run now. */
+  static async open(
+    deps: ConnectionDeps,
+    key: string,
+  ): Promise<ClaimConnection | FailedAttempt | Released> {
+    try {
+      return new ClaimConnection(
+        await acquireClient(deps.pool, deps.acquireTimeoutMs, deps.hardStop),
+        deps,
+        key,
+      );
+    } catch (cause) {
+      if (deps.hardStop.aborted) return { kind: 'released', error: new ShutdownError(key) };
+      // A pool with no free connection says nothing about the database's health.
+      const timedOut = cause instanceof DatabaseError && cause.details.timedOut === true;
+      if (!timedOut) deps.health.markDown(cause instanceof DatabaseError ? cause.cause : cause);
+      return {
+        kind: 'failed',
+        error:
+          cause instanceof DatabaseError ? cause : new DatabaseError('connect', cause, { key }),
+        infrastructure: true,
+        conflict: false,
+      };
+    }
+  }
+
+  /** A claim statement failed: roll back and say what it means for the delivery. */
+  async claimFailed(cause: unknown, lockTimeoutMs: number): Promise<FailedAttempt> {
+    await this.rollback();
+    const code = sqlstateOf(cause) ?? '';
+    if (code === LOCK_NOT_AVAILABLE)
+      return infra(new ClaimBusyError(this.key, lockTimeoutMs, cause));
+    if (isSerializationFailure(cause))
+      return { ...infra(new DatabaseError('claim', cause, { key: this.key })), conflict: true };
+    // Data exceptions (22) and program limits (54, e.g. an index row too large) come from
+    // the key itself and would fail forever: dead-letter them.
+    if (code.startsWith('22') || code.startsWith('54')) {
+      return {
+        kind: 'failed',
+        error: new InvalidKeyError(`Postgres cannot store it (${code}): ${describe(cause)}`, {
+          sqlstate: code,
+        }),
+        infrastructure: false,
+        conflict: false,
+      };
+    }
+    if (!isStatementError(cause)) {
+      this.markBroken(cause);
+      this.markDownIfUnavailable(cause);
+    }
+    return infra(
+      cause instanceof EffectivelyOnceError
+        ? cause
+        : new DatabaseError('claim', cause, { key: this.key }),
+    );
+  }
+
+  /**
+   * Ends the transaction after the user's code ran: COMMIT when it succeeded (verified
+   * against the claim's transaction id `xid`), ROLLBACK otherwise, or, after a timeout,
+   * cancel its query server-side and destroy the connection.
+   */
+  async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
+    switch (work.kind) {
+      case 'ok':
+        return this.commit(xid);
+      case 'timeout':
+        await this.abandon(work.error);
+        return { kind: 'failed', error: work.error, infrastructure: false, conflict: false };
+      case 'stopped':
+        await this.rollback();
+        return { kind: 'released', error: new ShutdownError(this.key) };
+      case 'hook-failed':
+        await this.rollback();
+        return {
+          ...infra(new DatabaseError('adapter in-transaction hook', work.error, { key: this.key })),
+          conflict: isSerializationFailure(work.error),
+        };
+      case 'threw':
+        await this.rollback();
+        return this.handlerFailed(work.error, work.attempt);
+    }
+  }
+
+  /** Rolls back; a connection that cannot is destroyed on release. */
+  async rollback(): Promise<void> {
+    if (!this.alive) return;
+    try {
+      await this.client.query('ROLLBACK');
+    } catch (error) {
+      if (!isStatementError(error)) this.markBroken(error);
+    }
+  }
+
+  /** Returns the connection to the pool, or destroys it when it may not be reused. */
+  close(): void {
+    this.guard.end();
+    this.client.off('error', this.onError);
+    const reason = this.broken ?? this.lost;
+    this.client.release(reason === undefined ? undefined : toError(reason));
+  }
+
+  /** Whether the connection can still be used (no socket error, nothing that broke it). */
+  private get alive(): boolean {
+    return this.lost === undefined && this.broken === undefined;
+  }
+
+  /**
+   * A handler error is the message's fault unless the claim's own connection died
+   * under it: then it says nothing about the message (infrastructure). A downstream
+   * service's ECONNREFUSED is the handler's failure like any other.
+   */
+  private handlerFailed(thrown: unknown, attempt: number): FailedAttempt {
+    const error =
+      thrown instanceof EffectivelyOnceError ? thrown : new HandlerError(this.key, attempt, thrown);
+    if (!this.alive) {
+      this.markDownIfUnavailable(thrown);
+      return infra(error);
+    }
+    const conflict =
+      isSerializationFailure(thrown) || isSerializationFailure(this.guard.firstError);
+    return { kind: 'failed', error, infrastructure: false, conflict };
+  }
+
+  private async commit(xid: string): Promise<TransactionEnd> {
+    if (!this.alive) {
+      // COMMIT was never sent, so nothing committed: the server aborts a dead session's transaction.
+      this.markDownIfUnavailable(this.lost);
+      return infra(
+        new DatabaseError('connection (before COMMIT)', this.lost ?? this.broken, {
+          key: this.key,
+        }),
+      );
+    }
+    const outcome = await commitClaim(this.client, xid);
+    const first = this.guard.firstError;
+    switch (outcome.kind) {
+      case 'committed':
+        return { kind: 'committed', warning: undefined };
+      case 'aborted':
+        return {
+          kind: 'failed',
+          error: new TransactionAbortedError(this.key, 'aborted', first),
+          infrastructure: false,
+          conflict: isSerializationFailure(first),
+        };
+      case 'rejected':
+        return {
+          kind: 'failed',
+          error: new CommitFailedError(this.key, outcome.error),
+          infrastructure: false,
+          conflict: isSerializationFailure(outcome.error),
+        };
+      case 'ended':
+        if (outcome.committed) {
+          return {
+            kind: 'committed',
+            warning: new TransactionControlError(
+              "the handler committed the claim's transaction itself; what it ran after that ran outside it",
+              { key: this.key },
+            ),
+          };
+        }
+        return {
+          kind: 'failed',
+          error: new TransactionAbortedError(this.key, 'ended', first),
+          infrastructure: false,
+          conflict: false,
+        };
+      case 'unknown':
+        this.markBroken(outcome.error);
+        this.markDownIfUnavailable(outcome.error);
+        return infra(new CommitUnknownError(this.key, outcome.error));
+    }
+  }
+
+  /**
+   * After a timeout the handler may still be running a statement: cancel it on the
+   * server (else the backend keeps working and holds the claim's row lock until it
+   * notices the closed socket), then destroy the connection. The cancel goes first,
+   * while our socket keeps the backend's pid from being reused by another session.
+   */
+  private async abandon(reason: Error): Promise<void> {
+    this.markBroken(reason);
+    const pid = (this.client as unknown as { processID?: unknown }).processID;
+    if (typeof pid !== 'number' || this.lost !== undefined) return;
+    let side: PoolClient | undefined;
+    try {
+      side = await acquireClient(this.deps.pool, CANCEL_TIMEOUT_MS, undefined);
+      await side.query('SELECT pg_cancel_backend($1)', [pid]);
+    } catch (err) {
+      this.deps.logger.warn(
+        { err, key: this.key, pid },
+        'effectively-once: could not cancel a timed-out handler',
+      );
+    } finally {
+      side?.release();
+    }
+  }
+
+  private markBroken(cause: unknown): void {
+    this.broken ??= cause ?? new Error('connection broken');
+  }
+
+  private markDownIfUnavailable(cause: unknown): void {
+    if (isUnavailable(cause)) this.deps.health.markDown(cause);
+  }
+}
+
+function infra(error: EffectivelyOnceError): FailedAttempt {
+  return { kind: 'failed', error, infrastructure: true, conflict: false };
+}
+
+function toError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}
