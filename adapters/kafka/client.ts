@@ -27,6 +27,8 @@ export interface KafkaBatchLike {
   readonly topic: string;
   readonly partition: number;
   readonly messages: ReadonlyArray<KafkaMessageLike>;
+  /** The partition's log end offset when the batch was fetched, as a decimal string. */
+  readonly highWatermark?: string;
 }
 
 /** What `eachBatch` receives (kafkajs `EachBatchPayload`). */

@@ -7,6 +7,7 @@ import { DeadLetterPublisher } from './dead-letter.js';
 import { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, type KafkaKeyFunction } from './keys.js';
 import { sleep } from '../../src/sleep.js';
 import { toKafkaRecord, type KafkaRecord } from './record.js';
+import type { Settlement } from './record-delivery.js';
 
 /** What kafkajs passes to `eachMessage` (kafkajs `EachMessagePayload`). */
 export interface EachMessagePayloadLike {
@@ -49,8 +50,6 @@ export interface ExactlyOnceEachMessage<P extends EachMessagePayloadLike = EachM
   /** Stops the effectively-once consumer. Stop (or disconnect) the kafkajs consumer first. */
   stop(): Promise<void>;
 }
-
-type Settlement = { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'released' };
 
 const HEARTBEAT_WHILE_WAITING_MS = 1000;
 
@@ -122,8 +121,15 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
   const bridge = new BridgeSource<P>();
   const consumer = createConsumer<P>({ ...consumerOptions, source: bridge, handler });
   let started: Promise<SourceContext<P>> | undefined;
+  // A failed start (Postgres down during migrate) is not kept: the next record tries again.
   const ready = (): Promise<SourceContext<P>> =>
-    (started ??= consumer.start().then(() => bridge.context()));
+    (started ??= consumer.start().then(
+      () => bridge.context(),
+      (error: unknown) => {
+        started = undefined;
+        throw error;
+      },
+    ));
 
   const keyOf = (record: KafkaRecord): string | undefined => {
     if (key === undefined) return defaultKafkaKey(record, header);
@@ -141,7 +147,8 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
       payload.message,
     );
     const dedupKey = keyOf(record);
-    for (let attempt = 1; ; attempt++) {
+    // Counts the record's own failures only: a busy claim or an outage is not its fault.
+    for (let attempt = 1; ;) {
       if (ctx.signal.aborted)
         throw new ShutdownError(dedupKey ?? `${record.topic}/${record.partition}/${record.offset}`);
       let settled: Settlement | undefined;
@@ -154,13 +161,14 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
         attempt,
         orderingKey: `${record.topic}/${record.partition}`,
         ack: async () => settle({ kind: 'finished' }),
-        retry: async (delayMs) => settle({ kind: 'retry', delayMs }),
+        retry: async (delayMs, _reason, attemptSpent = true) =>
+          settle({ kind: 'retry', delayMs, attemptSpent }),
         release: async () => settle({ kind: 'released' }),
         deadLetter: async (reason) => {
           try {
             await deadLetters.publish(record, reason, attempt);
           } catch (error) {
-            settle({ kind: 'retry', delayMs: redeliveryMs });
+            settle({ kind: 'retry', delayMs: redeliveryMs, attemptSpent: true });
             throw error;
           }
           settle({ kind: 'finished' });
@@ -169,10 +177,13 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
       const outcome = await ctx.deliver(delivery);
       const settlement: Settlement =
         settled ??
-        (outcome === 'released' ? { kind: 'released' } : { kind: 'retry', delayMs: redeliveryMs });
+        (outcome === 'released'
+          ? { kind: 'released' }
+          : { kind: 'retry', delayMs: redeliveryMs, attemptSpent: true });
       if (settlement.kind === 'finished') return;
       // Released at shutdown: kafkajs must not resolve this offset; the record comes back later.
       if (settlement.kind === 'released') throw new ShutdownError(dedupKey ?? record.offset);
+      if (settlement.attemptSpent) attempt++;
       await waitHeartbeating(settlement.delayMs, payload, ctx.signal);
     }
   };

@@ -3,6 +3,7 @@
  * wrapper that makes an existing kafkajs `eachMessage` handler exactly-once.
  */
 export { kafkaSource, KafkaSource } from './source.js';
+export { PartitionRevokedError, StoredOffsetAheadError } from './errors.js';
 export type { KafkaPartitionState } from './source.js';
 export type { KafkaSourceOptions } from './options.js';
 export { migrateKafkaOffsets, DEFAULT_OFFSETS_TABLE } from './postgres-offsets.js';

@@ -1,4 +1,5 @@
-import { EffectivelyOnceError } from '../../src/errors.js';
+import type { EffectivelyOnceError } from '../../src/errors.js';
+import { PartitionRevokedError } from './errors.js';
 import { sleep } from '../../src/sleep.js';
 import type { SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
@@ -65,6 +66,7 @@ export class PartitionWorker<T> implements RecordOwner {
   private backlogFull = false;
   private retrying = 0;
   private paused = false;
+  private stalled = false;
   private slotUsers = 0;
   private slotHeld = false;
   private slotWait: Promise<boolean> | undefined;
@@ -81,7 +83,21 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** Whether fetched records are still wanted. */
   get accepting(): boolean {
-    return this.state === 'active';
+    return this.state === 'active' && !this.stalled;
+  }
+
+  /**
+   * The partition cannot be consumed safely (its stored offset is beyond the log end):
+   * pause it and take nothing more for this assignment. True the first time.
+   */
+  stall(): boolean {
+    if (this.stalled || this.state !== 'active') return false;
+    this.stalled = true;
+    if (!this.paused) {
+      this.paused = true;
+      this.deps.flow.pause();
+    }
+    return true;
   }
 
   /** Whether the partition was taken away; its acks no longer count. */
@@ -136,14 +152,7 @@ export class PartitionWorker<T> implements RecordOwner {
     const wasPaused = this.paused;
     this.state = 'revoked';
     this.dropWaiting();
-    const reason = new EffectivelyOnceError(
-      'EO_PARTITION_REVOKED',
-      `Partition ${this.topic}/${this.partition} was revoked`,
-      {
-        retryable: true,
-        details: { topic: this.topic, partition: this.partition },
-      },
-    );
+    const reason = new PartitionRevokedError(this.topic, this.partition);
     this.halt.abort(reason);
     this.lost.abort(reason);
     // kafkajs keeps a partition's pause across rebalances: clear it for the next owner of it here.
@@ -238,7 +247,8 @@ export class PartitionWorker<T> implements RecordOwner {
         if (this.state !== 'active') return;
         if (settlement.kind === 'retry') {
           this.hold(item);
-          item.attempt++;
+          // Only the record's own failures count towards maxAttempts, not a busy claim or an outage.
+          if (settlement.attemptSpent) item.attempt++;
           await this.backOff(settlement.delayMs);
         } else if (this.deps.config.pipeline > 1) {
           // Taken back so as not to overtake an earlier record being retried: it waits in
@@ -271,7 +281,7 @@ export class PartitionWorker<T> implements RecordOwner {
       if (delivery.settlement !== undefined) return delivery.settlement;
       return outcome === 'released'
         ? { kind: 'released' }
-        : { kind: 'retry', delayMs: this.deps.config.redeliveryDelayMs };
+        : { kind: 'retry', delayMs: this.deps.config.redeliveryDelayMs, attemptSpent: true };
     } finally {
       this.leaveSlot();
     }
@@ -343,7 +353,7 @@ export class PartitionWorker<T> implements RecordOwner {
   }
 
   private updateFlow(): void {
-    if (this.state !== 'active') return;
+    if (this.state !== 'active' || this.stalled) return;
     const pause = this.backlogFull || this.retrying > 0;
     if (pause === this.paused) return;
     this.paused = pause;

@@ -5,7 +5,10 @@ import type { KafkaRecord } from './record.js';
 
 /** How one delivery of a record ended, as far as the partition is concerned. */
 export type Settlement =
-  { kind: 'finished' } | { kind: 'retry'; delayMs: number } | { kind: 'released' };
+  | { kind: 'finished' }
+  /** `attemptSpent`: the failure was the record's (a handler failure), not the database's. */
+  | { kind: 'retry'; delayMs: number; attemptSpent: boolean }
+  | { kind: 'released' };
 
 export const FINISHED: Settlement = { kind: 'finished' };
 export const RELEASED: Settlement = { kind: 'released' };
@@ -73,9 +76,9 @@ export class RecordDelivery<T> implements Delivery<T> {
     return Promise.resolve();
   }
 
-  retry(delayMs: number): Promise<void> {
+  retry(delayMs: number, _reason?: EffectivelyOnceError, attemptSpent = true): Promise<void> {
     this.owner.hold(this.item);
-    this.settle({ kind: 'retry', delayMs });
+    this.settle({ kind: 'retry', delayMs, attemptSpent });
     return Promise.resolve();
   }
 
@@ -92,7 +95,8 @@ export class RecordDelivery<T> implements Delivery<T> {
       await this.owner.publishDeadLetter(this.item.record, reason, this.item.attempt);
     } catch (error) {
       this.owner.hold(this.item);
-      this.settle({ kind: 'retry', delayMs: this.owner.redeliveryDelayMs });
+      // The attempt that led here failed for good; publishing its dead letter failed after.
+      this.settle({ kind: 'retry', delayMs: this.owner.redeliveryDelayMs, attemptSpent: true });
       throw error;
     }
     this.settle(FINISHED);

@@ -1,4 +1,5 @@
-import { BrokerError, DatabaseError, EffectivelyOnceError } from '../../src/errors.js';
+import { BrokerError, DatabaseError, EffectivelyOnceError, StateError } from '../../src/errors.js';
+import { StoredOffsetAheadError } from './errors.js';
 import type { Source, SourceContext } from '../../src/types.js';
 import type {
   EachBatchPayloadLike,
@@ -107,9 +108,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
 
   async run(ctx: SourceContext<T>): Promise<void> {
     if (this.state !== 'new') {
-      throw new EffectivelyOnceError('EO_STATE', `${this.description} can run only once`, {
-        retryable: false,
-      });
+      throw new StateError(`${this.description} can run only once`);
     }
     this.state = 'running';
     this.ctx = ctx;
@@ -316,6 +315,23 @@ export class KafkaSource<T = unknown> implements Source<T> {
       await whileHeartbeating(worker.ready, payload);
       if (!worker.accepting) return;
       stored = worker.storedOffset;
+      if (stored !== undefined && batch.highWatermark !== undefined) {
+        const end = BigInt(batch.highWatermark);
+        // Seeking there would fail, reset and land here again; skipping would lose records.
+        if (stored > end) {
+          if (worker.stall())
+            this.ctx?.reportError(
+              new StoredOffsetAheadError(
+                this.config.groupId,
+                batch.topic,
+                batch.partition,
+                stored,
+                end,
+              ),
+            );
+          return;
+        }
+      }
       const last = batch.messages[batch.messages.length - 1];
       if (stored !== undefined && last !== undefined && BigInt(last.offset) + 1n < stored) {
         // Everything fetched is a known duplicate: jump to the stored offset instead of reading through.
