@@ -1,9 +1,12 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { InvalidKeyError, describe } from '../../src/errors.js';
+import { ConfigurationError, InvalidKeyError, describe } from '../../src/errors.js';
+import type { DeduplicationScope } from './options.js';
 
 /** Where a message's dedup key comes from; see {@link defaultKey}. */
 export interface KeyOptions {
   fifo: boolean;
+  /** The FIFO queue deduplicates per message group: a dedup id alone is not unique. */
+  groupScoped?: boolean;
   keyAttribute: string | undefined;
   key: ((message: Message) => string | undefined) | undefined;
 }
@@ -47,19 +50,55 @@ export function messageKey(message: Message, options: KeyOptions): KeyResult {
     }
     return { key: value };
   }
-  return { key: defaultKey(message, options.fifo) };
+  return { key: defaultKey(message, options.fifo, options.groupScoped === true) };
 }
 
 /**
  * FIFO queues: `MessageDeduplicationId` (set by the producer, or the body's SHA-256
- * with content-based deduplication), so a producer's retry of one send keeps its key.
+ * with content-based deduplication), so a producer's retry of one send keeps its key;
+ * on a queue that deduplicates per message group (`groupScoped`), the same dedup id in
+ * two groups is two messages, so the key is `` `${MessageGroupId} ${dedupId}` `` (SQS
+ * allows no space in either id, so the pair cannot be read two ways).
  * Standard queues: `MessageId`, which SQS mints per send: it deduplicates SQS's own
  * redeliveries, not a producer that sends the same thing twice.
  */
-export function defaultKey(message: Message, fifo: boolean): string | undefined {
+export function defaultKey(
+  message: Message,
+  fifo: boolean,
+  groupScoped = false,
+): string | undefined {
   if (fifo) {
     const deduplicationId = message.Attributes?.MessageDeduplicationId;
-    if (deduplicationId !== undefined && deduplicationId !== '') return deduplicationId;
+    if (deduplicationId !== undefined && deduplicationId !== '') {
+      if (!groupScoped) return deduplicationId;
+      const group = message.Attributes?.MessageGroupId;
+      // Without its group the id is ambiguous: no key, so the runner dead-letters it.
+      return group === undefined || group === '' ? undefined : `${group} ${deduplicationId}`;
+    }
   }
   return message.MessageId;
+}
+
+/**
+ * Whether a FIFO queue's attributes say it deduplicates per message group. A
+ * `deduplicationScope` option that contradicts the queue is a configuration error:
+ * keyed the queue-wide way, two groups' messages with one dedup id would be one.
+ */
+export function groupScoped(
+  attributes: Record<string, string>,
+  options: { queueUrl: string; deduplicationScope: DeduplicationScope | undefined },
+): boolean {
+  const actual = attributes.DeduplicationScope;
+  const expected = options.deduplicationScope;
+  if (actual === 'queue' || actual === 'messageGroup') {
+    if (expected !== undefined && expected !== actual) {
+      throw new ConfigurationError(
+        'deduplicationScope',
+        `is '${expected}' but queue ${options.queueUrl} deduplicates per '${actual}'`,
+        { queueUrl: options.queueUrl, queueScope: actual },
+      );
+    }
+    return actual === 'messageGroup';
+  }
+  return expected === 'messageGroup';
 }

@@ -17,6 +17,12 @@ export const SQS_LIMITS = {
 /** How the raw SQS `Body` string becomes the message handed to the handler. */
 export type BodyParser<T> = 'json' | 'text' | ((body: string) => T);
 
+/**
+ * Where a FIFO queue deduplicates `MessageDeduplicationId`s: across the whole queue
+ * (the SQS default) or within each message group (high-throughput FIFO queues).
+ */
+export type DeduplicationScope = 'queue' | 'messageGroup';
+
 /** Options of {@link sqsSource}. */
 export interface SqsSourceOptions<T = unknown> {
   /** The SQS client to use (`new SQSClient({ region })`). The adapter never destroys it. */
@@ -76,10 +82,19 @@ export interface SqsSourceOptions<T = unknown> {
   /** Delay after a failed ReceiveMessage, doubling up to `maxMs`. Default `{ initialMs: 1000, maxMs: 30000 }`. */
   pollErrorBackoff?: { initialMs?: number; maxMs?: number };
   /**
-   * Check the queue at start with GetQueueAttributes (its visibility timeout and
-   * redrive policy); a missing queue makes `run` fail fast. Default true.
+   * Check the queue at start with GetQueueAttributes (its visibility timeout, redrive
+   * policy and FIFO deduplication scope); a missing queue makes `run` fail fast.
+   * Default true.
    */
   verifyQueue?: boolean;
+  /**
+   * FIFO queues: where the queue deduplicates `MessageDeduplicationId`s. With
+   * `'messageGroup'` a dedup id is unique only within its group, so the default key is
+   * `` `${MessageGroupId} ${MessageDeduplicationId}` `` (neither id can contain a space).
+   * Default: the queue's `DeduplicationScope` attribute, read at start; `'queue'` when it
+   * cannot be read. When given and the queue says otherwise, `run` fails.
+   */
+  deduplicationScope?: DeduplicationScope;
 }
 
 /** {@link SqsSourceOptions} with defaults applied, after validation. */
@@ -100,6 +115,7 @@ export interface ResolvedSqsOptions<T> {
   deleteAttempts: number;
   pollErrorBackoff: { initialMs: number; maxMs: number };
   verifyQueue: boolean;
+  deduplicationScope: DeduplicationScope | undefined;
 }
 
 /** Validates options against SQS limits and applies defaults; throws {@link ConfigurationError}. */
@@ -193,7 +209,16 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     deleteAttempts: intOption('deleteAttempts', options.deleteAttempts, 3, 1, 10),
     pollErrorBackoff: { initialMs, maxMs },
     verifyQueue: options.verifyQueue ?? true,
+    deduplicationScope: deduplicationScopeOption(options.deduplicationScope),
   };
+}
+
+/** Checks a `deduplicationScope` option (sqsSource and withDedup). */
+export function deduplicationScopeOption(value: unknown): DeduplicationScope | undefined {
+  if (value === undefined || value === 'queue' || value === 'messageGroup') return value;
+  throw new ConfigurationError('deduplicationScope', "must be 'queue' or 'messageGroup'", {
+    value: typeof value === 'string' ? value : typeof value,
+  });
 }
 
 /** Whether a queue URL names a FIFO queue (SQS requires FIFO queue names to end in `.fifo`). */

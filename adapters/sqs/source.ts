@@ -10,7 +10,7 @@ import { decodeBody } from './body.js';
 import { DeleteBatcher } from './delete-batcher.js';
 import { SqsMessageDelivery, type RedriveMode } from './delivery.js';
 import { Heartbeat } from './heartbeat.js';
-import { messageKey } from './keys.js';
+import { groupScoped, messageKey } from './keys.js';
 import { resolveSqsOptions, type ResolvedSqsOptions, type SqsSourceOptions } from './options.js';
 import { sleep } from '../../src/sleep.js';
 
@@ -27,6 +27,8 @@ interface QueueFacts {
   visibilityTimeout: number;
   /** `undefined`: could not be read. */
   hasRedrivePolicy: boolean | undefined;
+  /** FIFO: the queue deduplicates per message group, so keys include the group. */
+  groupScoped: boolean;
 }
 
 /**
@@ -53,6 +55,7 @@ export class SqsSource<T> implements Source<T> {
     this.facts = {
       visibilityTimeout: this.options.visibilityTimeout ?? DEFAULT_VISIBILITY_TIMEOUT,
       hasRedrivePolicy: undefined,
+      groupScoped: this.options.deduplicationScope === 'messageGroup',
     };
     this.deleter = new DeleteBatcher(this.options.client, this.options.queueUrl, {
       delayMs: this.options.deleteBatchDelayMs,
@@ -160,6 +163,7 @@ export class SqsSource<T> implements Source<T> {
       }
       this.facts.hasRedrivePolicy =
         attributes.RedrivePolicy !== undefined && attributes.RedrivePolicy !== '';
+      if (this.options.fifo) this.facts.groupScoped = groupScoped(attributes, this.options);
     }
     if (deadLetterQueueUrl !== undefined) {
       await this.queueAttributes(ctx, deadLetterQueueUrl);
@@ -234,7 +238,12 @@ export class SqsSource<T> implements Source<T> {
       return [];
     }
     const withHandle = message as Message & { ReceiptHandle: string };
-    const { key, rejection: keyRejection } = messageKey(message, this.options);
+    const { key, rejection: keyRejection } = messageKey(message, {
+      fifo: this.options.fifo,
+      groupScoped: this.facts.groupScoped,
+      keyAttribute: this.options.keyAttribute,
+      key: this.options.key,
+    });
     const decoded = decodeBody(message, this.options.parse, this.options.queueUrl);
     const rejection: EffectivelyOnceError | undefined = decoded.ok ? keyRejection : decoded.error;
     const receiveCount = Number(message.Attributes?.ApproximateReceiveCount);

@@ -1,4 +1,4 @@
-import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { createConsumer, type Consumer, type StopOptions } from '../../src/consumer.js';
 import {
   BrokerError,
@@ -9,7 +9,9 @@ import {
 import type { ConsumerOptions } from '../../src/options.js';
 import type { BatchContext, Delivery, DeliveryOutcome, HandlerContext } from '../../src/types.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
-import { defaultKey, messageKey } from './keys.js';
+import { isAccessDenied } from './aws-errors.js';
+import { defaultKey, groupScoped, messageKey } from './keys.js';
+import { deduplicationScopeOption, isFifoQueueUrl, type DeduplicationScope } from './options.js';
 import { PushSource } from './push-source.js';
 import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
 
@@ -39,6 +41,13 @@ export interface WithDedupOptions extends Omit<
    * `client`. Default: none; the message is left on the queue for its redrive policy.
    */
   deadLetterQueueUrl?: string;
+  /**
+   * FIFO queues: where the queue deduplicates `MessageDeduplicationId`s (see
+   * `sqsSource`'s option of the same name). With `'messageGroup'` the default key is
+   * `` `${MessageGroupId} ${MessageDeduplicationId}` ``. Default: read from the queue at
+   * `start()` when `client` and a FIFO `queueUrl` are given, else `'queue'`.
+   */
+  deduplicationScope?: DeduplicationScope;
 }
 
 /** sqs-consumer `handleMessage` / `handleMessageBatch` backed by an exactly-once consumer. */
@@ -118,6 +127,7 @@ class Worker implements DedupWorker {
   readonly consumer: Consumer;
   private readonly source: PushSource<Message>;
   private startPromise: Promise<void> | undefined;
+  private groupScoped: boolean;
 
   constructor(
     private readonly options: WithDedupOptions,
@@ -135,6 +145,7 @@ class Worker implements DedupWorker {
         'cannot be combined with "key"; derive the key in one place',
       );
     }
+    this.groupScoped = deduplicationScopeOption(options.deduplicationScope) === 'messageGroup';
     this.source = new PushSource<Message>(`sqs-consumer:${queueUrl ?? 'queue'}`);
     const {
       client: _c,
@@ -142,6 +153,7 @@ class Worker implements DedupWorker {
       deadLetterQueueUrl: _d,
       keyAttribute: _a,
       key: _k,
+      deduplicationScope: _s,
       ...consumerOptions
     } = options;
     this.consumer = createConsumer<Message>({ ...consumerOptions, ...mode, source: this.source });
@@ -164,8 +176,22 @@ class Worker implements DedupWorker {
   };
 
   start(): Promise<void> {
-    this.startPromise ??= this.consumer.start();
+    // A failed start (Postgres down during migrate) is not kept: the next message tries again.
+    this.startPromise ??= this.begin().catch((error: unknown) => {
+      this.startPromise = undefined;
+      throw error;
+    });
     return this.startPromise;
+  }
+
+  private async begin(): Promise<void> {
+    const { client, queueUrl, deduplicationScope } = this.options;
+    if (client !== undefined && queueUrl !== undefined && isFifoQueueUrl(queueUrl)) {
+      const attributes = await readQueueAttributes(client, queueUrl);
+      if (attributes !== undefined)
+        this.groupScoped = groupScoped(attributes, { queueUrl, deduplicationScope });
+    }
+    await this.consumer.start();
   }
 
   stop(options?: StopOptions): Promise<void> {
@@ -176,7 +202,7 @@ class Worker implements DedupWorker {
     message: Message,
   ): Promise<{ delivery: PushedDelivery; outcome: DeliveryOutcome }> {
     await this.start();
-    const delivery = new PushedDelivery(message, this.options);
+    const delivery = new PushedDelivery(message, this.options, this.groupScoped);
     return { delivery, outcome: await this.source.push(delivery) };
   }
 
@@ -201,11 +227,12 @@ class PushedDelivery implements Delivery<Message> {
   constructor(
     readonly raw: Message,
     private readonly options: WithDedupOptions,
+    groupScoped: boolean,
   ) {
     const { key, rejection } =
       options.keyAttribute !== undefined || options.key !== undefined
         ? messageKey(raw, { fifo: false, keyAttribute: options.keyAttribute, key: options.key })
-        : { key: defaultKey(raw, true), rejection: undefined };
+        : { key: defaultKey(raw, true, groupScoped), rejection: undefined };
     this.key = key;
     this.rejection = rejection;
     this.body = raw;
@@ -257,5 +284,21 @@ class PushedDelivery implements Delivery<Message> {
         details: { messageIds: [this.raw.MessageId], key: this.key, outcome },
       })
     );
+  }
+}
+
+/** The queue's attributes, or undefined when this client may not read them. */
+async function readQueueAttributes(
+  client: SQSClient,
+  queueUrl: string,
+): Promise<Record<string, string> | undefined> {
+  try {
+    const output = await client.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }),
+    );
+    return output.Attributes ?? {};
+  } catch (cause) {
+    if (isAccessDenied(cause)) return undefined;
+    throw new BrokerError('get queue attributes', cause, { details: { queueUrl } });
   }
 }
