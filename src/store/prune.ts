@@ -38,7 +38,8 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
     throw new ConfigurationError('batchSize', 'must be an integer from 1 to 100000', { batchSize });
   }
   const duty = fractionOption('dutyCycle', options.dutyCycle, 1);
-  const cutoff = cutoffOf(options.olderThan);
+  checkOlderThan(options.olderThan);
+  const cutoff = await cutoffOf(pool, options.olderThan);
   const table = qualifiedTable(tableRef(options));
   const byConsumer = options.consumer !== undefined;
   // SKIP LOCKED: never wait behind a worker that is touching the same rows.
@@ -66,16 +67,39 @@ export async function prune(pool: Pool, options: PruneOptions): Promise<number> 
   }
 }
 
-function cutoffOf(olderThan: Date | number): Date {
+const THOUSAND_YEARS_MS = 1000 * 365.25 * 86_400_000;
+
+function checkOlderThan(olderThan: Date | number): void {
   if (olderThan instanceof Date) {
     if (Number.isNaN(olderThan.getTime()))
       throw new ConfigurationError('olderThan', 'is an invalid Date');
-    return olderThan;
+    return;
   }
-  if (!Number.isFinite(olderThan) || olderThan < 0) {
+  if (typeof olderThan !== 'number' || !Number.isFinite(olderThan) || olderThan < 0) {
     throw new ConfigurationError('olderThan', 'must be a Date or a non-negative number of ms', {
       olderThan,
     });
   }
-  return new Date(Date.now() - olderThan);
+}
+
+/**
+ * A window in ms is measured on the database's clock, the one that wrote
+ * `processed_at`: a worker whose clock runs ahead would otherwise prune keys younger
+ * than the window (and let their late redeliveries apply again).
+ */
+async function cutoffOf(pool: Pool, olderThan: Date | number): Promise<Date> {
+  if (olderThan instanceof Date) return olderThan;
+  const result = await pool
+    .query<{ cutoff: Date }>(
+      `SELECT now() - $1::double precision * interval '1 millisecond' AS cutoff`,
+      // A window beyond a thousand years prunes nothing; capped so the date stays in range.
+      [Math.min(olderThan, THOUSAND_YEARS_MS)],
+    )
+    .catch((cause: unknown) => {
+      throw new DatabaseError('prune', cause);
+    });
+  const cutoff = result.rows[0]?.cutoff;
+  if (!(cutoff instanceof Date))
+    throw new DatabaseError('prune', new Error('no cutoff from now()'));
+  return cutoff;
 }
