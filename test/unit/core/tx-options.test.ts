@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { createConsumer, type ConsumerOptions } from '../../../src/index.js';
+import { createConsumer } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
 
 const pool = new pg.Pool({ host: '127.0.0.1', port: 1, max: 20 });
@@ -20,7 +20,7 @@ function build(extra: Record<string, unknown>): () => void {
       pool,
       handler: async () => undefined,
       ...extra,
-    } as ConsumerOptions<unknown>);
+    });
 }
 
 function configurationError(extra: Record<string, unknown>): unknown {
