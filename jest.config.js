@@ -9,6 +9,7 @@ const common = {
     '^effectively-once/sqs$': '<rootDir>/adapters/sqs/index.ts',
     '^effectively-once/kafka$': '<rootDir>/adapters/kafka/index.ts',
     '^effectively-once/testing$': '<rootDir>/src/testing/index.ts',
+    '^effectively-once/client$': '<rootDir>/src/client/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

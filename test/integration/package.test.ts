@@ -20,7 +20,7 @@ let files: string[];
 
 /**
  * Package hygiene, end to end: build, pack, inspect the tarball, install it into a
- * scratch project, import all four entry points with plain Node, and type-check a
+ * scratch project, import all five entry points with plain Node, and type-check a
  * consumer of its declarations.
  */
 beforeAll(async () => {
@@ -65,7 +65,7 @@ describe('the packed package', () => {
     expect(targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !files.includes(t))).toEqual(
       [],
     );
-    for (const entry of ['.', './sqs', './kafka', './testing']) {
+    for (const entry of ['.', './sqs', './kafka', './testing', './client']) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
         default: expect.stringMatching(/\.js$/),
@@ -106,7 +106,7 @@ describe('the packed package', () => {
         fs.copyFileSync(path.join(here, file), path.join(scratch, file));
     }, 180_000);
 
-    it('imports all four entry points with plain Node (ESM) and runs a consumer against Postgres', async () => {
+    it('imports all five entry points with plain Node (ESM); runs a consumer against Postgres and idempotentFetch against a loopback server', async () => {
       const { stdout } = await run(process.execPath, ['smoke.js'], {
         cwd: scratch,
         env: process.env,

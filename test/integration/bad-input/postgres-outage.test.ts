@@ -11,7 +11,7 @@ import { sqsSource } from '../../../adapters/sqs/index.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, badInputSuite, keyAttribute, observe, type Observed } from './harness.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { FaultProxy } from '../../helpers/fault-proxy.js';
 
 const suite = badInputSuite('pg_outage');
 const cleanups: Array<() => Promise<void>> = [];
@@ -20,9 +20,11 @@ afterEach(async () => {
 });
 
 /** A proxy to the test Postgres (down until `up()`), and a pool that connects through it. */
-async function proxiedPool(): Promise<{ proxy: TcpProxy; pool: pg.Pool }> {
+async function proxiedPool(): Promise<{ proxy: FaultProxy; pool: pg.Pool }> {
   const url = new URL(databaseUrl());
-  const proxy = await TcpProxy.create({ host: url.hostname, port: Number(url.port) });
+  const proxy = await FaultProxy.create({
+    target: { host: url.hostname, port: Number(url.port) },
+  });
   url.port = String(proxy.port);
   const pool = new pg.Pool({
     connectionString: url.toString(),

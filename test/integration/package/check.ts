@@ -15,6 +15,12 @@ import {
 import { sqsSource, withDedup } from 'effectively-once/sqs';
 import { exactlyOnceEachMessage, kafkaSource } from 'effectively-once/kafka';
 import { memorySource } from 'effectively-once/testing';
+import {
+  idempotentFetch,
+  RetriesExhaustedError,
+  type IdempotentFetchOptions,
+  type IdempotentFetchResult,
+} from 'effectively-once/client';
 
 interface Order {
   orderId: string;
@@ -77,3 +83,17 @@ export const isOurs = (error: unknown): boolean =>
 
 // @ts-expect-error: an unknown option is a type error
 createConsumer<Order>({ name: 'x', pool, source: memorySource<Order>(), handler, concurency: 3 });
+
+const clientOptions: IdempotentFetchOptions = { attempts: 3, deadlineMs: 30_000, json: { a: 1 } };
+export async function charge(): Promise<IdempotentFetchResult | number> {
+  try {
+    return await idempotentFetch('https://api.example/charges', { method: 'POST' }, clientOptions);
+  } catch (error) {
+    if (error instanceof RetriesExhaustedError && error instanceof EffectivelyOnceError)
+      return error.attempts;
+    throw error;
+  }
+}
+
+// @ts-expect-error: keyFormat is 'raw' or 'quoted'
+void idempotentFetch('https://api.example/x', {}, { keyFormat: 'json' });

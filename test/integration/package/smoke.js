@@ -5,6 +5,8 @@ import * as core from 'effectively-once';
 import * as sqs from 'effectively-once/sqs';
 import * as kafka from 'effectively-once/kafka';
 import * as testing from 'effectively-once/testing';
+import * as client from 'effectively-once/client';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
 
@@ -21,11 +23,13 @@ for (const [name, value] of Object.entries({
   'kafka.kafkaSource': kafka.kafkaSource,
   'kafka.exactlyOnceEachMessage': kafka.exactlyOnceEachMessage,
   'testing.memorySource': testing.memorySource,
+  'client.idempotentFetch': client.idempotentFetch,
+  'client.RetriesExhaustedError': client.RetriesExhaustedError,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
 
-// Only the four entry points (and package.json) are public.
+// Only the five entry points (and package.json) are public.
 try {
   await import('effectively-once/dist/src/runner.js');
   check(false, 'a deep import must be refused by the exports map');
@@ -72,6 +76,32 @@ try {
 } finally {
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
   await pool.end();
+}
+
+// One class per error across entry points: a client error is the core's EffectivelyOnceError.
+check(
+  new client.UnreplayableBodyError('x') instanceof core.EffectivelyOnceError,
+  'client errors extend the core EffectivelyOnceError',
+);
+// The built client end to end: a 503 (rolled back), then the retry applies, same key.
+const seen = [];
+const server = http.createServer((req, res) => {
+  seen.push(req.headers['idempotency-key']);
+  res.writeHead(seen.length === 1 ? 503 : 201).end();
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+try {
+  const result = await client.idempotentFetch(
+    `http://127.0.0.1:${server.address().port}/charges`,
+    { method: 'POST' },
+    { json: { amount: 1 }, backoff: { initialMs: 1, maxMs: 10 } },
+  );
+  check(result.response.status === 201, `client: final status 201 (got ${result.response.status})`);
+  check(result.attempts === 2, `client: two attempts (got ${result.attempts})`);
+  check(seen.length === 2 && seen[0] === seen[1], `client: one key on both attempts: ${seen}`);
+} finally {
+  server.closeAllConnections();
+  server.close();
 }
 
 if (failures.length > 0) {
