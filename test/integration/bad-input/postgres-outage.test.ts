@@ -203,16 +203,20 @@ describe('Postgres unreachable', () => {
       });
       await expectExactlyOnce(count);
       expectOnlyRetries(worker);
-      // Transactions were open when the connections dropped: their outcome was unknown or failed.
+      // Transactions were open when the connections dropped: their COMMIT went to a dead
+      // connection (unknown), or the client saw the connection die first (EO_DATABASE:
+      // COMMIT never sent) or under a handler statement (EO_HANDLER, as infrastructure).
       expect(
-        worker.failed.some(
-          (f) => f.error.code === 'EO_COMMIT_UNKNOWN' || f.error.code === 'EO_HANDLER',
+        worker.failed.some((f) =>
+          ['EO_COMMIT_UNKNOWN', 'EO_DATABASE', 'EO_HANDLER'].includes(f.error.code),
         ),
       ).toBe(true);
       if (process.env['EO_DEBUG_OUTAGE'])
         console.log(worker.failed.map((f) => `${f.error.code}: ${f.error.message}`));
       const stats = consumer.stats();
-      expect(stats.processed).toBe(count);
+      // A COMMIT whose answer was lost did commit: its redelivery is a duplicate, not processed.
+      expect(stats.processed).toBeLessThanOrEqual(count);
+      expect(stats.processed + stats.duplicates).toBeGreaterThanOrEqual(count);
       expect(stats.ackFailures).toBe(0);
     },
     TIMEOUT,

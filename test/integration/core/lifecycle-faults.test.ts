@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import pg from 'pg';
 import { createConsumer } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
-import { TcpProxy } from '../bad-input/tcp-proxy.js';
+import { FaultProxy } from '../../helpers/fault-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { ManualSource } from '../../helpers/manual-source.js';
@@ -52,7 +52,9 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
 describe('start()', () => {
   it('a start() that rejected (Postgres unreachable during migrate) can be called again and then runs', async () => {
     const url = new URL(databaseUrl());
-    const proxy = await TcpProxy.create({ host: url.hostname, port: Number(url.port) });
+    const proxy = await FaultProxy.create({
+      target: { host: url.hostname, port: Number(url.port) },
+    });
     cleanups.push(() => proxy.down());
     url.port = String(proxy.port);
     const pool = extraPool({ connectionString: url.toString(), connectionTimeoutMillis: 2000 });

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { EachMessagePayload, Kafka } from 'kafkajs';
 import pg from 'pg';
 import { exactlyOnceEachMessage } from '../../../adapters/kafka/index.js';
-import { TcpProxy } from '../bad-input/tcp-proxy.js';
+import { FaultProxy } from '../../helpers/fault-proxy.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -37,7 +37,9 @@ describe('exactlyOnceEachMessage: a failed first start', () => {
     ]);
 
     const target = new URL(databaseUrl());
-    const proxy = await TcpProxy.create({ host: target.hostname, port: Number(target.port) });
+    const proxy = await FaultProxy.create({
+      target: { host: target.hostname, port: Number(target.port) },
+    });
     cleanups.push(() => proxy.down());
     target.port = String(proxy.port);
     const pool = new pg.Pool({

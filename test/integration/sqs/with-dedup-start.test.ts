@@ -9,7 +9,7 @@ import pg from 'pg';
 import { Consumer } from 'sqs-consumer';
 import type { Message } from '@aws-sdk/client-sqs';
 import { withDedup } from '../../../adapters/sqs/index.js';
-import { TcpProxy } from '../bad-input/tcp-proxy.js';
+import { FaultProxy } from '../../helpers/fault-proxy.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, recordEffect, sqsIntegration } from './harness.js';
@@ -30,7 +30,9 @@ describe('withDedup: a failed first start', () => {
       });
 
       const target = new URL(databaseUrl());
-      const proxy = await TcpProxy.create({ host: target.hostname, port: Number(target.port) });
+      const proxy = await FaultProxy.create({
+        target: { host: target.hostname, port: Number(target.port) },
+      });
       cleanups.push(() => proxy.down());
       target.port = String(proxy.port);
       const pool = new pg.Pool({

@@ -39,6 +39,7 @@ describe('effectively-once/client', () => {
       'src/option-checks.ts',
       'src/signals.ts',
       'src/sleep.ts',
+      'src/store/pg-errors.ts', // SQLSTATE helpers for the error classes; imports nothing
     ]);
   });
 });
