@@ -62,10 +62,11 @@ export type WorkResult =
   | { kind: 'threw'; error: unknown; attempt: number }
   | { kind: 'hook-failed'; error: unknown };
 
-/** What a claim connection needs from its consumer. */
+/** What a claim connection needs from its owner (a consumer, an HTTP endpoint, a relay). */
 export interface ConnectionDeps {
   readonly pool: Pool;
-  readonly health: DatabaseHealth;
+  /** Told when Postgres looks unreachable (the consumer pauses deliveries until it is back). */
+  readonly health: Pick<DatabaseHealth, 'markDown'>;
   readonly logger: Logger;
   readonly acquireTimeoutMs: number;
   /** Aborts when stop()'s grace period ran out. */
