@@ -1,9 +1,11 @@
 import { createConsumer, type Consumer } from '../../src/consumer.js';
 import { ConfigurationError, ShutdownError } from '../../src/errors.js';
 import type { ConsumerOptions } from '../../src/options.js';
-import type { Delivery, HandlerContext, Source, SourceContext } from '../../src/types.js';
+import { PushSource } from '../../src/push-source.js';
+import type { Delivery, HandlerContext } from '../../src/types.js';
 import type { KafkaMessageLike, KafkaProducerLike } from './client.js';
 import { DeadLetterPublisher } from './dead-letter.js';
+import { heartbeatWhile } from './heartbeat.js';
 import { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, type KafkaKeyFunction } from './keys.js';
 import { sleep } from '../../src/sleep.js';
 import { toKafkaRecord, type KafkaRecord } from './record.js';
@@ -50,8 +52,6 @@ export interface ExactlyOnceEachMessage<P extends EachMessagePayloadLike = EachM
   /** Stops the effectively-once consumer. Stop (or disconnect) the kafkajs consumer first. */
   stop(): Promise<void>;
 }
-
-const HEARTBEAT_WHILE_WAITING_MS = 1000;
 
 /**
  * Makes an existing kafkajs `eachMessage` handler exactly-once: each record's key is
@@ -118,18 +118,15 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
         ? (record) => `${record.topic}.dlq`
         : () => deadLetterTopic,
   );
-  const bridge = new BridgeSource<P>();
+  const bridge = new PushSource<P>('kafka:eachMessage');
   const consumer = createConsumer<P>({ ...consumerOptions, source: bridge, handler });
-  let started: Promise<SourceContext<P>> | undefined;
+  let started: Promise<void> | undefined;
   // A failed start (Postgres down during migrate) is not kept: the next record tries again.
-  const ready = (): Promise<SourceContext<P>> =>
-    (started ??= consumer.start().then(
-      () => bridge.context(),
-      (error: unknown) => {
-        started = undefined;
-        throw error;
-      },
-    ));
+  const ready = (): Promise<void> =>
+    (started ??= consumer.start().catch((error: unknown) => {
+      started = undefined;
+      throw error;
+    }));
 
   const keyOf = (record: KafkaRecord): string | undefined => {
     if (key === undefined) return defaultKafkaKey(record, header);
@@ -141,7 +138,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
   };
 
   const eachMessage = async (payload: P): Promise<void> => {
-    const ctx = await ready();
+    await ready();
     const record = toKafkaRecord(
       { topic: payload.topic, partition: payload.partition, messages: [] },
       payload.message,
@@ -149,7 +146,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
     const dedupKey = keyOf(record);
     // Counts the record's own failures only: a busy claim or an outage is not its fault.
     for (let attempt = 1; ;) {
-      if (ctx.signal.aborted)
+      if (bridge.signal?.aborted === true)
         throw new ShutdownError(dedupKey ?? `${record.topic}/${record.partition}/${record.offset}`);
       let settled: Settlement | undefined;
       const settle = (s: Settlement) => void (settled ??= s);
@@ -174,7 +171,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
           settle({ kind: 'finished' });
         },
       };
-      const outcome = await ctx.deliver(delivery);
+      const outcome = await bridge.push(delivery);
       const settlement: Settlement =
         settled ??
         (outcome === 'released'
@@ -184,7 +181,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
       // Released at shutdown: kafkajs must not resolve this offset; the record comes back later.
       if (settlement.kind === 'released') throw new ShutdownError(dedupKey ?? record.offset);
       if (settlement.attemptSpent) attempt++;
-      await waitHeartbeating(settlement.delayMs, payload, ctx.signal);
+      await heartbeatWhile(sleep(settlement.delayMs, bridge.signal), payload);
     }
   };
 
@@ -193,39 +190,4 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
     consumer,
     stop: () => consumer.stop(),
   };
-}
-
-/** Waits `ms`, heartbeating; a rebalance error from the heartbeat propagates to kafkajs. */
-async function waitHeartbeating(
-  ms: number,
-  payload: EachMessagePayloadLike,
-  signal: AbortSignal,
-): Promise<void> {
-  const until = Date.now() + ms;
-  for (let left = ms; left > 0 && !signal.aborted; left = until - Date.now()) {
-    await sleep(Math.min(left, HEARTBEAT_WHILE_WAITING_MS), signal);
-    await payload.heartbeat();
-  }
-}
-
-/** The source behind {@link exactlyOnceEachMessage}: kafkajs pushes, this hands records to the runner. */
-class BridgeSource<P> implements Source<P> {
-  readonly description = 'kafka:eachMessage';
-  private ctx: SourceContext<P> | undefined;
-
-  context(): SourceContext<P> {
-    if (this.ctx === undefined)
-      throw new Error('exactlyOnceEachMessage: the consumer did not start its source');
-    return this.ctx;
-  }
-
-  async run(ctx: SourceContext<P>): Promise<void> {
-    this.ctx = ctx;
-    if (ctx.signal.aborted) return;
-    await new Promise<void>((resolve) =>
-      ctx.signal.addEventListener('abort', () => resolve(), { once: true }),
-    );
-  }
-
-  async close(): Promise<void> {}
 }

@@ -10,6 +10,7 @@ import type {
   KafkaTopicPartitions,
 } from './client.js';
 import { OffsetCommitter } from './committer.js';
+import { heartbeatWhile } from './heartbeat.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { Limiter } from './limiter.js';
 import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } from './options.js';
@@ -20,8 +21,6 @@ import { toKafkaRecord } from './record.js';
 
 /** kafkajs workers used for `eachBatch` when `partitionConcurrency` is unlimited (each call is short). */
 const DEFAULT_BATCH_CONCURRENCY = 16;
-/** While `eachBatch` waits (stored offsets loading), heartbeat this often. */
-const HEARTBEAT_WHILE_WAITING_MS = 1000;
 
 /** The state of one assigned partition, for monitoring and tests. */
 export interface KafkaPartitionState {
@@ -312,7 +311,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
     if (worker === undefined || !worker.accepting || batch.messages.length === 0) return;
     let stored: bigint | undefined;
     if (this.offsetStore !== undefined) {
-      await whileHeartbeating(worker.ready, payload);
+      await heartbeatWhile(worker.ready, payload);
       if (!worker.accepting) return;
       stored = worker.storedOffset;
       if (stored !== undefined && batch.highWatermark !== undefined) {
@@ -391,23 +390,4 @@ export function kafkaSource<T = unknown>(options: KafkaSourceOptions<T>): KafkaS
 
 function tpKey(topic: string, partition: number): string {
   return `${topic}/${partition}`;
-}
-
-/** Waits for `work` (which never rejects), heartbeating meanwhile; a rebalance error propagates to kafkajs. */
-async function whileHeartbeating(
-  work: Promise<void>,
-  payload: EachBatchPayloadLike,
-): Promise<void> {
-  let done = false;
-  void work.then(() => (done = true));
-  for (;;) {
-    let timer: NodeJS.Timeout | undefined;
-    const tick = new Promise<void>(
-      (resolve) => (timer = setTimeout(resolve, HEARTBEAT_WHILE_WAITING_MS)),
-    );
-    await Promise.race([work, tick]);
-    clearTimeout(timer);
-    if (done) return;
-    await payload.heartbeat();
-  }
 }

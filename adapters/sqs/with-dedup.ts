@@ -12,7 +12,7 @@ import { sendToDeadLetterQueue } from './dead-letter.js';
 import { isAccessDenied } from './aws-errors.js';
 import { defaultKey, groupScoped, messageKey } from './keys.js';
 import { deduplicationScopeOption, isFifoQueueUrl, type DeduplicationScope } from './options.js';
-import { PushSource } from './push-source.js';
+import { PushSource } from '../../src/push-source.js';
 import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
 
 /** Options of {@link withDedup} and {@link withDedupBatch}: `createConsumer`'s, minus the source and handler. */

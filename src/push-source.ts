@@ -1,9 +1,10 @@
-import { ShutdownError } from '../../src/errors.js';
-import type { Delivery, DeliveryOutcome, Source, SourceContext } from '../../src/types.js';
+import { ShutdownError } from './errors.js';
+import type { Delivery, DeliveryOutcome, Source, SourceContext } from './types.js';
 
 /**
- * A {@link Source} that receives nothing itself: another poller (sqs-consumer) pushes
- * deliveries into it. `run` parks until the consumer stops; `push` waits for `run`.
+ * A {@link Source} that receives nothing itself: another library's loop (sqs-consumer's
+ * poller, kafkajs's `eachMessage`) pushes deliveries into it. `run` parks until the
+ * consumer stops; `push` waits for `run`.
  */
 export class PushSource<T> implements Source<T> {
   private ctx: SourceContext<T> | undefined;
@@ -30,9 +31,9 @@ export class PushSource<T> implements Source<T> {
     return ctx.deliver(delivery);
   }
 
-  /** Whether the consumer has started running this source. */
-  get running(): boolean {
-    return this.ctx !== undefined && !this.ctx.signal.aborted;
+  /** Aborted once the consumer stops; undefined before it runs this source. */
+  get signal(): AbortSignal | undefined {
+    return this.ctx?.signal;
   }
 
   async close(): Promise<void> {}
