@@ -1,6 +1,7 @@
 /**
  * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer`, and a
  * wrapper that makes an existing kafkajs `eachMessage` handler exactly-once.
+ * @packageDocumentation
  */
 export { kafkaSource, KafkaSource } from './source.js';
 export type { KafkaPartitionState } from './source.js';
