@@ -2,11 +2,11 @@
  * `effectively-once`: an exactly-once effect for at-least-once consumers. Each
  * delivery's key is claimed in Postgres inside the transaction the handler writes
  * with; the broker is acked only after that transaction committed.
- *
- * The surface is listed name by name (no `export *`): what is not here is internal.
- * `etc/effectively-once.api.md` is its report; `npm run api:check` fails when it drifts.
  * @packageDocumentation
+ * @module effectively-once
  */
+// The surface is listed name by name (no `export *`): what is not here is internal.
+// etc/effectively-once.api.md is its report; `npm run api:check` fails when it drifts.
 export { createConsumer } from './consumer.js';
 export type { Consumer, StopOptions } from './consumer.js';
 export type { ConsumerOptions } from './options.js';

@@ -2,6 +2,7 @@
  * `effectively-once/sqs`: the Amazon SQS source adapter and the `sqs-consumer` wrapper.
  * `@aws-sdk/client-sqs` is an optional peer dependency of `effectively-once`.
  * @packageDocumentation
+ * @module effectively-once/sqs
  */
 export { sqsSource, SqsSource } from './source.js';
 export type { SqsSourceOptions, BodyParser } from './options.js';
