@@ -12,8 +12,8 @@ describe('README.md', () => {
     expect(synced.map((b) => b.file)).toEqual(
       expect.arrayContaining([
         'examples/quick-start.ts',
-        'adapters/sqs/README.md',
-        'adapters/kafka/README.md',
+        'docs/sqs.md',
+        'docs/kafka.md',
       ]),
     );
   });
