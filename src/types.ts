@@ -152,7 +152,10 @@ export interface ConsumerStats {
   processed: number;
   /** Deliveries whose key was committed before, acked without running the handler. */
   duplicates: number;
-  /** Failed attempts (the `failed` event), whether retried or dead-lettered. */
+  /**
+   * Failed attempts (the `failed` event): retried, dead-lettered, or released when the
+   * delivery was lost.
+   */
   failed: number;
   /** Deliveries handed back to the broker for another attempt. */
   retried: number;
