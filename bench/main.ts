@@ -20,7 +20,7 @@ import { ensureServices, type Endpoints } from './services.js';
 import { killChildren, runInChild } from './spawn.js';
 import { pairedRatio, summarize, type RunFailure } from './summary.js';
 import { evaluateTargets } from './targets.js';
-import { throughputChart } from './chart/chart.js';
+import { throughputChart } from './chart.js';
 
 async function postgresVersion(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
@@ -169,10 +169,10 @@ async function main(): Promise<void> {
     fs.writeFileSync(`${base}.json`, JSON.stringify(report, null, 2) + '\n');
     fs.writeFileSync(`${base}.md`, markdown);
     const written = ['md', 'json'];
-    if (summary.filter((s) => s.dedupPreload === 0).length > 1) {
-      const title = `${options.broker === 'sqs' ? 'SQS' : 'Kafka'}: msg/s per scenario (log scale), median of ${options.rounds} round(s)`;
-      fs.writeFileSync(`${base}.png`, throughputChart(title, summary));
-      written.push('png');
+    const chart = throughputChart(report);
+    if (chart !== undefined) {
+      fs.writeFileSync(`${base}.svg`, chart);
+      written.push('svg');
     }
     console.log(`\n${markdown}\nwritten to ${base}.{${written.join(',')}}`);
     if (failures.length > 0 || summary.some((s) => s.problems.length > 0)) process.exitCode = 1;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { quoteIdentifier } from 'effectively-once';
+import { quoteIdentifier } from '../src/store/identifiers.js';
 
 /**
  * The chaos run's tables, in a schema of their own (`chaos_<run id>`), next to the

@@ -56,6 +56,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
       amount_cents integer NOT NULL
     )`);
 
+  // #region consumer
   const consumer = createConsumer<Posting>({
     name: 'ledger',
     pool,
@@ -83,6 +84,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
       );
     },
   });
+  // #endregion
   consumer.on('error', (error) => console.error(`ledger worker: ${error.message}`));
 
   await consumer.start();

@@ -43,6 +43,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
     logLevel: logLevel.WARN,
   });
 
+  // #region consumer
   const consumer = createConsumer<ShipmentRequested>({
     name: 'shipments',
     pool,
@@ -63,6 +64,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
       ]);
     },
   });
+  // #endregion
   consumer.on('duplicate', ({ key }) => console.log(`shipment ${key}: duplicate, skipped`));
   consumer.on('error', (error) => console.error(`shipments worker: ${error.message}`));
 

@@ -29,6 +29,7 @@ export interface ReserveStock {
   quantity: number;
 }
 
+// #region kysely
 /** A Kysely instance whose every query runs on `tx`, the claim's open transaction. */
 export function kyselyOn<DB>(tx: PoolClient): Kysely<DB> {
   const connection = {
@@ -62,6 +63,7 @@ export async function reserve(
     .values({ reservation_id: message.reservationId, sku: message.sku, quantity: message.quantity })
     .execute();
 }
+// #endregion
 
 export interface WorkerOptions {
   /** Stop when this aborts. Run directly, SIGINT and SIGTERM abort it. */

@@ -52,6 +52,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
       lifetime_cents bigint NOT NULL DEFAULT 0
     )`);
 
+  // #region consumer
   const consumer = createConsumer<OrderPlaced>({
     name: 'orders',
     pool,
@@ -75,6 +76,8 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
       );
     },
   });
+  // #endregion
+  // #region lifecycle
   consumer.on('duplicate', ({ key }) => console.log(`order ${key}: already booked, skipped`));
   consumer.on('dead-lettered', ({ key, error }) =>
     console.error(`order ${key ?? '?'}: dead-lettered: ${error.message}`),
@@ -84,6 +87,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
   await consumer.start();
   await aborted(signal);
   await consumer.stop({ timeoutMs: 30_000 });
+  // #endregion
   client.destroy();
   await pool.end();
 }

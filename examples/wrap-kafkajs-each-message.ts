@@ -21,6 +21,7 @@ export interface PaymentCaptured {
   amountCents: number;
 }
 
+// #region handler
 /**
  * The app's handler as it was, plus `ctx`: instead of `pool.query(...)` it writes
  * through `ctx.tx`. Before wrapping it was `async ({ message }) => { ... }`.
@@ -35,6 +36,7 @@ async function handlePayment(
     [payment.paymentId, payment.accountId, payment.amountCents],
   );
 }
+// #endregion
 
 export interface WorkerOptions {
   /** Stop when this aborts. Run directly, SIGINT and SIGTERM abort it. */
@@ -59,6 +61,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
   await Promise.all([consumer.connect(), producer.connect()]);
   await consumer.subscribe({ topics: [env.KAFKA_TOPIC ?? 'payments'], fromBeginning: true });
 
+  // #region wrap
   const exactlyOnce = exactlyOnceEachMessage<EachMessagePayload>(handlePayment, {
     name: 'payments',
     pool,
@@ -69,13 +72,16 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
     console.log(`payment ${key}: duplicate, skipped`),
   );
   await consumer.run({ eachMessage: exactlyOnce.eachMessage });
+  // #endregion
 
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });
   });
+  // #region shutdown
   await consumer.disconnect(); // first kafkajs (it waits for the running eachMessage)...
   await exactlyOnce.stop(); // ...then the exactly-once consumer behind it
+  // #endregion
   await producer.disconnect();
   await pool.end();
 }

@@ -21,6 +21,7 @@ export interface InvoiceIssued {
   amountCents: number;
 }
 
+// #region handler
 /**
  * The app's handler as it was, plus `ctx`: instead of `pool.query(...)` it writes
  * through `ctx.tx`. Before wrapping it was `async (message) => { ...; return message; }`.
@@ -32,6 +33,7 @@ async function handleInvoice(message: Message, { tx }: HandlerContext<Message>):
     [invoice.invoiceId, invoice.customerId, invoice.amountCents],
   );
 }
+// #endregion
 
 export interface WorkerOptions {
   /** Stop when this aborts. Run directly, SIGINT and SIGTERM abort it. */
@@ -57,6 +59,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
     'CREATE TABLE IF NOT EXISTS invoices (invoice_id text NOT NULL, customer_id text NOT NULL, amount_cents integer NOT NULL)',
   );
 
+  // #region wrap
   const dedup = withDedup(handleInvoice, {
     name: 'invoices',
     pool,
@@ -83,6 +86,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
     console.error(`invoice not processed (will retry): ${error.message}`),
   );
   app.on('error', (error) => console.error(`sqs-consumer: ${error.message}`));
+  // #endregion
   const stopped = new Promise<void>((resolve) => app.once('stopped', () => resolve()));
   app.start();
 

@@ -1,21 +1,55 @@
+/**
+ * `effectively-once`: an exactly-once effect for at-least-once consumers. Each
+ * delivery's key is claimed in Postgres inside the transaction the handler writes
+ * with; the broker is acked only after that transaction committed.
+ * @packageDocumentation
+ * @module effectively-once
+ */
+// The surface is listed name by name (no `export *`): what is not here is internal.
+// etc/effectively-once.api.md is its report; `npm run api:check` fails when it drifts.
 export { createConsumer } from './consumer.js';
 export type { Consumer, StopOptions } from './consumer.js';
 export type { ConsumerOptions } from './options.js';
+export type { IsolationLevel } from './store/claim.js';
 export { migrate } from './store/migrate.js';
 export type { MigrateOptions } from './store/migrate.js';
 export { prune } from './store/prune.js';
 export type { PruneOptions } from './store/prune.js';
-export {
-  quoteIdentifier,
-  qualifiedTable,
-  DEFAULT_SCHEMA,
-  DEFAULT_TABLE,
-} from './store/identifiers.js';
-export type { TableRef } from './store/identifiers.js';
-export { validateKey, DEFAULT_MAX_KEY_LENGTH, MAX_KEY_BYTES } from './keys.js';
-export { payloadHash } from './hash.js';
-export { resolveBackoff } from './backoff.js';
-export type { BackoffFn } from './backoff.js';
+export { DEFAULT_SCHEMA, DEFAULT_TABLE } from './store/identifiers.js';
+export { DEFAULT_MAX_KEY_LENGTH, MAX_KEY_BYTES } from './keys.js';
 export type { Listener } from './events.js';
-export * from './errors.js';
-export type * from './types.js';
+export {
+  EffectivelyOnceError,
+  ConfigurationError,
+  InvalidKeyError,
+  BodyParseError,
+  ClaimBusyError,
+  PayloadMismatchError,
+  HandlerTimeoutError,
+  HandlerError,
+  CommitUnknownError,
+  CommitFailedError,
+  TransactionAbortedError,
+  TransactionControlError,
+  StateError,
+  DatabaseError,
+  BrokerError,
+  ShutdownError,
+} from './errors.js';
+export type {
+  Backoff,
+  BatchContext,
+  BatchHandler,
+  BatchItem,
+  ConsumerEventName,
+  ConsumerEvents,
+  ConsumerStats,
+  Delivery,
+  DeliveryOutcome,
+  Handler,
+  HandlerContext,
+  Logger,
+  MismatchPolicy,
+  Source,
+  SourceContext,
+} from './types.js';

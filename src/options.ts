@@ -46,7 +46,7 @@ export interface ConsumerOptions<T> {
   key?: (delivery: Delivery<T>) => string | undefined;
   /**
    * Longest accepted key, in UTF-16 code units. Default 255, 1..8192. Keys over
-   * {@link MAX_KEY_BYTES} UTF-8 bytes are rejected whatever this allows.
+   * `MAX_KEY_BYTES` (1800) UTF-8 bytes are rejected whatever this allows.
    */
   maxKeyLength?: number;
   /** Store a sha256 of the payload and detect a key reused with another payload. Default true. */

@@ -74,7 +74,15 @@ export interface SourceContext<T = unknown> {
 export interface Source<T = unknown> {
   /** Short description for logs, e.g. `sqs:https://…/orders`. */
   readonly description: string;
+  /**
+   * Receives until `ctx.signal` aborts, handing each message to `ctx.deliver`; resolves once
+   * it will deliver nothing more.
+   */
   run(ctx: SourceContext<T>): Promise<void>;
+  /**
+   * Flushes pending acks and releases the broker resources the source created. Called once,
+   * after `run` resolved.
+   */
   close(): Promise<void>;
 }
 
@@ -104,9 +112,13 @@ export type Handler<T> = (message: T, ctx: HandlerContext<T>) => Promise<void>;
 
 /** One message of a batch handed to a {@link BatchHandler}. */
 export interface BatchItem<T = unknown> {
+  /** The decoded message. */
   readonly message: T;
+  /** The dedup key claimed for it in this batch's transaction. */
   readonly key: string;
+  /** 1-based attempt number of its delivery. */
   readonly attempt: number;
+  /** The delivery itself, including the broker's raw record. */
   readonly delivery: Delivery<T>;
 }
 
@@ -126,9 +138,13 @@ export type BatchHandler<T> = (
 
 /** A pino-compatible logger (pino, bunyan-style `(obj, msg)` and console-like loggers fit). */
 export interface Logger {
+  /** Per-delivery detail (a refused offset commit during a rebalance, ...). */
   debug(obj: object, msg?: string): void;
+  /** Start and stop. */
   info(obj: object, msg?: string): void;
+  /** Trouble the consumer works around (database unavailable, a lost connection). */
   warn(obj: object, msg?: string): void;
+  /** Failures nobody listened for (an `error` event without a listener). */
   error(obj: object, msg?: string): void;
 }
 
@@ -142,32 +158,67 @@ export type Backoff =
 
 /** Counters returned by `consumer.stats()`; monotonic except `inFlight`. */
 export interface ConsumerStats {
+  /** Deliveries handed to the consumer by its source. */
   received: number;
+  /** Effects committed (the `processed` event). */
   processed: number;
+  /** Deliveries whose key was committed before, acked without running the handler. */
   duplicates: number;
+  /**
+   * Failed attempts (the `failed` event): retried, dead-lettered, or released when the
+   * delivery was lost.
+   */
   failed: number;
+  /** Deliveries handed back to the broker for another attempt. */
   retried: number;
+  /** Deliveries parked in a dead-letter queue or topic. */
   deadLettered: number;
+  /** Keys that came back with another payload (the `mismatch` event). */
   mismatches: number;
+  /**
+   * Claims that waited past `lockTimeoutMs` for a concurrent delivery of the key
+   * (`EO_CLAIM_BUSY`).
+   */
   busy: number;
+  /**
+   * Deliveries handed back without an attempt spent: at shutdown, behind a retried one of
+   * their ordering key, or lost to another consumer.
+   */
   released: number;
+  /**
+   * Acks (SQS deletes, Kafka offset commits) that failed after COMMIT; their redelivery is a
+   * duplicate.
+   */
   ackFailures: number;
   /** Transactions run again in place after a serialization failure or deadlock (40001, 40P01). */
   serializationRetries: number;
   /** Dedup rows deleted by the background `retention` pruner. */
   pruned: number;
+  /** Deliveries in the consumer right now (claimed, running or waiting for a slot or their ack). */
   inFlight: number;
 }
 
 /** Payloads of the consumer's events. */
 export interface ConsumerEvents {
+  /**
+   * The effect committed (fired before the ack); `durationMs` is the handler's and COMMIT's
+   * time.
+   */
   processed: { key: string; attempt: number; durationMs: number };
+  /** The key was committed before: this delivery is acked without running the handler. */
   duplicate: { key: string; attempt: number };
+  /** An attempt failed; `willRetry: false` means the delivery is being dead-lettered. */
   failed: { key: string; attempt: number; error: EffectivelyOnceError; willRetry: boolean };
+  /** The key came back with another payload; hashes are hex sha256. */
   mismatch: { key: string; storedHash: string; payloadHash: string };
+  /** The delivery was parked for a human (dead-letter queue or topic). */
   'dead-lettered': { key: string | undefined; attempt: number; error: EffectivelyOnceError };
   /** A background `retention` run deleted rows (runs that deleted none stay quiet). */
   pruned: { deleted: number; durationMs: number };
+  /**
+   * Broker or database trouble outside a handler (receive, ack, heartbeat, prune, a failed
+   * receive loop).
+   */
   error: EffectivelyOnceError;
 }
 

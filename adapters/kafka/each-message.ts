@@ -13,9 +13,13 @@ import type { Settlement } from './record-delivery.js';
 
 /** What kafkajs passes to `eachMessage` (kafkajs `EachMessagePayload`). */
 export interface EachMessagePayloadLike {
+  /** Topic of the record. */
   readonly topic: string;
+  /** Partition of the record. */
   readonly partition: number;
+  /** The record. */
   readonly message: KafkaMessageLike;
+  /** Heartbeats the group; throws when a rebalance is in progress. */
   heartbeat(): Promise<void>;
 }
 

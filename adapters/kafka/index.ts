@@ -1,6 +1,8 @@
 /**
  * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer`, and a
  * wrapper that makes an existing kafkajs `eachMessage` handler exactly-once.
+ * @packageDocumentation
+ * @module effectively-once/kafka
  */
 export { kafkaSource, KafkaSource } from './source.js';
 export { PartitionRevokedError, StoredOffsetAheadError } from './errors.js';

@@ -3,14 +3,23 @@ import type { KafkaBatchLike, KafkaHeaders, KafkaMessageLike } from './client.js
 
 /** One Kafka record as the adapter hands it to the runner: `delivery.raw` of every Kafka delivery. */
 export interface KafkaRecord {
+  /** Topic of the record. */
   readonly topic: string;
+  /** Partition of the record. */
   readonly partition: number;
   /** Int64 offset as a decimal string. */
   readonly offset: string;
+  /**
+   * The record key's bytes (`null` when the producer sent none). Not the dedup key: that
+   * is the `idempotency-key` header, else `topic/partition/offset`, unless `key` says
+   * otherwise.
+   */
   readonly key: Buffer | null;
   /** The value bytes; `null` for a tombstone. */
   readonly value: Buffer | null;
+  /** The record's headers (`{}` when it has none). */
   readonly headers: KafkaHeaders;
+  /** Milliseconds since the epoch, as a decimal string. */
   readonly timestamp: string;
 }
 

@@ -24,7 +24,9 @@ const DEFAULT_BATCH_CONCURRENCY = 16;
 
 /** The state of one assigned partition, for monitoring and tests. */
 export interface KafkaPartitionState {
+  /** The topic. */
   topic: string;
+  /** The partition. */
   partition: number;
   /** Records received and not yet committable. */
   pending: number;
@@ -37,9 +39,9 @@ export interface KafkaPartitionState {
 }
 
 /**
- * A {@link Source} over a Kafka consumer group (see {@link kafkaSource}). It runs the
+ * A `Source` over a Kafka consumer group (see {@link kafkaSource}). It runs the
  * consumer with `eachBatch`, no auto-commit and no auto-resolve: batches are handed to
- * one {@link PartitionWorker} per assigned partition and `eachBatch` returns at once,
+ * one `PartitionWorker` per assigned partition and `eachBatch` returns at once,
  * so a slow or retrying partition never holds the fetch loop (and its heartbeats)
  * hostage; backpressure pauses the partition instead.
  *
@@ -49,6 +51,7 @@ export interface KafkaPartitionState {
  * commit again) and new ones are made for the new assignment.
  */
 export class KafkaSource<T = unknown> implements Source<T> {
+  /** `kafka:`, the group id and the topics. */
   readonly description: string;
   private readonly config: KafkaSourceConfig<T>;
   private readonly consumer: KafkaConsumerLike;
@@ -105,6 +108,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
     }));
   }
 
+  /** Receives until `ctx.signal` aborts (see `Source.run`). */
   async run(ctx: SourceContext<T>): Promise<void> {
     if (this.state !== 'new') {
       throw new StateError(`${this.description} can run only once`);
@@ -148,6 +152,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
     if (this.fatal !== undefined) throw this.fatal;
   }
 
+  /** Flushes pending acks and releases what the source created (see `Source.close`). */
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     const started = this.state !== 'new';

@@ -10,6 +10,7 @@ import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
 
 /** A delivery whose `raw` record is the SQS `Message` it was built from. */
 export interface SqsDelivery<T = unknown> extends Delivery<T> {
+  /** The SQS message as received (attributes, `MessageId`, `ReceiptHandle`). */
   readonly raw: Message;
   /** The queue the message was received from. */
   readonly queueUrl: string;

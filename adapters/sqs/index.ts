@@ -1,10 +1,12 @@
 /**
  * `effectively-once/sqs`: the Amazon SQS source adapter and the `sqs-consumer` wrapper.
  * `@aws-sdk/client-sqs` is an optional peer dependency of `effectively-once`.
+ * @packageDocumentation
+ * @module effectively-once/sqs
  */
 export { sqsSource, SqsSource } from './source.js';
-export type { SqsSourceOptions, BodyParser } from './options.js';
-export { SQS_LIMITS, isFifoQueueUrl } from './options.js';
+export type { SqsSourceOptions, BodyParser, DeduplicationScope } from './options.js';
+export { SQS_LIMITS } from './options.js';
 export type { SqsDelivery } from './delivery.js';
 export { DEAD_LETTER_ERROR_ATTRIBUTE } from './dead-letter.js';
 export { defaultKey } from './keys.js';

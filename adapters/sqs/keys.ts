@@ -57,7 +57,7 @@ export function messageKey(message: Message, options: KeyOptions): KeyResult {
  * FIFO queues: `MessageDeduplicationId` (set by the producer, or the body's SHA-256
  * with content-based deduplication), so a producer's retry of one send keeps its key;
  * on a queue that deduplicates per message group (`groupScoped`), the same dedup id in
- * two groups is two messages, so the key is `` `${MessageGroupId} ${dedupId}` `` (SQS
+ * two groups is two messages, so the key is the group id, a space and the dedup id (`g1 order-7`; SQS
  * allows no space in either id, so the pair cannot be read two ways).
  * Standard queues: `MessageId`, which SQS mints per send: it deduplicates SQS's own
  * redeliveries, not a producer that sends the same thing twice.

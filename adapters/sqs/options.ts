@@ -90,7 +90,7 @@ export interface SqsSourceOptions<T = unknown> {
   /**
    * FIFO queues: where the queue deduplicates `MessageDeduplicationId`s. With
    * `'messageGroup'` a dedup id is unique only within its group, so the default key is
-   * `` `${MessageGroupId} ${MessageDeduplicationId}` `` (neither id can contain a space).
+   * the group id, a space and the dedup id (`g1 order-7`; neither id can contain a space).
    * Default: the queue's `DeduplicationScope` attribute, read at start; `'queue'` when it
    * cannot be read. When given and the queue says otherwise, `run` fails.
    */

@@ -33,13 +33,14 @@ interface QueueFacts {
 
 /**
  * Consumes one SQS queue: long-polls it within the runner's free capacity, turns each
- * message into an {@link SqsMessageDelivery}, keeps messages invisible while they are
+ * message into an `SqsMessageDelivery`, keeps messages invisible while they are
  * handled, and deletes them in batches once the runner acks. FIFO messages of one
  * `MessageGroupId` are delivered one after the other; when one is not done (retried,
  * released), the rest of its group received with it are released so SQS redelivers
  * the group in order.
  */
 export class SqsSource<T> implements Source<T> {
+  /** `sqs:` and the queue URL. */
   readonly description: string;
   private readonly options: ResolvedSqsOptions<T>;
   private readonly deleter: DeleteBatcher;
@@ -64,6 +65,7 @@ export class SqsSource<T> implements Source<T> {
     });
   }
 
+  /** Receives until `ctx.signal` aborts (see `Source.run`). */
   async run(ctx: SourceContext<T>): Promise<void> {
     if (this.running) throw new Error(`${this.description} is already running`);
     this.running = true;
@@ -78,6 +80,7 @@ export class SqsSource<T> implements Source<T> {
     }
   }
 
+  /** Flushes pending acks and releases what the source created (see `Source.close`). */
   async close(): Promise<void> {
     await Promise.all([...this.live].map((delivery) => delivery.stopHeartbeat()));
     await Promise.all([...this.groups]);
@@ -381,7 +384,7 @@ export class SqsSource<T> implements Source<T> {
 }
 
 /**
- * An SQS {@link Source} for `createConsumer`. Options are validated here, against SQS
+ * An SQS `Source` for `createConsumer`. Options are validated here, against SQS
  * limits; a missing queue is detected when the consumer starts.
  */
 export function sqsSource<T = unknown>(options: SqsSourceOptions<T>): Source<T> {

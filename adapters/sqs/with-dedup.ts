@@ -44,7 +44,7 @@ export interface WithDedupOptions extends Omit<
   /**
    * FIFO queues: where the queue deduplicates `MessageDeduplicationId`s (see
    * `sqsSource`'s option of the same name). With `'messageGroup'` the default key is
-   * `` `${MessageGroupId} ${MessageDeduplicationId}` ``. Default: read from the queue at
+   * the group id, a space and the dedup id (`g1 order-7`). Default: read from the queue at
    * `start()` when `client` and a FIFO `queueUrl` are given, else `'queue'`.
    */
   deduplicationScope?: DeduplicationScope;

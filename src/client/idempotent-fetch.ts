@@ -54,13 +54,13 @@ type Outcome = { response: Response } | { error: unknown; deadline: boolean };
  * `attempts` or `deadlineMs` runs out. Every other response is final and returned,
  * 400 and 422 included.
  *
- * @param input the URL, or a `Request` without a body (its body would be a stream)
- * @param init as for fetch; `init.body` is serialised once (streams are refused) and
+ * @param input - the URL, or a `Request` without a body (its body would be a stream)
+ * @param init - as for fetch; `init.body` is serialised once (streams are refused) and
  *   `init.signal` aborts the whole operation, waits included
- * @throws {ConfigurationError} an option, the URL, a header or the method is invalid
+ * @throws `ConfigurationError`: an option, the URL, a header or the method is invalid
  *   (nothing was sent)
- * @throws {UnreplayableBodyError} the body is a stream (nothing was sent)
- * @throws {RetriesExhaustedError} every allowed attempt failed retryably
+ * @throws `UnreplayableBodyError`: the body is a stream (nothing was sent)
+ * @throws `RetriesExhaustedError`: every allowed attempt failed retryably
  * @throws the signal's reason when `init.signal` aborts
  */
 export async function idempotentFetch(

@@ -7,7 +7,9 @@ import type { GiveUpReason } from './errors.js';
 
 /** Decorrelated-jitter bounds, in ms. */
 export interface BackoffBounds {
+  /** Shortest wait, and the first one. */
   initialMs: number;
+  /** Longest wait. */
   maxMs: number;
 }
 

@@ -6,7 +6,9 @@ export interface TableRef {
   table: string;
 }
 
+/** Schema of the dedup table unless `schema` says otherwise. */
 export const DEFAULT_SCHEMA = 'public';
+/** Name of the dedup table unless `table` says otherwise. */
 export const DEFAULT_TABLE = 'processed_messages';
 
 /**

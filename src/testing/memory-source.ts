@@ -15,12 +15,17 @@ export interface MemorySendOptions {
 
 /** One message held by a {@link MemorySource}. */
 export interface MemoryMessage<T> {
+  /** Sequence number of the send, from 1. */
   readonly id: number;
+  /** The body as sent. */
   readonly body: T;
+  /** The options it was sent with. */
   readonly options: MemorySendOptions;
   /** Deliveries so far. */
   attempts: number;
+  /** Where it is: waiting, delivered and not yet settled, or done. */
   state: 'queued' | 'in-flight' | 'acked' | 'dead-lettered';
+  /** `Date.now()` from which it may be delivered (after a retry's delay). */
   visibleAt: number;
   /** Outcomes reported by the runner, one per delivery. */
   readonly outcomes: DeliveryOutcome[];
@@ -41,7 +46,9 @@ export interface MemorySourceOptions {
  * flight, and "crash after COMMIT, before ack" (the ack is lost, the message returns).
  */
 export class MemorySource<T> implements Source<T> {
+  /** Always `memory`. */
   readonly description = 'memory';
+  /** Every message sent, in order, with its state. */
   readonly messages: Array<MemoryMessage<T>> = [];
   private nextId = 1;
   private lostAcks = 0;
@@ -93,6 +100,7 @@ export class MemorySource<T> implements Source<T> {
     return this.messages.filter((m) => m.state === 'queued' || m.state === 'in-flight').length;
   }
 
+  /** Receives until `ctx.signal` aborts (see `Source.run`). */
   async run(ctx: SourceContext<T>): Promise<void> {
     while (!ctx.signal.aborted) {
       await ctx.waitForCapacity();
@@ -115,6 +123,7 @@ export class MemorySource<T> implements Source<T> {
     await Promise.all(this.inFlight);
   }
 
+  /** Flushes pending acks and releases what the source created (see `Source.close`). */
   async close(): Promise<void> {
     await Promise.all(this.inFlight);
   }

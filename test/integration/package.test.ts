@@ -20,8 +20,8 @@ let files: string[];
 
 /**
  * Package hygiene, end to end: build, pack, inspect the tarball, install it into a
- * scratch project, import all five entry points with plain Node, and type-check a
- * consumer of its declarations.
+ * scratch project, import all five entry points with plain Node, type-check a
+ * consumer of its declarations, and compare its surface with the API reports.
  */
 beforeAll(async () => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'eo-package-'));
@@ -138,4 +138,22 @@ describe('the packed package', () => {
       expect(result.stdout).toBe('');
     }, 120_000);
   });
+
+  it('publishes the surface its API reports (etc/*.api.md) record, every export with JSDoc', async () => {
+    // The build above is what API Extractor reads; `npm run api:report` updates the reports.
+    const result = await run(
+      process.execPath,
+      ['--import', 'tsx', path.join(repoRoot, 'scripts', 'api-report.ts')],
+      { cwd: repoRoot },
+    ).then(
+      ({ stdout }) => ({ code: 0, stdout }),
+      (error: Error & { code?: number; stdout?: string }) => ({
+        code: error.code ?? 1,
+        stdout: error.stdout ?? error.message,
+      }),
+    );
+    // On failure the output names each stale report and each problem.
+    expect(result.stdout).not.toContain('FAILED');
+    expect(result.code).toBe(0);
+  }, 120_000);
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { main as kafkaBatchWorker } from '../../../examples/kafka-batch-worker.js';
 import { main as kafkaWorker } from '../../../examples/kafka-worker.js';
 import { main as wrappedEachMessage } from '../../../examples/wrap-kafkajs-each-message.js';
 import { kafkaBrokers } from '../../helpers/env.js';
@@ -115,6 +116,50 @@ describe('Kafka examples run against the real broker', () => {
       expect(rows.map((r) => [r.shipment_id, Number(r.n)])).toEqual(
         shipments.map((s) => [s.shipmentId, 1]),
       );
+    } finally {
+      await db.drop();
+    }
+  }, 90_000);
+
+  it('kafka-batch-worker.ts: batch mode applies each price change once, offsets stored with them', async () => {
+    const db = await createExampleDatabase('kafka_batch');
+    const topic = await createTopic('prices');
+    const groupId = `${topic}-group`;
+    try {
+      const changes = Array.from({ length: 300 }, (_, i) => ({ sku: `sku-${i % 7}`, cents: i }));
+      const records = changes.map((c, i) => ({
+        key: c.sku,
+        idempotencyKey: `price-${i}`,
+        value: c,
+      }));
+      await produce(topic, records);
+      await produce(topic, records.slice(100, 150)); // the producer retried a batch
+      await runUntilCaughtUp(
+        kafkaBatchWorker,
+        { ...process.env, DATABASE_URL: db.url, KAFKA_TOPIC: topic, KAFKA_GROUP: groupId },
+        groupId,
+        topic,
+      );
+      const { rows } = await db.pool.query<{ cents: number }>(
+        'SELECT cents FROM price_changes ORDER BY cents',
+      );
+      expect(rows.map((r) => r.cents)).toEqual(changes.map((c) => c.cents));
+      const ends = await admin.fetchTopicOffsets(topic);
+      const { rows: stored } = await db.pool.query<{ partition: number; next_offset: string }>(
+        'SELECT partition, next_offset FROM eo_kafka_offsets WHERE topic = $1 ORDER BY partition',
+        [topic],
+      );
+      // Each effect's transaction stored its partition's next offset (duplicates at the tail,
+      // which commit nothing, leave it where the last effect put it).
+      const withRecords = ends.filter((e) => e.high !== e.low);
+      expect(stored.map((r) => r.partition).sort()).toEqual(
+        withRecords.map((e) => e.partition).sort(),
+      );
+      for (const row of stored) {
+        const end = withRecords.find((e) => e.partition === row.partition);
+        expect(Number(row.next_offset)).toBeGreaterThan(0);
+        expect(Number(row.next_offset)).toBeLessThanOrEqual(Number(end?.high));
+      }
     } finally {
       await db.drop();
     }

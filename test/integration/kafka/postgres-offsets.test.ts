@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import { migrateKafkaOffsets } from '../../../adapters/kafka/index.js';
-import { quoteIdentifier } from '../../../src/index.js';
+import { quoteIdentifier } from '../../../src/store/identifiers.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { repoRoot } from '../../../scripts/readme-sync.js';
+import { repoRoot } from '../../../scripts/docs-sync.js';
 
 /** Every module `entry` imports, transitively (relative imports followed, packages listed). */
 function importGraph(entry: string): { files: string[]; packages: string[] } {

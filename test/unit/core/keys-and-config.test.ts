@@ -1,12 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import {
-  InvalidKeyError,
-  MAX_KEY_BYTES,
-  quoteIdentifier,
-  resolveBackoff,
-  validateKey,
-  ConfigurationError,
-} from '../../../src/index.js';
+import { InvalidKeyError, MAX_KEY_BYTES, ConfigurationError } from '../../../src/index.js';
+import { resolveBackoff } from '../../../src/backoff.js';
+import { validateKey } from '../../../src/keys.js';
+import { quoteIdentifier } from '../../../src/store/identifiers.js';
 
 describe('validateKey', () => {
   it('accepts keys up to the limit and rejects the rest with InvalidKeyError', () => {

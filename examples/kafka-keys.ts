@@ -1,0 +1,33 @@
+/**
+ * Choosing the dedup key of a Kafka record. The default is the `idempotency-key`
+ * header, else `topic/partition/offset`, which only recognises redeliveries of that
+ * very record: a producer that resends an operation without the header produces a new
+ * record at a new offset, and it applies twice. When the producer puts its operation id
+ * somewhere else, say so with `kafkaSource({ key })`:
+ *
+ *   kafkaSource({ kafka, groupId, topics, key: byRecordKey })
+ */
+import {
+  DEFAULT_IDEMPOTENCY_HEADER,
+  defaultKafkaKey,
+  type KafkaKeyFunction,
+} from 'effectively-once/kafka';
+
+// #region record-key
+/**
+ * The Kafka record key (bytes, or null) as the dedup key, falling back to the default.
+ * Only when the producer mints one record key per operation: a key per entity (every
+ * event of order 42 keyed `order-42`) would make every event after the first a duplicate.
+ */
+export const byRecordKey: KafkaKeyFunction = (record) =>
+  record.key?.toString('utf8') ?? defaultKafkaKey(record, DEFAULT_IDEMPOTENCY_HEADER);
+// #endregion
+
+// #region event-id
+/** An id inside the JSON value; a record without one is dead-lettered (`EO_INVALID_KEY`). */
+export const byEventId: KafkaKeyFunction = (record) => {
+  if (record.value === null) return undefined; // a tombstone carries no event
+  const value = JSON.parse(record.value.toString('utf8')) as { eventId?: unknown };
+  return typeof value.eventId === 'string' ? `event:${value.eventId}` : undefined;
+};
+// #endregion

@@ -1,0 +1,166 @@
+/**
+ * The examples the docs quote that need only Postgres: each runs against a database of
+ * its own, as a user would run it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { createConsumer, migrate } from '../../../src/index.js';
+import { memorySource } from '../../../src/testing/index.js';
+import { main as customSource } from '../../../examples/custom-source.js';
+import {
+  createTables as createOutboxTables,
+  placeOrder,
+  relayOutbox,
+  type OrderPlaced,
+  type OutboxRow,
+} from '../../../examples/outbox.js';
+import { main as pruneJob } from '../../../examples/prune-job.js';
+import { main as testingHandlers } from '../../../examples/testing-handlers.js';
+import { createExampleDatabase, repoRoot, type ExampleDatabase } from './support.js';
+
+async function withDatabase(prefix: string, run: (db: ExampleDatabase) => Promise<void>) {
+  const db = await createExampleDatabase(prefix);
+  try {
+    await run(db);
+  } finally {
+    await db.drop();
+  }
+}
+
+const env = (db: ExampleDatabase) => ({ ...process.env, DATABASE_URL: db.url });
+
+describe('Postgres-only examples quoted by the docs', () => {
+  it('testing-handlers.ts: its checks pass (one deposit, two duplicates)', async () => {
+    await withDatabase('testing', async (db) => {
+      await testingHandlers({ env: env(db) });
+      const { rows } = await db.pool.query<{ cents: string }>('SELECT cents FROM balances');
+      expect(rows).toEqual([{ cents: '500' }]);
+    });
+  });
+
+  it('outbox.ts: one outbox row per order however often it is delivered; the relay sends it once', async () => {
+    await withDatabase('outbox', async (db) => {
+      await createOutboxTables(db.pool);
+      const source = memorySource<OrderPlaced>();
+      const consumer = createConsumer({
+        name: 'orders',
+        pool: db.pool,
+        source,
+        handler: placeOrder,
+      });
+      await consumer.start();
+      const order = { orderId: 'o-1', email: 'a@example.test', totalCents: 990 };
+      source.loseNextAcks(1);
+      source.send(order, { key: 'order-1' });
+      source.send(order, { key: 'order-1' });
+      while (source.outstanding > 0) await new Promise((r) => setTimeout(r, 10));
+      await consumer.stop();
+
+      const sent: OutboxRow[] = [];
+      const send = async (row: OutboxRow) => void sent.push(row);
+      expect(await relayOutbox(db.pool, send)).toBe(1);
+      expect(await relayOutbox(db.pool, send)).toBe(0);
+      expect(sent.map((r) => [r.idempotencyKey, r.kind, r.payload])).toEqual([
+        ['receipt-email:order-1', 'receipt-email', order],
+      ]);
+      const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM orders');
+      expect(rows[0]?.n).toBe('1');
+    });
+  });
+
+  it('outbox.ts: a send that fails leaves the row unsent for the next relay run', async () => {
+    await withDatabase('outbox_fail', async (db) => {
+      await createOutboxTables(db.pool);
+      await db.pool.query(
+        `INSERT INTO outbox (idempotency_key, kind, payload) VALUES ('k-1', 'receipt-email', '{}')`,
+      );
+      const failing = async () => {
+        throw new Error('provider down');
+      };
+      await expect(relayOutbox(db.pool, failing)).rejects.toThrow('provider down');
+      const sent: string[] = [];
+      expect(await relayOutbox(db.pool, async (row) => void sent.push(row.idempotencyKey))).toBe(1);
+      expect(sent).toEqual(['k-1']);
+    });
+  });
+
+  it('custom-source.ts: the resend is a duplicate, the undecodable job a dead letter', async () => {
+    await withDatabase('custom_source', async (db) => {
+      const result = await customSource({ env: env(db) });
+      expect([...result.done].sort()).toEqual(['j1', 'j2']);
+      expect(result.deadLetters).toEqual(['j3']);
+      expect(result.stats).toMatchObject({ processed: 1, duplicates: 1, deadLettered: 1 });
+      const { rows } = await db.pool.query('SELECT text FROM notes');
+      expect(rows).toEqual([{ text: 'hello' }]);
+    });
+  });
+
+  it("prune-job.ts: deletes the orders consumer's keys older than 14 days, nothing else", async () => {
+    await withDatabase('prune_job', async (db) => {
+      await migrate(db.pool);
+      await db.pool.query(`
+        INSERT INTO processed_messages (consumer, message_key, processed_at) VALUES
+          ('orders', 'old-1', now() - interval '20 days'),
+          ('orders', 'old-2', now() - interval '15 days'),
+          ('orders', 'new-1', now() - interval '1 day'),
+          ('invoices', 'old-3', now() - interval '20 days')`);
+      expect(await pruneJob({ env: env(db) })).toBe(2);
+      const { rows } = await db.pool.query<{ message_key: string }>(
+        'SELECT message_key FROM processed_messages ORDER BY message_key',
+      );
+      expect(rows.map((r) => r.message_key)).toEqual(['new-1', 'old-3']);
+    });
+  });
+
+  it('sql/dedup-table.sql: the same table and index as migrate() creates', async () => {
+    await withDatabase('sql_schema', async (db) => {
+      const ddl = fs.readFileSync(path.join(repoRoot, 'examples/sql/dedup-table.sql'), 'utf8');
+      await migrate(db.pool, { schema: 'by_migrate' });
+      await db.pool.query('CREATE SCHEMA by_sql');
+      const client = await db.pool.connect();
+      try {
+        await client.query('SET search_path = by_sql');
+        await client.query(ddl);
+      } finally {
+        await client.query('RESET search_path');
+        client.release();
+      }
+      const shape = async (schema: string) => {
+        const columns = await db.pool.query(
+          `SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns
+            WHERE table_schema = $1 AND table_name = 'processed_messages' ORDER BY ordinal_position`,
+          [schema],
+        );
+        const indexes = await db.pool.query<{ indexdef: string }>(
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
+          [schema],
+        );
+        return {
+          columns: columns.rows,
+          indexes: indexes.rows.map((r) => r.indexdef.replaceAll(`${schema}.`, '')),
+        };
+      };
+      const expected = await shape('by_migrate');
+      expect(expected.columns).toHaveLength(4);
+      expect(await shape('by_sql')).toEqual(expected);
+    });
+  });
+
+  it('sql/claim-holders.sql: runs, and lists a transaction open for more than 5 seconds', async () => {
+    await withDatabase('sql_holders', async (db) => {
+      const query = fs.readFileSync(path.join(repoRoot, 'examples/sql/claim-holders.sql'), 'utf8');
+      const holder = await db.pool.connect();
+      try {
+        // A transaction left open for 6 s ('idle in transaction'): a stuck handler's.
+        await holder.query('BEGIN');
+        await holder.query('SELECT pg_sleep(6)');
+        const { rows } = await db.pool.query<{ pid: number; query: string }>(query);
+        expect(rows.map((r) => r.query)).toContain('SELECT pg_sleep(6)');
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+    });
+  }, 30_000);
+});
