@@ -94,7 +94,8 @@ describe('withDedup: a failed first start', () => {
       });
       expect(failures.length).toBeLessThan(6);
       expect((await it_.effects()).map((e) => e.id)).toEqual(['after-blip']);
-      expect(worker.consumer.stats().processed).toBe(1);
+      // The effect is visible at COMMIT; the consumer counts it a moment later, when it settles.
+      await waitFor(() => worker.consumer.stats().processed === 1, { what: 'processed counted' });
     },
     TIMEOUT,
   );
