@@ -24,3 +24,13 @@ export function resolveBackoff(backoff: Backoff | undefined): BackoffFn {
     return Math.round(jitter ? Math.random() * ceiling : ceiling);
   };
 }
+
+/**
+ * The delay before retry number `failures` (1 = after the first failure) of a loop
+ * that probes something recovering (a database, a queue): full jitter, so a fleet of
+ * workers that failed together does not knock in lockstep.
+ */
+export function retryDelay(failures: number, bounds: { initialMs: number; maxMs: number }): number {
+  const ceiling = Math.min(bounds.maxMs, bounds.initialMs * 2 ** Math.max(0, failures - 1));
+  return Math.round(Math.random() * ceiling);
+}

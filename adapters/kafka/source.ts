@@ -14,6 +14,7 @@ import { heartbeatWhile } from './heartbeat.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { Limiter } from './limiter.js';
 import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } from './options.js';
+import { retryDelay } from '../../src/backoff.js';
 import { sleep } from '../../src/sleep.js';
 import { PartitionWorker } from './partition-worker.js';
 import { PostgresOffsetStore } from './postgres-offsets.js';
@@ -303,7 +304,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
               attempt,
             }),
           );
-          await sleep(Math.min(1000 * attempt, 10_000), signal);
+          await sleep(retryDelay(attempt, { initialMs: 1000, maxMs: 10_000 }), signal);
         }
       }
     })();
