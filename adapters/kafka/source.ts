@@ -20,6 +20,9 @@ import { PartitionWorker } from './partition-worker.js';
 import { PostgresOffsetStore } from './postgres-offsets.js';
 import { toKafkaRecord } from './record.js';
 
+/** Retries of the stored-offset load: 1-2 s, doubling to at most 10-20 s (the batch heartbeats meanwhile). */
+const STORED_OFFSETS_RETRY = { initialMs: 2000, maxMs: 20_000 };
+
 /** kafkajs workers used for `eachBatch` when `partitionConcurrency` is unlimited (each call is short). */
 const DEFAULT_BATCH_CONCURRENCY = 16;
 
@@ -304,7 +307,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
               attempt,
             }),
           );
-          await sleep(retryDelay(attempt, { initialMs: 1000, maxMs: 10_000 }), signal);
+          await sleep(retryDelay(attempt, STORED_OFFSETS_RETRY), signal);
         }
       }
     })();

@@ -149,6 +149,7 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
           });
         }
         await this.deps.deleter.delete(this.raw.ReceiptHandle, this.raw.MessageId);
+        return;
       }
       if (this.deps.redriveMode() === 'redrive') {
         // Visible again at once: each receive counts towards the redrive policy's

@@ -385,6 +385,6 @@ export class SqsSource<T> implements Source<T> {
  * An SQS `Source` for `createConsumer`. Options are validated here, against SQS
  * limits; a missing queue is detected when the consumer starts.
  */
-export function sqsSource<T = unknown>(options: SqsSourceOptions<T>): Source<T> {
+export function sqsSource<T = unknown>(options: SqsSourceOptions<T>): SqsSource<T> {
   return new SqsSource(options);
 }
