@@ -1,7 +1,7 @@
 import type { ConsumerConfig } from './config.js';
-import { BodyParseError, EffectivelyOnceError, HandlerError, describe } from './errors.js';
+import { BodyParseError, EffectivelyOnceError, InvalidKeyError, describe } from './errors.js';
 import { payloadHash } from './hash.js';
-import { validateKey } from './keys.js';
+import { keyFromFunction, validateKey } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
 import type { Delivery, DeliveryOutcome } from './types.js';
@@ -30,14 +30,15 @@ export function admit<T>(
   if (delivery.rejection !== undefined) {
     return { outcome: settler.deadLetter(delivery, delivery.key, delivery.rejection) };
   }
+  const derived = cfg.key ? keyFromFunction(cfg.key, delivery, {}) : { key: delivery.key };
+  if (derived.rejection !== undefined)
+    return { outcome: settler.deadLetter(delivery, undefined, derived.rejection) };
   let key: string;
   try {
-    key = validateKey(cfg.key ? cfg.key(delivery) : delivery.key, cfg.maxKeyLength);
+    key = validateKey(derived.key, cfg.maxKeyLength);
   } catch (error) {
     const reason =
-      error instanceof EffectivelyOnceError
-        ? error
-        : new HandlerError('?', delivery.attempt, error);
+      error instanceof EffectivelyOnceError ? error : new InvalidKeyError(describe(error));
     return { outcome: settler.deadLetter(delivery, undefined, reason) };
   }
   if (!cfg.payloadHash) return { key, hash: null };

@@ -24,3 +24,14 @@ export function resolveBackoff(backoff: Backoff | undefined): BackoffFn {
     return Math.round(jitter ? Math.random() * ceiling : ceiling);
   };
 }
+
+/**
+ * The delay before retry number `failures` (1 = after the first failure) of a loop
+ * that probes something recovering (a database, a queue): exponential, with "equal
+ * jitter" (half the step fixed, half random), so a fleet of workers that failed
+ * together does not knock in lockstep, yet none probes much sooner than the step.
+ */
+export function retryDelay(failures: number, bounds: { initialMs: number; maxMs: number }): number {
+  const ceiling = Math.min(bounds.maxMs, bounds.initialMs * 2 ** Math.max(0, failures - 1));
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+}

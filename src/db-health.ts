@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { retryDelay } from './backoff.js';
 import { sleep } from './sleep.js';
 import type { Logger } from './types.js';
 
@@ -29,6 +30,9 @@ export function isUnavailable(error: unknown): boolean {
     message,
   );
 }
+
+/** Probes of a database that went away: from 250 ms, doubling up to 5 s, jittered. */
+const PROBE_BACKOFF = { initialMs: 250, maxMs: 5000 };
 
 /**
  * Tracks whether Postgres is reachable. While it is down the consumer stops taking
@@ -70,15 +74,14 @@ export class DatabaseHealth {
   }
 
   private async probe(): Promise<void> {
-    let delay = 250;
-    while (this.down && !this.signal.aborted) {
-      await sleep(delay, this.signal);
+    for (let failures = 1; this.down && !this.signal.aborted; failures++) {
+      await sleep(retryDelay(failures, PROBE_BACKOFF), this.signal);
       try {
         await this.pool.query('SELECT 1');
         this.down = false;
         this.logger.info({}, 'effectively-once: database reachable again, resuming');
       } catch {
-        delay = Math.min(delay * 2, 5000);
+        // Still down: probe again after a longer (jittered) pause.
       }
     }
     this.wake();

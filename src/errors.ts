@@ -46,8 +46,12 @@ export class ConfigurationError extends EffectivelyOnceError {
 
 /** The delivery's dedup key is missing, empty, too long or not storable as text. */
 export class InvalidKeyError extends EffectivelyOnceError {
-  constructor(problem: string, details: Record<string, unknown> = {}) {
-    super('EO_INVALID_KEY', `Invalid message key: ${problem}`, { retryable: false, details });
+  constructor(problem: string, details: Record<string, unknown> = {}, cause?: unknown) {
+    super('EO_INVALID_KEY', `Invalid message key: ${problem}`, {
+      retryable: false,
+      details,
+      cause,
+    });
   }
 }
 

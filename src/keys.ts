@@ -1,4 +1,4 @@
-import { InvalidKeyError } from './errors.js';
+import { InvalidKeyError, describe } from './errors.js';
 
 /** Default longest key, in characters (the same bound as Stripe's Idempotency-Key). */
 export const DEFAULT_MAX_KEY_LENGTH = 255;
@@ -40,4 +40,30 @@ export function validateKey(key: string | undefined, maxLength: number): string 
     throw new InvalidKeyError('contains a NUL character, which Postgres text cannot store');
   if (LONE_SURROGATE.test(key)) throw new InvalidKeyError('contains a lone UTF-16 surrogate');
   return key;
+}
+
+/** A key, or the reason there is none (the runner dead-letters a delivery without a key). */
+export interface KeyResult {
+  key: string | undefined;
+  rejection?: InvalidKeyError;
+}
+
+/**
+ * Runs a user's key function. One policy for every source: a throw is a bug that
+ * would fail every attempt the same way, so the delivery gets no key and an
+ * `InvalidKeyError` naming what was thrown (dead-lettered with that reason).
+ */
+export function keyFromFunction<A>(
+  fn: (arg: A) => string | undefined,
+  arg: A,
+  details: Record<string, unknown>,
+): KeyResult {
+  try {
+    return { key: fn(arg) };
+  } catch (error) {
+    return {
+      key: undefined,
+      rejection: new InvalidKeyError(`the key function threw: ${describe(error)}`, details, error),
+    };
+  }
 }

@@ -2,11 +2,12 @@ import { BodyParseError } from '../../src/errors.js';
 import type { KafkaRecord } from './record.js';
 
 /**
- * How a record's value becomes the handler's message: `'json'` (default), `'string'`
- * (UTF-8 text), `'buffer'` (the bytes as they are) or your own function. A tombstone
- * (null value) always arrives as `null`.
+ * How a record's value becomes the handler's message: `'json'` (default), `'text'`
+ * (UTF-8 text, as `sqsSource`'s `'text'`), `'buffer'` (the bytes as they are) or your
+ * own function. `'string'` is the older name of `'text'`. A tombstone (null value)
+ * always arrives as `null`.
  */
-export type KafkaParse<T> = 'json' | 'string' | 'buffer' | ((record: KafkaRecord) => T);
+export type KafkaParse<T> = 'json' | 'text' | 'string' | 'buffer' | ((record: KafkaRecord) => T);
 
 /** A decoded body, or why it cannot be decoded (the runner then dead-letters the record). */
 export type Decoded<T> =
@@ -39,7 +40,7 @@ export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Deco
       rejection: new BodyParseError('value is not valid UTF-8', { cause, details }),
     };
   }
-  if (parse === 'string') return { body: text as T };
+  if (parse === 'text' || parse === 'string') return { body: text as T };
   try {
     return { body: JSON.parse(text) as T };
   } catch (cause) {

@@ -6,7 +6,7 @@ import type { Delivery, HandlerContext } from '../../src/types.js';
 import type { KafkaMessageLike, KafkaProducerLike } from './client.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { heartbeatWhile } from './heartbeat.js';
-import { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, type KafkaKeyFunction } from './keys.js';
+import { DEFAULT_IDEMPOTENCY_HEADER, recordKey, type KafkaKeyFunction } from './keys.js';
 import { sleep } from '../../src/sleep.js';
 import { toKafkaRecord, type KafkaRecord } from './record.js';
 import type { Settlement } from './record-delivery.js';
@@ -132,22 +132,13 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
       throw error;
     }));
 
-  const keyOf = (record: KafkaRecord): string | undefined => {
-    if (key === undefined) return defaultKafkaKey(record, header);
-    try {
-      return key(record);
-    } catch {
-      return undefined; // the runner dead-letters a delivery without a key
-    }
-  };
-
   const eachMessage = async (payload: P): Promise<void> => {
     await ready();
     const record = toKafkaRecord(
       { topic: payload.topic, partition: payload.partition, messages: [] },
       payload.message,
     );
-    const dedupKey = keyOf(record);
+    const { key: dedupKey, rejection } = recordKey(record, key, header);
     // Counts the record's own failures only: a busy claim or an outage is not its fault.
     for (let attempt = 1; ;) {
       if (bridge.signal?.aborted === true)
@@ -156,6 +147,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
       const settle = (s: Settlement) => void (settled ??= s);
       const delivery: Delivery<P> = {
         key: dedupKey,
+        rejection,
         body: payload,
         payload: record.value ?? undefined,
         raw: record,

@@ -10,7 +10,7 @@ export type { KafkaPartitionState } from './source.js';
 export type { KafkaSourceOptions } from './options.js';
 export { migrateKafkaOffsets, DEFAULT_OFFSETS_TABLE } from './postgres-offsets.js';
 export type { KafkaOffsetsTableOptions } from './postgres-offsets.js';
-export { kafkaRecordOf } from './record.js';
+export { isKafkaDelivery, kafkaRecordOf } from './record.js';
 export type { KafkaRecord } from './record.js';
 export { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, headerText } from './keys.js';
 export type { KafkaKeyFunction } from './keys.js';

@@ -1,3 +1,4 @@
+import { keyFromFunction, type KeyResult } from '../../src/keys.js';
 import type { KafkaHeaders } from './client.js';
 import type { KafkaRecord } from './record.js';
 
@@ -35,6 +36,23 @@ export function defaultKafkaKey(record: KafkaRecord, header: string): string {
   return (
     headerText(record.headers, header) ?? `${record.topic}/${record.partition}/${record.offset}`
   );
+}
+
+/**
+ * A record's dedup key: `key(record)` when given (a throw dead-letters the record with
+ * an `InvalidKeyError` saying what was thrown), else {@link defaultKafkaKey}.
+ */
+export function recordKey(
+  record: KafkaRecord,
+  key: KafkaKeyFunction | undefined,
+  header: string,
+): KeyResult {
+  if (key === undefined) return { key: defaultKafkaKey(record, header) };
+  return keyFromFunction(key, record, {
+    topic: record.topic,
+    partition: record.partition,
+    offset: record.offset,
+  });
 }
 
 /**

@@ -46,7 +46,7 @@ export interface KafkaSourceOptions<T = unknown> {
   idempotencyHeader?: string;
   /** Derives the dedup key from the record, replacing the header/offset rule. */
   key?: KafkaKeyFunction;
-  /** How the value becomes the message: `'json'` (default), `'string'`, `'buffer'` or a function. */
+  /** How the value becomes the message: `'json'` (default), `'text'` (`'string'` is its older name), `'buffer'` or a function. */
   parse?: KafkaParse<T>;
   /**
    * Partitions whose records are handled at the same time (kafkajs
@@ -190,10 +190,16 @@ export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSou
     throw new ConfigurationError('key', 'must be a function (record) => string');
   }
   const parse = options.parse ?? 'json';
-  if (typeof parse !== 'function' && parse !== 'json' && parse !== 'string' && parse !== 'buffer') {
+  if (
+    typeof parse !== 'function' &&
+    parse !== 'json' &&
+    parse !== 'text' &&
+    parse !== 'string' &&
+    parse !== 'buffer'
+  ) {
     throw new ConfigurationError(
       'parse',
-      "must be 'json', 'string', 'buffer' or a function (record) => body",
+      "must be 'json', 'text', 'buffer' or a function (record) => body",
     );
   }
   const offsets = options.offsets ?? 'kafka';

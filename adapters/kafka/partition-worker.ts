@@ -4,7 +4,7 @@ import { sleep } from '../../src/sleep.js';
 import type { SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
-import { defaultKafkaKey, orderingKeyOf } from './keys.js';
+import { orderingKeyOf, recordKey } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
 import { RecordQueue } from './record-queue.js';
@@ -291,7 +291,7 @@ export class PartitionWorker<T> implements RecordOwner {
     const { config, offsetStore: store } = this.deps;
     const record = item.record;
     item.decoded ??= decodeRecord(record, config.parse);
-    if (!('key' in item)) item.key = this.keyOf(record);
+    item.key ??= recordKey(record, config.key, config.idempotencyHeader);
     const delivery = new RecordDelivery<T>(this, item, item.decoded, this.lost.signal);
     if (store !== undefined) {
       delivery.inTransaction = async (tx) => {
@@ -313,21 +313,6 @@ export class PartitionWorker<T> implements RecordOwner {
 
   get redeliveryDelayMs(): number {
     return this.deps.config.redeliveryDelayMs;
-  }
-
-  private keyOf(record: KafkaRecord): string | undefined {
-    const { key, idempotencyHeader } = this.deps.config;
-    if (key === undefined) return defaultKafkaKey(record, idempotencyHeader);
-    try {
-      return key(record);
-    } catch (err) {
-      // The runner dead-letters a delivery without a key.
-      this.deps.ctx.logger.warn(
-        { err, topic: record.topic, partition: record.partition, offset: record.offset },
-        'effectively-once: kafka key function threw',
-      );
-      return undefined;
-    }
   }
 
   private finish(item: QueuedRecord<T>): void {

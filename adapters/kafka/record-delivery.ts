@@ -1,4 +1,5 @@
 import type { EffectivelyOnceError } from '../../src/errors.js';
+import type { KeyResult } from '../../src/keys.js';
 import type { Delivery } from '../../src/types.js';
 import type { Decoded } from './decode.js';
 import type { KafkaRecord } from './record.js';
@@ -18,7 +19,8 @@ export interface QueuedRecord<T> {
   readonly record: KafkaRecord;
   readonly offset: bigint;
   readonly orderingKey: string;
-  key?: string | undefined;
+  /** Set once, at the first delivery: the dedup key, or why there is none. */
+  key?: KeyResult;
   decoded?: Decoded<T>;
   attempt: number;
 }
@@ -59,12 +61,12 @@ export class RecordDelivery<T> implements Delivery<T> {
     decoded: Decoded<T>,
     readonly signal: AbortSignal,
   ) {
-    this.key = item.key;
+    this.key = item.key?.key;
     this.body = decoded.body as T;
     this.payload = item.record.value ?? undefined;
     this.attempt = item.attempt;
     this.orderingKey = item.orderingKey;
-    this.rejection = decoded.rejection;
+    this.rejection = decoded.rejection ?? item.key?.rejection;
   }
 
   get raw(): KafkaRecord {

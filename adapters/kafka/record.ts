@@ -40,14 +40,19 @@ export function toKafkaRecord(batch: KafkaBatchLike, message: KafkaMessageLike):
   return record;
 }
 
+/** Whether a delivery came from `kafkaSource` or `exactlyOnceEachMessage`. */
+export function isKafkaDelivery(delivery: Pick<Delivery<unknown>, 'raw'>): boolean {
+  const raw = delivery.raw;
+  return typeof raw === 'object' && raw !== null && records.has(raw);
+}
+
 /**
  * The Kafka record behind a delivery made by this adapter (`ctx.delivery` in a
- * handler). Throws a `TypeError` for deliveries of other sources.
+ * handler). Throws a `TypeError` for deliveries of other sources, as `sqsMessage`
+ * does; {@link isKafkaDelivery} tells them apart.
  */
 export function kafkaRecordOf(delivery: Pick<Delivery<unknown>, 'raw'>): KafkaRecord {
-  const raw = delivery.raw;
-  if (typeof raw !== 'object' || raw === null || !records.has(raw)) {
+  if (!isKafkaDelivery(delivery))
     throw new TypeError('kafkaRecordOf: this delivery does not come from kafkaSource()');
-  }
-  return raw as KafkaRecord;
+  return delivery.raw as KafkaRecord;
 }

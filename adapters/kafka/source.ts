@@ -14,10 +14,14 @@ import { heartbeatWhile } from './heartbeat.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { Limiter } from './limiter.js';
 import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } from './options.js';
+import { retryDelay } from '../../src/backoff.js';
 import { sleep } from '../../src/sleep.js';
 import { PartitionWorker } from './partition-worker.js';
 import { PostgresOffsetStore } from './postgres-offsets.js';
 import { toKafkaRecord } from './record.js';
+
+/** Retries of the stored-offset load: 1-2 s, doubling to at most 10-20 s (the batch heartbeats meanwhile). */
+const STORED_OFFSETS_RETRY = { initialMs: 2000, maxMs: 20_000 };
 
 /** kafkajs workers used for `eachBatch` when `partitionConcurrency` is unlimited (each call is short). */
 const DEFAULT_BATCH_CONCURRENCY = 16;
@@ -303,7 +307,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
               attempt,
             }),
           );
-          await sleep(Math.min(1000 * attempt, 10_000), signal);
+          await sleep(retryDelay(attempt, STORED_OFFSETS_RETRY), signal);
         }
       }
     })();

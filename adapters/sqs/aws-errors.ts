@@ -13,17 +13,6 @@ const HANDLE_LOST = new Set([
 ]);
 const ACCESS_DENIED = new Set(['AccessDenied', 'AccessDeniedException', 'InvalidClientTokenId']);
 
-/** The name or legacy code of an AWS error, or `undefined` for anything else. */
-export function awsErrorName(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { name, Code, code } = error as { name?: unknown; Code?: unknown; code?: unknown };
-  for (const candidate of [Code, code, name]) {
-    if (typeof candidate === 'string' && candidate !== '' && candidate !== 'Error')
-      return candidate;
-  }
-  return undefined;
-}
-
 /** The queue URL names no queue: a configuration mistake, not a transient failure. */
 export function isQueueMissing(error: unknown): boolean {
   return matches(error, QUEUE_MISSING);

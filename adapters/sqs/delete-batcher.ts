@@ -1,4 +1,5 @@
 import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { retryDelay } from '../../src/backoff.js';
 import { BrokerError } from '../../src/errors.js';
 import { isReceiptHandleLost } from './aws-errors.js';
 import { SQS_LIMITS } from './options.js';
@@ -153,11 +154,12 @@ export class DeleteBatcher {
     if (retry.length === 0) return;
     this.options.onRetry?.(this.error(retry, cause, code, true));
     const attempt = Math.max(...retry.map((entry) => entry.attempts));
+    const initialMs = this.options.retryDelayMs ?? 100;
     setTimeout(
       () => {
         for (const entry of retry) this.enqueue(entry);
       },
-      (this.options.retryDelayMs ?? 100) * attempt,
+      retryDelay(attempt, { initialMs, maxMs: initialMs * 2 ** (this.options.attempts - 1) }),
     );
   }
 

@@ -16,9 +16,6 @@ export interface SqsDelivery<T = unknown> extends Delivery<T> {
   readonly queueUrl: string;
 }
 
-/** How a settled delivery ended, as far as SQS is concerned. */
-export type SqsSettlement = 'deleted' | 'visibility-changed' | 'moved-to-dead-letter-queue';
-
 /** Where dead letters go when no `deadLetterQueueUrl` is set. */
 export type RedriveMode =
   /** The queue has a redrive policy (or we could not tell): visible again at once, so receives reach maxReceiveCount. */
@@ -64,7 +61,7 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
   private readonly controller = new AbortController();
   private readonly receivedAt: number;
   private heartbeat: Heartbeat | undefined;
-  private settlement: Promise<SqsSettlement> | undefined;
+  private settlement: Promise<void> | undefined;
 
   constructor(
     init: DeliveryInit<T>,
@@ -86,11 +83,6 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
     return this.controller.signal;
   }
 
-  /** Whether a settling call was made. */
-  get settled(): boolean {
-    return this.settlement !== undefined;
-  }
-
   /** @internal Attaches the heartbeat that keeps this message invisible until settled. */
   attachHeartbeat(heartbeat: Heartbeat): void {
     this.heartbeat = heartbeat;
@@ -109,7 +101,6 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
   async ack(): Promise<void> {
     await this.settle(async () => {
       await this.deps.deleter.delete(this.raw.ReceiptHandle, this.raw.MessageId);
-      return 'deleted';
     });
   }
 
@@ -117,14 +108,12 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
     await this.settle(async () => {
       const seconds = cappedVisibilitySeconds(Math.max(0, delayMs) / 1000, this.receivedAt);
       await this.visibility('retry', seconds);
-      return 'visibility-changed';
     });
   }
 
   async release(): Promise<void> {
     await this.settle(async () => {
       await this.visibility('release', 0);
-      return 'visibility-changed';
     });
   }
 
@@ -160,7 +149,7 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
           });
         }
         await this.deps.deleter.delete(this.raw.ReceiptHandle, this.raw.MessageId);
-        return 'moved-to-dead-letter-queue';
+        return;
       }
       if (this.deps.redriveMode() === 'redrive') {
         // Visible again at once: each receive counts towards the redrive policy's
@@ -177,11 +166,10 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
         );
         await this.visibility('dead-letter (park)', seconds);
       }
-      return 'visibility-changed';
     });
   }
 
-  private settle(operation: () => Promise<SqsSettlement>): Promise<SqsSettlement> {
+  private settle(operation: () => Promise<void>): Promise<void> {
     this.settlement ??= (async () => {
       await this.heartbeat?.stop();
       return operation();

@@ -1,5 +1,6 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { ConfigurationError, InvalidKeyError, describe } from '../../src/errors.js';
+import { ConfigurationError, InvalidKeyError } from '../../src/errors.js';
+import { keyFromFunction, type KeyResult } from '../../src/keys.js';
 import type { DeduplicationScope } from './options.js';
 
 /** Where a message's dedup key comes from; see {@link defaultKey}. */
@@ -11,9 +12,6 @@ export interface KeyOptions {
   key: ((message: Message) => string | undefined) | undefined;
 }
 
-/** A key, or the reason there is none (the runner dead-letters keyless deliveries). */
-export type KeyResult = { key: string | undefined; rejection?: InvalidKeyError };
-
 /**
  * The dedup key of one SQS message:
  * - `key(message)` when given;
@@ -21,18 +19,8 @@ export type KeyResult = { key: string | undefined; rejection?: InvalidKeyError }
  * - otherwise {@link defaultKey}.
  */
 export function messageKey(message: Message, options: KeyOptions): KeyResult {
-  if (options.key !== undefined) {
-    try {
-      return { key: options.key(message) };
-    } catch (error) {
-      return {
-        key: undefined,
-        rejection: new InvalidKeyError(`the key function threw: ${describe(error)}`, {
-          messageId: message.MessageId,
-        }),
-      };
-    }
-  }
+  if (options.key !== undefined)
+    return keyFromFunction(options.key, message, { messageId: message.MessageId });
   if (options.keyAttribute !== undefined) {
     const attribute = message.MessageAttributes?.[options.keyAttribute];
     const value = attribute?.StringValue;

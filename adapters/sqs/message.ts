@@ -3,17 +3,20 @@ import type { Delivery } from '../../src/types.js';
 import type { SqsDelivery } from './delivery.js';
 
 /**
- * The SQS `Message` behind a delivery from {@link sqsSource} (for its attributes,
- * `MessageId`, `ReceiptHandle`...), or `undefined` for a delivery from another source.
+ * The SQS `Message` behind a delivery from `sqsSource` (for its
+ * attributes, `MessageId`, `ReceiptHandle`...). Throws a `TypeError` for a delivery of
+ * another source, as `kafkaRecordOf` does; {@link isSqsDelivery} tells them apart.
  *
  * ```ts
  * handler: async (order, { tx, delivery }) => {
- *   const sentAt = sqsMessage(delivery)?.Attributes?.SentTimestamp;
+ *   const sentAt = sqsMessage(delivery).Attributes?.SentTimestamp;
  * }
  * ```
  */
-export function sqsMessage(delivery: Delivery<unknown>): Message | undefined {
-  return isSqsDelivery(delivery) ? delivery.raw : undefined;
+export function sqsMessage(delivery: Delivery<unknown>): Message {
+  if (!isSqsDelivery(delivery))
+    throw new TypeError('sqsMessage: this delivery does not come from sqsSource()');
+  return delivery.raw;
 }
 
 /** Whether a delivery came from an SQS source. */

@@ -4,6 +4,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { BrokerError, type EffectivelyOnceError } from '../../src/errors.js';
+import { silentLogger } from '../../src/events.js';
 import type { DeliveryOutcome, Logger, Source, SourceContext } from '../../src/types.js';
 import { isAbort, isAccessDenied, isQueueMissing } from './aws-errors.js';
 import { decodeBody } from './body.js';
@@ -12,6 +13,7 @@ import { SqsMessageDelivery, type RedriveMode } from './delivery.js';
 import { Heartbeat } from './heartbeat.js';
 import { groupScoped, messageKey } from './keys.js';
 import { resolveSqsOptions, type ResolvedSqsOptions, type SqsSourceOptions } from './options.js';
+import { retryDelay } from '../../src/backoff.js';
 import { sleep } from '../../src/sleep.js';
 
 /** SQS's default visibility timeout, used when the queue's own cannot be read. */
@@ -19,8 +21,6 @@ const DEFAULT_VISIBILITY_TIMEOUT = 30;
 
 /** Pause after a short poll (`waitTimeSeconds: 0`) found nothing, so an idle queue is not hammered. */
 const EMPTY_SHORT_POLL_PAUSE_MS = 200;
-
-const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** What the start-up check learned about the queue. */
 interface QueueFacts {
@@ -88,7 +88,6 @@ export class SqsSource<T> implements Source<T> {
   }
 
   private async poll(ctx: SourceContext<T>): Promise<void> {
-    const { initialMs, maxMs } = this.options.pollErrorBackoff;
     let failures = 0;
     while (!ctx.signal.aborted) {
       const free = ctx.freeCapacity();
@@ -112,8 +111,8 @@ export class SqsSource<T> implements Source<T> {
             },
           }),
         );
-        await sleep(Math.min(maxMs, initialMs * 2 ** failures), ctx.signal);
         failures += 1;
+        await sleep(retryDelay(failures, this.options.pollErrorBackoff), ctx.signal);
         continue;
       }
       if (messages.length === 0) {
@@ -197,7 +196,6 @@ export class SqsSource<T> implements Source<T> {
     ctx: SourceContext<T>,
     queueUrl: string,
   ): Promise<Record<string, string> | undefined> {
-    const { initialMs, maxMs } = this.options.pollErrorBackoff;
     for (let failures = 0; !ctx.signal.aborted; failures += 1) {
       try {
         const output = await this.options.client.send(
@@ -222,7 +220,7 @@ export class SqsSource<T> implements Source<T> {
           return undefined;
         }
         this.report(new BrokerError('get queue attributes', cause, { details: { queueUrl } }));
-        await sleep(Math.min(maxMs, initialMs * 2 ** failures), ctx.signal);
+        await sleep(retryDelay(failures + 1, this.options.pollErrorBackoff), ctx.signal);
       }
     }
     return undefined;
@@ -387,6 +385,6 @@ export class SqsSource<T> implements Source<T> {
  * An SQS `Source` for `createConsumer`. Options are validated here, against SQS
  * limits; a missing queue is detected when the consumer starts.
  */
-export function sqsSource<T = unknown>(options: SqsSourceOptions<T>): Source<T> {
+export function sqsSource<T = unknown>(options: SqsSourceOptions<T>): SqsSource<T> {
   return new SqsSource(options);
 }

@@ -8,10 +8,10 @@ describe('LazyLinkedSignal', () => {
     const parent = new AbortController();
     let added = 0;
     const original = parent.signal.addEventListener.bind(parent.signal);
-    parent.signal.addEventListener = ((...args: Parameters<typeof original>) => {
+    parent.signal.addEventListener = (...args: Parameters<typeof original>) => {
       added++;
       original(...args);
-    });
+    };
     const link = new LazyLinkedSignal([parent.signal]);
     link.dispose();
     expect(added).toBe(0);
@@ -48,14 +48,14 @@ describe('LazyLinkedSignal', () => {
     let active = 0;
     const add = parent.signal.addEventListener.bind(parent.signal);
     const remove = parent.signal.removeEventListener.bind(parent.signal);
-    parent.signal.addEventListener = ((...a: Parameters<typeof add>) => {
+    parent.signal.addEventListener = (...a: Parameters<typeof add>) => {
       active++;
       add(...a);
-    });
-    parent.signal.removeEventListener = ((...a: Parameters<typeof remove>) => {
+    };
+    parent.signal.removeEventListener = (...a: Parameters<typeof remove>) => {
       active--;
       remove(...a);
-    });
+    };
     const link = new LazyLinkedSignal([parent.signal]);
     void link.signal;
     expect(active).toBe(1);

@@ -67,6 +67,10 @@ describe('decodeRecord', () => {
 
   it('hands tombstones over as null, text as string, bytes as Buffer, or through a function', () => {
     expect(decodeRecord(record({ value: null }), 'json')).toEqual({ body: null });
+    expect(decodeRecord(record({ value: Buffer.from('héllo') }), 'text')).toEqual({
+      body: 'héllo',
+    });
+    // 'string' is the older name of 'text' (sqsSource's name for the same thing).
     expect(decodeRecord(record({ value: Buffer.from('héllo') }), 'string')).toEqual({
       body: 'héllo',
     });
