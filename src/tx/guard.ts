@@ -14,6 +14,12 @@ export function isTransactionControl(sql: string): boolean {
 }
 
 type Callback = (error: Error | null, result?: unknown) => void;
+
+function refuseRelease(): never {
+  throw new TransactionControlError(
+    'release() is not allowed: the runner releases the connection after COMMIT',
+  );
+}
 type AnyFunction = (...args: unknown[]) => unknown;
 
 /**
@@ -24,32 +30,17 @@ type AnyFunction = (...args: unknown[]) => unknown;
  * once the transaction is over, so a handler that kept a reference cannot write into
  * the next delivery's transaction on the same pooled connection.
  */
-export class TransactionGuard {
+export class TransactionGuard implements ProxyHandler<PoolClient> {
   readonly tx: PoolClient;
   private failure: { error: unknown } | undefined;
   private ended = false;
+  // Made on first use: most handlers only ever call tx.query.
+  private queryFn: AnyFunction | undefined;
+  private bound: Map<PropertyKey, { original: AnyFunction; bound: AnyFunction }> | undefined;
 
-  constructor(client: PoolClient) {
-    const bound = new Map<PropertyKey, { original: AnyFunction; bound: AnyFunction }>();
-    const query = (...args: unknown[]): unknown => this.query(client, args);
-    const release = (): never => {
-      throw new TransactionControlError(
-        'release() is not allowed: the runner releases the connection after COMMIT',
-      );
-    };
-    this.tx = new Proxy(client, {
-      get(target, property) {
-        if (property === 'query') return query;
-        if (property === 'release') return release;
-        const value: unknown = Reflect.get(target, property, target);
-        if (typeof value !== 'function') return value;
-        const cached = bound.get(property);
-        if (cached?.original === value) return cached.bound;
-        const fresh: AnyFunction = (value as AnyFunction).bind(target);
-        bound.set(property, { original: value as AnyFunction, bound: fresh });
-        return fresh;
-      },
-    });
+  constructor(private readonly client: PoolClient) {
+    // The guard is its own proxy handler: one object per transaction, no closures.
+    this.tx = new Proxy(client, this);
   }
 
   /** The first statement error seen through `tx`, if any. */
@@ -62,7 +53,22 @@ export class TransactionGuard {
     this.ended = true;
   }
 
-  private query(client: PoolClient, args: unknown[]): unknown {
+  /** {@link ProxyHandler.get}: `query` and `release` are ours, the rest is the client's. */
+  get(target: PoolClient, property: PropertyKey): unknown {
+    if (property === 'query') return (this.queryFn ??= (...args) => this.query(args));
+    if (property === 'release') return refuseRelease;
+    const value: unknown = Reflect.get(target, property, target);
+    if (typeof value !== 'function') return value;
+    this.bound ??= new Map();
+    const cached = this.bound.get(property);
+    if (cached?.original === value) return cached.bound;
+    const fresh: AnyFunction = (value as AnyFunction).bind(target);
+    this.bound.set(property, { original: value as AnyFunction, bound: fresh });
+    return fresh;
+  }
+
+  private query(args: unknown[]): unknown {
+    const client = this.client;
     const first = args[0];
     const text =
       typeof first === 'string' ? first : (first as { text?: unknown } | null | undefined)?.text;

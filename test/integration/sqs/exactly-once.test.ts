@@ -48,7 +48,7 @@ describe('SQS exactly-once effect', () => {
         {
           concurrency: 1,
           handler: async (job, ctx) => {
-            receipts.a = sqsMessage(ctx.delivery)!.ReceiptHandle!;
+            receipts.a = sqsMessage(ctx.delivery).ReceiptHandle!;
             await recordEffect(ctx.tx, job.id, 'a', ctx.attempt, receipts.a);
             aStarted = true;
             await gateA;
@@ -71,7 +71,7 @@ describe('SQS exactly-once effect', () => {
           migrate: false,
           lockTimeoutMs: 20_000,
           key: (delivery) => {
-            bDeliveries.push(sqsMessage(delivery)!.ReceiptHandle!);
+            bDeliveries.push(sqsMessage(delivery).ReceiptHandle!);
             return delivery.key;
           },
           handler: async () => {

@@ -35,7 +35,7 @@ describe('SQS consumer stop()', () => {
           job.id,
           'w',
           ctx.attempt,
-          sqsMessage(ctx.delivery)!.ReceiptHandle!,
+          sqsMessage(ctx.delivery).ReceiptHandle!,
         );
         await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
       };

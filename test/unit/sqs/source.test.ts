@@ -62,7 +62,7 @@ describe('sqsSource receive loop', () => {
         (c.input.Entries as Array<{ ReceiptHandle: string }>).map((e) => e.ReceiptHandle),
       );
     expect(deletedHandles.sort()).toEqual(
-      s.delivered.map((d) => sqsMessage(d)!.ReceiptHandle).sort(),
+      s.delivered.map((d) => sqsMessage(d).ReceiptHandle).sort(),
     );
   });
 
