@@ -26,18 +26,25 @@ export class HandlerFaults {
     private readonly side: pg.Pool,
     private readonly t: ChaosTables,
     private readonly worker: number,
+    /** The consumer's `maxAttempts`: a transient fault never fires on the last attempt. */
+    private readonly maxAttempts: number,
     /** A loopback port nothing listens on: connecting is refused. */
     private readonly refusedPort: number,
   ) {}
 
-  static async create(databaseUrl: string, t: ChaosTables, worker: number): Promise<HandlerFaults> {
+  static async create(
+    databaseUrl: string,
+    t: ChaosTables,
+    worker: number,
+    maxAttempts: number,
+  ): Promise<HandlerFaults> {
     const side = new pg.Pool({
       connectionString: databaseUrl,
       max: 3,
       connectionTimeoutMillis: 5000,
     });
     side.on('error', () => undefined); // Postgres restarts on purpose
-    return new HandlerFaults(side, t, worker, await closedLoopbackPort());
+    return new HandlerFaults(side, t, worker, maxAttempts, await closedLoopbackPort());
   }
 
   async close(): Promise<void> {
@@ -74,8 +81,10 @@ export class HandlerFaults {
 
   /**
    * Whether a fault fires on this run, logged (with autocommit) when it does. Permanent:
-   * always. Transient (`fires` n): on attempts up to n and at most n times in all, so
-   * retries that spend no attempt (an infrastructure retry keeps Kafka's attempt) end it.
+   * always. Transient (`fires` n): on the key's first n runs, counted in the log so
+   * retries that spend no attempt (an infrastructure retry keeps Kafka's attempt) end
+   * it too; never on the last attempt, so a transient fault cannot be what exhausts
+   * them (an SQS receive count also grows with kills and outages before the handler).
    */
   private async fires(key: string, attempt: number, fault: HandlerFault): Promise<boolean> {
     const label = faultLabel(fault);
@@ -83,7 +92,7 @@ export class HandlerFaults {
       await this.log(key, attempt, label, null);
       return true;
     }
-    if (attempt > fault.fires) return false;
+    if (attempt >= this.maxAttempts) return false;
     const { rowCount } = await this.side.query(
       `INSERT INTO ${this.t.faultLog} (key, kind, attempt, worker, pid)
          SELECT $1, $2, $3, $4, $5

@@ -31,8 +31,8 @@ export const HANDLER_FAULT_KINDS: readonly HandlerFaultKind[] = [
 
 /**
  * How often a fault fires: a number n is TRANSIENT, it fires on the key's first n
- * handler runs (attempt <= n, and at most n times in all, counted in the run's fault
- * log so retries that spend no attempt end it too); `always` is PERMANENT.
+ * handler runs (counted in the run's fault log, so retries that spend no attempt end
+ * it too), never on the last attempt; `always` is PERMANENT: it fires on every run.
  */
 export type Fires = number | 'always';
 

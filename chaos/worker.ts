@@ -145,7 +145,7 @@ async function main(): Promise<void> {
   pool.on('error', () => undefined); // Postgres restarts on purpose
   const t = tables(cfg.schema);
   const { counters, ledger } = t;
-  const handlerFaults = await HandlerFaults.create(cfg.databaseUrl, t, cfg.index);
+  const handlerFaults = await HandlerFaults.create(cfg.databaseUrl, t, cfg.index, cfg.maxAttempts);
   const apply = async (
     db: Queryable,
     items: ReadonlyArray<{ key: string; attempt: number }>,
