@@ -10,6 +10,9 @@ const RENDEZVOUS_MS = 5000;
 /** Between a hot message's two updates: both members hold their first row by then. */
 const HOT_HOLD_S = 0.1;
 
+/** Fault log kind of a hot message whose partner did not come (code: the phase it waited at). */
+export const HOT_PAIR_ALONE = 'hot-pair-alone';
+
 const SERIALIZATION_FAILURE = '40001';
 const DEADLOCK_DETECTED = '40P01';
 const UNIQUE_VIOLATION = '23505';
@@ -154,10 +157,10 @@ export class HandlerFaults {
     fault: Extract<HandlerFault, { kind: 'serialization' }>,
   ): Promise<void> {
     const update = `UPDATE ${this.t.hotRows} SET n = n + 1 WHERE id = $1`;
-    await this.meet(fault.pair, key, 'arrived');
+    await this.meet(fault.pair, key, attempt, 'arrived');
     try {
       await tx.query(update, [fault.rows[0]]);
-      if (fault.order === 'opposite') await this.meet(fault.pair, key, 'holding');
+      if (fault.order === 'opposite') await this.meet(fault.pair, key, attempt, 'holding');
       else await tx.query(`SELECT pg_sleep(${HOT_HOLD_S})`);
       await tx.query(update, [fault.rows[1]]);
     } catch (error) {
@@ -168,8 +171,17 @@ export class HandlerFaults {
     }
   }
 
-  /** Marks `phase` reached by `key` and waits (up to RENDEZVOUS_MS) until its partner reached it too. */
-  private async meet(pair: number, key: string, phase: 'arrived' | 'holding'): Promise<void> {
+  /**
+   * Marks `phase` reached by `key` and waits (up to RENDEZVOUS_MS) until its partner
+   * reached it too; a partner that never came is logged (`hot-pair-alone`), so a run
+   * without contention says why.
+   */
+  private async meet(
+    pair: number,
+    key: string,
+    attempt: number,
+    phase: 'arrived' | 'holding',
+  ): Promise<void> {
     const { hotArrivals } = this.t;
     await this.side.query(
       `INSERT INTO ${hotArrivals} (pair, key, phase) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
@@ -184,6 +196,7 @@ export class HandlerFaults {
       if (rowCount !== null && rowCount > 0) return;
       await sleep(25);
     }
+    await this.log(key, attempt, HOT_PAIR_ALONE, phase).catch(() => undefined);
   }
 }
 

@@ -127,7 +127,7 @@ export function makePlan(
     sends.push({ key: f.key, body: JSON.stringify(body), slot: rng.int(0, 1 << 30) });
   }
   rng.shuffle(sends);
-  placeHotPairs(sends, originals, faults);
+  placeHotPairs(sends, faults);
   return {
     keys: originals.map((o) => o.key),
     poisonKeys,
@@ -140,11 +140,12 @@ export function makePlan(
 }
 
 /**
- * Moves the original send of each hot pair's second member to just after its first
- * member (HOT_PAIR_GAP sends later), so the two are consumed at about the same time.
+ * Moves the sends of each hot pair's second member (originals and duplicates alike)
+ * that come before the first member's first send, or soon after it, to HOT_PAIR_GAP
+ * sends after it, so the first runs of the two members are consumed at about the same
+ * time (a copy that ran long before would leave the pair without contention).
  */
-function placeHotPairs(sends: Send[], originals: Send[], faults: PlannedFault[]): void {
-  const original = new Map(originals.map((o) => [o.key, o]));
+function placeHotPairs(sends: Send[], faults: PlannedFault[]): void {
   const firstOfPair = new Map<number, string>();
   for (const f of faults) {
     if (f.fault.kind !== 'serialization') continue;
@@ -153,9 +154,14 @@ function placeHotPairs(sends: Send[], originals: Send[], faults: PlannedFault[])
       firstOfPair.set(f.fault.pair, f.key);
       continue;
     }
-    const second = original.get(f.key)!;
-    sends.splice(sends.indexOf(second), 1);
-    const at = sends.indexOf(original.get(first)!);
-    sends.splice(Math.min(sends.length, at + HOT_PAIR_GAP), 0, second);
+    const limit = sends.findIndex((s) => s.key === first) + HOT_PAIR_GAP;
+    const moved = sends.filter((s, i) => s.key === f.key && i <= limit);
+    if (moved.length === 0) {
+      // Every copy comes later: bring the first one forward.
+      moved.push(sends.find((s) => s.key === f.key)!);
+    }
+    for (const send of moved) sends.splice(sends.indexOf(send), 1);
+    const at = sends.findIndex((s) => s.key === first) + HOT_PAIR_GAP;
+    sends.splice(Math.min(sends.length, at), 0, ...moved);
   }
 }

@@ -16,6 +16,7 @@ import {
   type FaultLogRow,
 } from './db.js';
 import { Fleet } from './fleet.js';
+import { HOT_PAIR_ALONE } from './fault-effects.js';
 import { faultLabel } from './handler-faults.js';
 import { Nemesis, planEvents } from './nemesis.js';
 import { makePlan, type Plan } from './plan.js';
@@ -345,7 +346,8 @@ async function handlerFaultReport(
     say(`fault log unreadable: ${String(error)}`);
   }
   const fired = rows.filter((r) => r.code === null);
-  const contention = rows.filter((r) => r.code !== null);
+  const alone = rows.filter((r) => r.kind === HOT_PAIR_ALONE);
+  const contention = rows.filter((r) => r.code !== null && r.kind !== HOT_PAIR_ALONE);
   const report: HandlerFaultReport = {
     planned: plan.faults.length,
     fired: fired.reduce((sum, r) => sum + r.n, 0),
@@ -354,7 +356,8 @@ async function handlerFaultReport(
   if (plan.faults.length === 0) return report;
   say(
     `handler faults fired: ${fired.map((r) => `${r.kind} ${r.n} (${r.keys} keys)`).join(', ') || 'none'}; ` +
-      `serialization failures seen by hot handlers: ${contention.map((r) => `${r.kind} ${r.code} ${r.n}`).join(', ') || 'none'}`,
+      `serialization failures seen by hot handlers: ${contention.map((r) => `${r.kind} ${r.code} ${r.n}`).join(', ') || 'none'}` +
+      `${alone.length > 0 ? `; hot messages whose partner did not come: ${alone.map((r) => `${r.keys} at ${r.code}`).join(', ')}` : ''}`,
   );
   say(`workers' failed events by code: ${codes(fleet.events.failed)}`);
   say(`workers' dead-lettered events by code: ${codes(fleet.events.deadLettered)}`);
