@@ -5,8 +5,13 @@ import { sleep } from './broker.js';
 import type { ChaosTables } from './db.js';
 import { faultLabel, type HandlerFault } from './handler-faults.js';
 
-/** How long a hot message waits for its pair's other member before going ahead alone. */
-const RENDEZVOUS_MS = 5000;
+/**
+ * How long a hot message waits for its pair's other member before going ahead alone:
+ * to arrive (Kafka partitions can lag each other by a rebalance or two), then, with
+ * opposite orders, to hold its first row (it has arrived, so that is quick). Both
+ * together stay well below the workers' handlerTimeoutMs (30 s).
+ */
+const RENDEZVOUS_MS = { arrived: 15_000, holding: 5_000 };
 /** Between a hot message's two updates: both members hold their first row by then. */
 const HOT_HOLD_S = 0.1;
 
@@ -172,7 +177,7 @@ export class HandlerFaults {
   }
 
   /**
-   * Marks `phase` reached by `key` and waits (up to RENDEZVOUS_MS) until its partner
+   * Marks `phase` reached by `key` and waits (up to RENDEZVOUS_MS[phase]) until its partner
    * reached it too; a partner that never came is logged (`hot-pair-alone`), so a run
    * without contention says why.
    */
@@ -187,7 +192,7 @@ export class HandlerFaults {
       `INSERT INTO ${hotArrivals} (pair, key, phase) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
       [pair, key, phase],
     );
-    const deadline = Date.now() + RENDEZVOUS_MS;
+    const deadline = Date.now() + RENDEZVOUS_MS[phase];
     while (Date.now() < deadline) {
       const { rowCount } = await this.side.query(
         `SELECT 1 FROM ${hotArrivals} WHERE pair = $1 AND key <> $2 AND phase = $3`,
