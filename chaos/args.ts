@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import type { Control } from './protocol.js';
+import { HANDLER_FAULT_KINDS, type HandlerFaultKind } from './handler-faults.js';
+import type { Control, IsolationLevel } from './protocol.js';
 
 export type BrokerName = 'sqs' | 'kafka';
 
@@ -36,6 +37,14 @@ export interface ChaosArgs {
   keep: boolean;
   /** A negative control that must make the run fail (see {@link Control}). */
   control: Control | undefined;
+  /** Faulty keys (handler faults, see handler-faults.ts), spread evenly over `faultKinds`. */
+  handlerFaults: number;
+  faultKinds: HandlerFaultKind[];
+  /**
+   * Workers' `default_transaction_isolation`: one level for all, `mixed` (even worker
+   * slots SERIALIZABLE, odd REPEATABLE READ) or `default` (the database's).
+   */
+  isolation: IsolationLevel | 'mixed' | 'default';
 }
 
 export function usage(): string {
@@ -60,6 +69,18 @@ export function usage(): string {
   --control doubles|losses
                       negative control: write the effect outside ctx.tx (doubles) or ack
                       inside the handler (losses); the checker must then fail the run
+  --handler-faults F  faulty keys, spread evenly over the fault kinds (default N/100, at
+                      least 16, at most 400 and N/4; 0 = none). Transient faults fire on a
+                      key's first 1-2 runs, then it must be applied once; permanent ones
+                      fire every time and the key must be dead-lettered with its code
+  --fault-kinds LIST  comma-separated, of swallow (catch a unique violation, return),
+                      deferred (FK violated at COMMIT), downstream (ECONNREFUSED from a
+                      closed loopback port), backend-killed (pg_terminate_backend mid-
+                      handler), serialization (hot pairs: 40001 / 40P01) (default: all)
+  --isolation LEVEL   workers' default_transaction_isolation: default, read-committed,
+                      repeatable-read, serializable, or mixed (even workers serializable,
+                      odd repeatable read) (default: mixed with serialization faults,
+                      else default)
 
 Postgres and the broker are started privately unless DATABASE_URL / SQS_ENDPOINT /
 KAFKA_BROKERS are set; a service given that way cannot be restarted.`;
@@ -86,6 +107,9 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       timeout: { type: 'string' },
       keep: { type: 'boolean' },
       control: { type: 'string' },
+      'handler-faults': { type: 'string' },
+      'fault-kinds': { type: 'string' },
+      isolation: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -116,8 +140,23 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     throw new UsageError(
       '--control losses is for sqs (a Kafka ack inside the handler would confuse the offset tracker, not lose the record)',
     );
+  const handlerFaults = int(
+    'handler-faults',
+    values['handler-faults'],
+    Math.min(400, Math.max(16, Math.ceil(messages / 100)), Math.floor(messages / 4)),
+    0,
+    Math.floor(messages / 2),
+  );
+  const faultKinds = kindsOf(values['fault-kinds']);
+  const isolation = isolationOf(
+    values.isolation,
+    handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
+  );
   return {
     control,
+    handlerFaults,
+    faultKinds,
+    isolation,
     broker,
     messages,
     workers: int('workers', values.workers, 3, 1, 64),
@@ -137,6 +176,34 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
 }
 
 export class UsageError extends Error {}
+
+function kindsOf(raw: string | undefined): HandlerFaultKind[] {
+  if (raw === undefined) return [...HANDLER_FAULT_KINDS];
+  const kinds = raw.split(',').map((k) => k.trim());
+  const bad = kinds.filter((k) => !(HANDLER_FAULT_KINDS as readonly string[]).includes(k));
+  if (bad.length > 0 || kinds.length === 0)
+    throw new UsageError(`--fault-kinds: each must be one of ${HANDLER_FAULT_KINDS.join(', ')}`);
+  return kinds as HandlerFaultKind[];
+}
+
+const ISOLATION: Record<string, ChaosArgs['isolation']> = {
+  default: 'default',
+  mixed: 'mixed',
+  'read-committed': 'read committed',
+  'repeatable-read': 'repeatable read',
+  serializable: 'serializable',
+};
+
+function isolationOf(
+  raw: string | undefined,
+  fallback: ChaosArgs['isolation'],
+): ChaosArgs['isolation'] {
+  if (raw === undefined) return fallback;
+  const level = ISOLATION[raw];
+  if (level === undefined)
+    throw new UsageError(`--isolation must be one of ${Object.keys(ISOLATION).join(', ')}`);
+  return level;
+}
 
 function int(
   name: string,

@@ -12,10 +12,20 @@ export interface ChaosBroker {
   drained(): Promise<boolean>;
   /** Messages in the dead-letter target so far. */
   deadLetterCount(): Promise<number>;
-  /** Idempotency keys of every dead letter (a key may appear twice if a move was repeated). */
-  deadLetteredKeys(): Promise<string[]>;
+  /** Every dead letter's idempotency key and error code (a key may appear twice if a move was repeated). */
+  deadLetters(): Promise<DeadLetter[]>;
   /** Deletes the run's queues/topics when asked, and closes clients. */
   close(cleanup: boolean): Promise<void>;
+}
+
+/** A dead letter as the checker sees it. */
+export interface DeadLetter {
+  key: string;
+  /**
+   * The error code the adapter attached: the `code` of the SQS `EffectivelyOnce-Error`
+   * attribute, the Kafka `eo-error-code` header; undefined when absent.
+   */
+  code: string | undefined;
 }
 
 export async function createBroker(

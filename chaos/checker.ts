@@ -1,3 +1,4 @@
+import type { DeadLetter } from './broker.js';
 import type { Plan } from './plan.js';
 
 /** The checker's verdict over the final state. */
@@ -6,14 +7,21 @@ export interface Verdict {
   applied: number;
   /** Logical keys applied more than once (counter > 1). */
   doubles: number;
-  /** Logical keys never applied. */
+  /**
+   * Keys that ended neither applied nor dead-lettered in a quiescent run: acked without
+   * their effect. Logical keys never applied count here even when dead-lettered.
+   */
   lost: number;
-  /** Distinct poison keys found in the dead-letter target. */
+  /** The same, in a run that timed out: maybe still being retried, maybe lost. */
+  unsettled: number;
+  /** Distinct keys that must be dead-lettered (poison, permanent faults) found in the dead-letter target. */
   deadLettered: number;
-  /** Poison keys whose effect was applied (must be 0). */
+  /** Keys that must be dead-lettered whose effect was applied (must be 0). */
   poisonApplied: number;
-  /** Dead letters that are not poison (a logical message sent to the dead-letter target). */
+  /** Dead letters of keys that must not be dead-lettered (a logical message, an unknown key). */
   misrouted: number;
+  /** Dead letters whose error code is not among their key's expected codes. */
+  wrongCode: number;
   /** Ledger rows; must equal N (one per applied effect). */
   ledgerRows: number;
   /** Keys with a counter row that the plan never sent (must be 0). */
@@ -22,18 +30,27 @@ export interface Verdict {
   problems: string[];
 }
 
+/** What the checker reads at the end of a run. */
+export interface FinalState {
+  counters: Map<string, number>;
+  ledger: Map<string, number>;
+  ledgerRows: number;
+  deadLetters: DeadLetter[];
+  /** Sum of the hot rows (2 per applied hot effect). */
+  hotTotal: number;
+  /** The run reached quiescence: nothing left to consume, so a missing key cannot come any more. */
+  quiescent: boolean;
+}
+
 /**
- * Every logical key's counter is exactly 1 and its ledger has exactly one row; no
- * poison key has a counter row or a ledger row; every poison key is in the dead-letter
- * target and nothing else is.
+ * Every logical key's counter is exactly 1 and its ledger has exactly one row, and it
+ * is not dead-lettered; every key that must be dead-lettered (poison, permanent
+ * handler faults) has no counter or ledger row and is in the dead-letter target with
+ * one of its expected error codes; nothing else is there; the hot rows add up to two
+ * per applied hot effect.
  */
-export function check(
-  plan: Plan,
-  counters: Map<string, number>,
-  ledger: Map<string, number>,
-  ledgerRows: number,
-  deadLetterKeys: string[],
-): Verdict {
+export function check(plan: Plan, state: FinalState): Verdict {
+  const { counters, ledger, ledgerRows, deadLetters, quiescent } = state;
   const problems: string[] = [];
   const examples = (what: string, keys: string[]): void => {
     if (keys.length > 0)
@@ -41,42 +58,71 @@ export function check(
         `${what}: ${keys.length} (${keys.slice(0, 5).join(', ')}${keys.length > 5 ? ', ...' : ''})`,
       );
   };
+  const codes = new Map<string, Array<string | undefined>>();
+  for (const d of deadLetters) codes.set(d.key, [...(codes.get(d.key) ?? []), d.code]);
+
   const doubled: string[] = [];
-  const lost: string[] = [];
+  const never: string[] = [];
   const ledgerOff: string[] = [];
   for (const key of plan.keys) {
     const n = counters.get(key) ?? 0;
-    if (n === 0) lost.push(key);
+    if (n === 0) never.push(key);
     if (n > 1) doubled.push(`${key}×${n}`);
     if ((ledger.get(key) ?? 0) !== n)
       ledgerOff.push(`${key}: counter ${n}, ledger ${ledger.get(key) ?? 0}`);
   }
-  const poison = new Set(plan.poisonKeys);
-  const poisonApplied = plan.poisonKeys.filter((k) => counters.has(k) || ledger.has(k));
+  const expected = plan.deadLetters;
+  const deadApplied = [...expected.keys()].filter((k) => counters.has(k) || ledger.has(k));
   const logical = new Set(plan.keys);
-  const unknown = [...counters.keys()].filter((k) => !logical.has(k) && !poison.has(k));
-  const dead = new Set(deadLetterKeys);
-  const deadPoison = plan.poisonKeys.filter((k) => dead.has(k));
-  const missingPoison = plan.poisonKeys.filter((k) => !dead.has(k));
-  const misrouted = [...dead].filter((k) => !poison.has(k));
+  const unknown = [...counters.keys()].filter((k) => !logical.has(k) && !expected.has(k));
+  const deadFound = [...expected.keys()].filter((k) => codes.has(k));
+  const deadMissing = [...expected.keys()].filter((k) => !codes.has(k) && !deadApplied.includes(k));
+  const misrouted = [...codes.keys()].filter((k) => !expected.has(k));
+  const wrongCode: string[] = [];
+  for (const key of deadFound) {
+    const allowed = expected.get(key)!.codes;
+    const got = codes.get(key)!;
+    if (got.some((c) => c === undefined || !allowed.includes(c)))
+      wrongCode.push(
+        `${key}: ${got.map((c) => c ?? 'no code').join('+')}, expected ${allowed.join(' or ')}`,
+      );
+  }
+  // A key neither applied nor dead-lettered: lost once nothing is left to consume.
+  const neverDead = never.filter((k) => !codes.has(k));
 
   examples('applied more than once', doubled);
-  examples('never applied', lost);
+  if (quiescent) {
+    examples('never applied (acked without its effect)', neverDead);
+    examples('neither applied nor dead-lettered (acked without a dead letter)', deadMissing);
+  } else {
+    examples('never applied by the deadline', neverDead);
+    examples('not dead-lettered by the deadline', deadMissing);
+  }
   examples('ledger rows differ from the counter', ledgerOff);
-  examples('poison applied', poisonApplied);
-  examples('poison not dead-lettered', missingPoison);
-  examples('dead-lettered but not poison', misrouted);
+  examples('must be dead-lettered but was applied', deadApplied);
+  examples('dead-lettered but must be applied (or never sent)', misrouted);
+  examples('dead-lettered with an unexpected error code', wrongCode);
   examples('counter rows for keys never sent', unknown);
   if (ledgerRows !== plan.keys.length)
     problems.push(`ledger has ${ledgerRows} rows, expected ${plan.keys.length}`);
+  const hotApplied = plan.faults
+    .filter((f) => f.fault.kind === 'serialization')
+    .reduce((sum, f) => sum + (counters.get(f.key) ?? 0), 0);
+  if (state.hotTotal !== 2 * hotApplied)
+    problems.push(
+      `hot rows add up to ${state.hotTotal}, expected ${2 * hotApplied} (2 per applied hot effect)`,
+    );
 
   return {
-    applied: plan.keys.length - lost.length,
+    applied: plan.keys.length - never.length,
     doubles: doubled.length,
-    lost: lost.length,
-    deadLettered: deadPoison.length,
-    poisonApplied: poisonApplied.length,
+    // A logical key dead-lettered instead of applied is lost (and misrouted) either way.
+    lost: quiescent ? never.length + deadMissing.length : never.length - neverDead.length,
+    unsettled: quiescent ? 0 : neverDead.length + deadMissing.length,
+    deadLettered: deadFound.length,
+    poisonApplied: deadApplied.length,
     misrouted: misrouted.length,
+    wrongCode: wrongCode.length,
     ledgerRows,
     unknown: unknown.length,
     problems,

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { quoteIdentifier } from '../src/store/identifiers.js';
+import { HOT_ROWS } from './handler-faults.js';
 
 /**
  * The chaos run's tables, in a schema of their own (`chaos_<run id>`), next to the
@@ -8,10 +9,37 @@ import { quoteIdentifier } from '../src/store/identifiers.js';
  *   means n = 1 for every logical key and no row for a poison key.
  * - `ledger`: one row per applied effect (who applied it, on which attempt), for
  *   telling apart a double from a lost message when something goes wrong.
+ * - handler faults' tables (see handler-faults.ts): `swallow_probe` (one row, so
+ *   inserting it again is a unique violation), `deferred_parent` / `deferred_child`
+ *   (a DEFERRABLE INITIALLY DEFERRED foreign key, checked at COMMIT), `hot_rows` (the
+ *   rows serialization pairs fight over; their total counts applied hot effects),
+ *   `hot_arrivals` (where pair members wait for each other) and `fault_log` (every
+ *   fault fired, and every serialization failure a hot handler saw, written with
+ *   autocommit so it survives the rollback).
  */
-export function tables(schema: string): { counters: string; ledger: string } {
+export function tables(schema: string): ChaosTables {
   const s = quoteIdentifier(schema);
-  return { counters: `${s}.counters`, ledger: `${s}.ledger` };
+  return {
+    counters: `${s}.counters`,
+    ledger: `${s}.ledger`,
+    swallowProbe: `${s}.swallow_probe`,
+    deferredParent: `${s}.deferred_parent`,
+    deferredChild: `${s}.deferred_child`,
+    hotRows: `${s}.hot_rows`,
+    hotArrivals: `${s}.hot_arrivals`,
+    faultLog: `${s}.fault_log`,
+  };
+}
+
+export interface ChaosTables {
+  counters: string;
+  ledger: string;
+  swallowProbe: string;
+  deferredParent: string;
+  deferredChild: string;
+  hotRows: string;
+  hotArrivals: string;
+  faultLog: string;
 }
 
 export function adminPool(databaseUrl: string): pg.Pool {
@@ -32,6 +60,26 @@ export async function createChaosSchema(pool: pg.Pool, schema: string): Promise<
   await pool.query(
     `CREATE TABLE ${t.ledger} (id bigserial PRIMARY KEY, key text NOT NULL, worker int NOT NULL,
        pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+  );
+  await pool.query(`CREATE TABLE ${t.swallowProbe} (id int PRIMARY KEY)`);
+  await pool.query(`INSERT INTO ${t.swallowProbe} VALUES (1)`);
+  await pool.query(`CREATE TABLE ${t.deferredParent} (id int PRIMARY KEY)`);
+  await pool.query(
+    `CREATE TABLE ${t.deferredChild} (id bigserial PRIMARY KEY, key text NOT NULL,
+       parent int NOT NULL REFERENCES ${t.deferredParent} (id) DEFERRABLE INITIALLY DEFERRED)`,
+  );
+  await pool.query(`CREATE TABLE ${t.hotRows} (id int PRIMARY KEY, n bigint NOT NULL)`);
+  await pool.query(
+    `INSERT INTO ${t.hotRows} (id, n) SELECT g, 0 FROM generate_series(1, ${HOT_ROWS}) AS g`,
+  );
+  await pool.query(
+    `CREATE TABLE ${t.hotArrivals} (pair int NOT NULL, key text NOT NULL, phase text NOT NULL,
+       PRIMARY KEY (pair, key, phase))`,
+  );
+  await pool.query(
+    `CREATE TABLE ${t.faultLog} (id bigserial PRIMARY KEY, key text NOT NULL, kind text NOT NULL,
+       code text, attempt int NOT NULL, worker int NOT NULL, pid int NOT NULL,
+       at timestamptz NOT NULL DEFAULT clock_timestamp())`,
   );
 }
 
@@ -73,4 +121,28 @@ export async function readCounters(
     ledgerRows += row.n;
   }
   return { counters, ledger, ledgerRows };
+}
+
+/** Handler faults fired (code null) and serialization failures seen (code set), per kind and code. */
+export interface FaultLogRow {
+  kind: string;
+  code: string | null;
+  n: number;
+  keys: number;
+}
+
+export async function readFaultLog(pool: pg.Pool, schema: string): Promise<FaultLogRow[]> {
+  const { rows } = await pool.query<FaultLogRow>(
+    `SELECT kind, code, count(*)::int AS n, count(DISTINCT key)::int AS keys
+       FROM ${tables(schema).faultLog} GROUP BY kind, code ORDER BY kind, code`,
+  );
+  return rows;
+}
+
+/** Sum of the hot rows: each applied hot effect adds 2 (one to each of its rows). */
+export async function hotTotal(pool: pg.Pool, schema: string): Promise<number> {
+  const { rows } = await pool.query<{ n: string | null }>(
+    `SELECT sum(n)::text AS n FROM ${tables(schema).hotRows}`,
+  );
+  return Number(rows[0]?.n ?? 0);
 }

@@ -43,6 +43,8 @@ export class Fleet {
   private stopping = false;
   private readonly log: fs.WriteStream;
   readonly exits: WorkerExit[] = [];
+  /** The workers' `failed` / `dead-lettered` events by error code (a killed worker's last second is missing). */
+  readonly events = { failed: new Map<string, number>(), deadLettered: new Map<string, number>() };
   spawned = 0;
 
   constructor(
@@ -154,6 +156,10 @@ export class Fleet {
     child.stderr?.pipe(this.log, { end: false });
     child.on('message', (message: FromWorker) => {
       if (message.type === 'ready') slot.ready = true;
+      else if (message.type === 'events') {
+        add(this.events.failed, message.failed);
+        add(this.events.deadLettered, message.deadLettered);
+      }
     });
     const pid = child.pid ?? -1;
     slot.exited = new Promise((resolve) => {
@@ -178,4 +184,8 @@ export class Fleet {
       });
     });
   }
+}
+
+function add(into: Map<string, number>, counts: Record<string, number>): void {
+  for (const [code, n] of Object.entries(counts)) into.set(code, (into.get(code) ?? 0) + n);
 }

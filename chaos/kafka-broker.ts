@@ -1,5 +1,6 @@
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
-import { IDEMPOTENCY_HEADER, sleep, type ChaosBroker } from './broker.js';
+import { DEAD_LETTER_HEADERS } from 'effectively-once/kafka';
+import { IDEMPOTENCY_HEADER, sleep, type ChaosBroker, type DeadLetter } from './broker.js';
 
 const CHUNK = 500;
 
@@ -117,10 +118,10 @@ export async function createKafkaBroker(
 
     deadLetterCount,
 
-    async deadLetteredKeys() {
+    async deadLetters() {
       const count = await deadLetterCount();
-      const keys: string[] = [];
-      if (count === 0) return keys;
+      const letters: DeadLetter[] = [];
+      if (count === 0) return letters;
       const reader = kafka.consumer({
         groupId: `${groupId}-dlq-reader`,
         sessionTimeout: 6000,
@@ -132,19 +133,19 @@ export async function createKafkaBroker(
         await reader.subscribe({ topics: [deadLetterTopic], fromBeginning: true });
         await reader.run({
           eachMessage: async ({ message }) => {
-            const header = message.headers?.[IDEMPOTENCY_HEADER];
-            const value = Array.isArray(header) ? header[header.length - 1] : header;
-            keys.push(
-              value === undefined ? `(no key: offset ${message.offset})` : value.toString(),
-            );
+            const key = lastHeader(message.headers?.[IDEMPOTENCY_HEADER]);
+            letters.push({
+              key: key ?? `(no key: offset ${message.offset})`,
+              code: lastHeader(message.headers?.[DEAD_LETTER_HEADERS.errorCode]),
+            });
           },
         });
         const deadline = Date.now() + 60_000;
-        while (keys.length < count && Date.now() < deadline) await sleep(100);
+        while (letters.length < count && Date.now() < deadline) await sleep(100);
       } finally {
         await reader.disconnect();
       }
-      return keys;
+      return letters;
     },
 
     async close(cleanup) {
@@ -156,4 +157,11 @@ export async function createKafkaBroker(
       await admin?.disconnect().catch(() => undefined);
     },
   };
+}
+
+function lastHeader(
+  header: Buffer | string | Array<Buffer | string> | undefined,
+): string | undefined {
+  const value = Array.isArray(header) ? header[header.length - 1] : header;
+  return value?.toString();
 }

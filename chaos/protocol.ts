@@ -17,6 +17,11 @@ export interface WorkerConfig {
   /** Batch mode (`batchHandler`, one transaction per batch) with this `maxSize`; undefined: per message. */
   batch?: number | undefined;
   broker: WorkerBrokerConfig;
+  /**
+   * `default_transaction_isolation` of the worker's pool (a connection option, so the
+   * claim's own BEGIN runs at it); undefined: the database's default.
+   */
+  isolation?: IsolationLevel | undefined;
   /** Negative control (see ChaosArgs.control): break the handler on purpose. */
   control?: Control | undefined;
 }
@@ -28,6 +33,8 @@ export interface WorkerConfig {
  * a kill inside the handler loses the message. A control run must fail.
  */
 export type Control = 'doubles' | 'losses';
+
+export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
 export const WORKER_ENV = 'CHAOS_WORKER';
 
@@ -45,5 +52,11 @@ export const FAULT_POINTS: readonly FaultPoint[] = ['after-commit', 'in-handler'
 /** Parent → worker. */
 export type ToWorker = { type: 'arm'; point: FaultPoint } | { type: 'stop' };
 
-/** Worker → parent. */
-export type FromWorker = { type: 'ready' } | { type: 'armed'; point: FaultPoint };
+/**
+ * Worker → parent. `events`: the consumer's `failed` and `dead-lettered` events since
+ * the last report, counted by error code (what the library made of each fault).
+ */
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'armed'; point: FaultPoint }
+  | { type: 'events'; failed: Record<string, number>; deadLettered: Record<string, number> };

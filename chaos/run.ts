@@ -5,14 +5,26 @@ import path from 'node:path';
 import type { ChaosArgs } from './args.js';
 import { createBroker, sleep, type ChaosBroker } from './broker.js';
 import { check, type Verdict } from './checker.js';
-import { adminPool, appliedCount, createChaosSchema, dropChaosSchema, readCounters } from './db.js';
+import {
+  adminPool,
+  appliedCount,
+  createChaosSchema,
+  dropChaosSchema,
+  hotTotal,
+  readCounters,
+  readFaultLog,
+  type FaultLogRow,
+} from './db.js';
 import { Fleet } from './fleet.js';
+import { HOT_PAIR_ALONE } from './fault-effects.js';
+import { faultLabel } from './handler-faults.js';
 import { Nemesis, planEvents } from './nemesis.js';
-import { makePlan } from './plan.js';
+import { makePlan, type Plan } from './plan.js';
+import type { IsolationLevel } from './protocol.js';
 import { defaultRate, produce } from './producer.js';
 import { Rng } from './rng.js';
 import { ensureServices, type ChaosServices } from './services.js';
-import type { RunResult } from './summary.js';
+import type { HandlerFaultReport, RunResult } from './summary.js';
 
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 
@@ -28,7 +40,10 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   const started = Date.now();
   const rng = new Rng(args.seed);
   const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-  const plan = makePlan(rng, args.messages, args.duplicateRatio, args.poison);
+  const plan = makePlan(rng, args.messages, args.duplicateRatio, args.poison, {
+    count: args.handlerFaults,
+    kinds: args.faultKinds,
+  });
   if (args.control)
     say(`NEGATIVE CONTROL --control ${args.control}: this run is broken on purpose and must fail`);
   say(
@@ -36,6 +51,11 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} concurrency=${args.concurrency}` +
       `${args.batch ? ` batch=${args.batch}` : ''} kills=${args.kills} seed=${args.seed}`,
   );
+  if (plan.faults.length > 0)
+    say(
+      `handler faults: ${plan.faults.length} keys (${countBy(plan.faults.map((f) => faultLabel(f.fault)))}); ` +
+        `must end dead-lettered: ${plan.deadLetters.size} (poison ${plan.poisonKeys.length}); isolation ${args.isolation}`,
+    );
   const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
   fs.mkdirSync(logDir, { recursive: true });
 
@@ -81,6 +101,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         broker: broker.worker,
         control: args.control,
         batch: args.batch,
+        isolation: isolationOf(args.isolation, index),
       }),
       args.workers,
       rng,
@@ -122,7 +143,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
 
     const quiescent = await waitForQuiescence({
       broker,
-      poison: args.poison,
+      deadLetters: plan.deadLetters.size,
       messages: args.messages,
       applied: () => applied,
       fleet,
@@ -141,7 +162,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     await fleet.stop();
     await poller;
 
-    const verdict = await finalCheck(pool, schema, plan, broker);
+    const verdict = await finalCheck(pool, schema, plan, broker, quiescent);
+    const faultReport = await handlerFaultReport(pool, schema, plan, fleet, shortfalls);
     const report = nemesis.report;
     if (report.kills < args.kills)
       shortfalls.push(`kills: ${report.kills} of ${args.kills} happened`);
@@ -159,6 +181,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       duplicatesSent: plan.duplicates,
       nemesis: report,
       verdict,
+      handlerFaults: faultReport,
       timedOut: !quiescent,
       shortfalls,
       durationMs: Date.now() - started,
@@ -206,7 +229,8 @@ function impossibleFaults(args: ChaosArgs, services: ChaosServices): string[] {
 interface QuiescenceInput {
   broker: ChaosBroker;
   messages: number;
-  poison: number;
+  /** Keys that must end in the dead-letter target (poison, permanent handler faults). */
+  deadLetters: number;
   applied: () => number;
   fleet: Fleet;
   producing: Promise<unknown>;
@@ -216,11 +240,13 @@ interface QuiescenceInput {
 }
 
 /**
- * True once the producer and the nemesis are done, nothing is left to consume (SQS
- * queue empty, in flight included; Kafka lag 0) and every poison message reached the
- * dead-letter target: two checks in a row, a second apart, when every key is applied;
- * five when some are missing (then nothing can bring them any more: they are lost).
- * False at the deadline.
+ * True once the producer and the nemesis are done and nothing is left to consume (SQS
+ * queue empty, in flight and delayed included; Kafka lag 0): two checks in a row, a
+ * second apart, when every key is applied and every expected dead letter is there;
+ * five when some are missing (then nothing can bring them any more: the adapters
+ * write a dead letter before they delete the message or commit its offset, so a key
+ * missing from both the effects and the dead letters of a drained run was acked
+ * without either: lost). False at the deadline.
  */
 async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
   let producerDone = false;
@@ -237,13 +263,14 @@ async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
       drained = await q.broker.drained().catch(() => false);
       dead = await q.broker.deadLetterCount().catch(() => -1);
     }
-    stable = drained && dead >= q.poison ? stable + 1 : 0;
-    if (stable >= (q.applied() >= q.messages ? 2 : 5)) return true;
+    stable = drained ? stable + 1 : 0;
+    const complete = q.applied() >= q.messages && dead >= q.deadLetters;
+    if (stable >= (complete ? 2 : 5)) return true;
     if (Date.now() - lastReport > 5000) {
       lastReport = Date.now();
       say(
         `applied ${q.applied()}/${q.messages}, producer ${producerDone ? 'done' : 'sending'}, nemesis ${faultsDone ? 'done' : 'active'}, ` +
-          `workers ready ${q.fleet.readySlots().length}${dead >= 0 ? `, dead letters ${dead}/${q.poison}, drained ${drained}` : ''}`,
+          `workers ready ${q.fleet.readySlots().length}${dead >= 0 ? `, dead letters ${dead}/${q.deadLetters}, drained ${drained}` : ''}`,
       );
     }
   }
@@ -253,18 +280,94 @@ async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
 async function finalCheck(
   pool: ReturnType<typeof adminPool>,
   schema: string,
-  plan: ReturnType<typeof makePlan>,
+  plan: Plan,
   broker: ChaosBroker,
+  quiescent: boolean,
 ): Promise<Verdict> {
   for (let attempt = 1; ; attempt++) {
     try {
       const { counters, ledger, ledgerRows } = await readCounters(pool, schema);
-      const deadLetterKeys = await broker.deadLetteredKeys();
-      return check(plan, counters, ledger, ledgerRows, deadLetterKeys);
+      const deadLetters = await broker.deadLetters();
+      return check(plan, {
+        counters,
+        ledger,
+        ledgerRows,
+        deadLetters,
+        hotTotal: await hotTotal(pool, schema),
+        quiescent,
+      });
     } catch (error) {
       if (attempt >= 5) throw error;
       say(`final check failed (${String(error)}), retrying`);
       await sleep(2000);
     }
   }
+}
+
+/** Worker slot `index`'s isolation level (`mixed`: even slots SERIALIZABLE, odd REPEATABLE READ). */
+function isolationOf(isolation: ChaosArgs['isolation'], index: number): IsolationLevel | undefined {
+  if (isolation === 'default') return undefined;
+  if (isolation === 'mixed') return index % 2 === 0 ? 'serializable' : 'repeatable read';
+  return isolation;
+}
+
+function countBy(labels: string[]): string {
+  const counts = new Map<string, number>();
+  for (const l of labels) counts.set(l, (counts.get(l) ?? 0) + 1);
+  return [...counts].map(([l, n]) => `${l} ${n}`).join(', ');
+}
+
+function codes(counts: Map<string, number>): string {
+  return counts.size === 0
+    ? 'none'
+    : [...counts]
+        .sort((a, b) => b[1] - a[1])
+        .map(([code, n]) => `${code} ${n}`)
+        .join(', ');
+}
+
+/**
+ * What the handler faults did: fires and serialization failures from the fault log,
+ * and what the library made of them (the workers' failed / dead-lettered events by
+ * code). A planned fault kind that never fired is a shortfall; so is a run with hot
+ * pairs and no serialization failure at all (the contention did not happen).
+ */
+async function handlerFaultReport(
+  pool: ReturnType<typeof adminPool>,
+  schema: string,
+  plan: Plan,
+  fleet: Fleet,
+  shortfalls: string[],
+): Promise<HandlerFaultReport> {
+  let rows: FaultLogRow[] = [];
+  try {
+    rows = await readFaultLog(pool, schema);
+  } catch (error) {
+    say(`fault log unreadable: ${String(error)}`);
+  }
+  const fired = rows.filter((r) => r.code === null);
+  const alone = rows.filter((r) => r.kind === HOT_PAIR_ALONE);
+  const contention = rows.filter((r) => r.code !== null && r.kind !== HOT_PAIR_ALONE);
+  const report: HandlerFaultReport = {
+    planned: plan.faults.length,
+    fired: fired.reduce((sum, r) => sum + r.n, 0),
+    serializationFailures: contention.reduce((sum, r) => sum + r.n, 0),
+  };
+  if (plan.faults.length === 0) return report;
+  say(
+    `handler faults fired: ${fired.map((r) => `${r.kind} ${r.n} (${r.keys} keys)`).join(', ') || 'none'}; ` +
+      `serialization failures seen by hot handlers: ${contention.map((r) => `${r.kind} ${r.code} ${r.n}`).join(', ') || 'none'}` +
+      `${alone.length > 0 ? `; hot messages whose partner did not come: ${alone.map((r) => `${r.keys} at ${r.code}`).join(', ')}` : ''}`,
+  );
+  say(`workers' failed events by code: ${codes(fleet.events.failed)}`);
+  say(`workers' dead-lettered events by code: ${codes(fleet.events.deadLettered)}`);
+  const firedKinds = new Set(fired.map((r) => r.kind));
+  const plannedKinds = new Set(
+    plan.faults.filter((f) => f.fault.kind !== 'serialization').map((f) => faultLabel(f.fault)),
+  );
+  for (const kind of plannedKinds)
+    if (!firedKinds.has(kind)) shortfalls.push(`handler fault ${kind} planned but never fired`);
+  if (plan.hotKeys > 0 && report.serializationFailures === 0)
+    shortfalls.push('hot pairs planned but no serialization failure or deadlock happened');
+  return report;
 }

@@ -6,7 +6,8 @@ import {
   SendMessageBatchCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { IDEMPOTENCY_ATTRIBUTE, sleep, type ChaosBroker } from './broker.js';
+import { DEAD_LETTER_ERROR_ATTRIBUTE } from 'effectively-once/sqs';
+import { IDEMPOTENCY_ATTRIBUTE, sleep, type ChaosBroker, type DeadLetter } from './broker.js';
 import type { Send } from './plan.js';
 
 const IN_FLIGHT_BATCHES = 8;
@@ -93,8 +94,8 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
 
     deadLetterCount: () => depth(deadLetterQueueUrl),
 
-    async deadLetteredKeys() {
-      const keys: string[] = [];
+    async deadLetters() {
+      const letters: DeadLetter[] = [];
       for (let empty = 0; empty < 2;) {
         const out = await client.send(
           new ReceiveMessageCommand({
@@ -108,11 +109,14 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
         const messages = out.Messages ?? [];
         if (messages.length === 0) empty++;
         for (const m of messages)
-          keys.push(
-            m.MessageAttributes?.[IDEMPOTENCY_ATTRIBUTE]?.StringValue ?? `(no key: ${m.MessageId})`,
-          );
+          letters.push({
+            key:
+              m.MessageAttributes?.[IDEMPOTENCY_ATTRIBUTE]?.StringValue ??
+              `(no key: ${m.MessageId})`,
+            code: errorCode(m.MessageAttributes?.[DEAD_LETTER_ERROR_ATTRIBUTE]?.StringValue),
+          });
       }
-      return keys;
+      return letters;
     },
 
     async close(cleanup) {
@@ -124,4 +128,15 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
       client.destroy();
     },
   };
+}
+
+/** The `code` of the adapter's error attribute (JSON `{ code, message, ... }`). */
+function errorCode(attribute: string | undefined): string | undefined {
+  if (attribute === undefined) return undefined;
+  try {
+    const code = (JSON.parse(attribute) as { code?: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }

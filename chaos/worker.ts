@@ -2,7 +2,8 @@
  * One chaos worker process: `createConsumer` over `sqsSource` / `kafkaSource`, exactly
  * as an application would use the public API. Its handler increments the key's counter
  * and appends a ledger row through `ctx.tx`; poison bodies write the same and then
- * throw, so only a rollback keeps them out. The parent arms fault points over IPC and
+ * throw, so only a rollback keeps them out; a body carrying a handler fault then
+ * commits that fault (fault-effects.ts). The parent arms fault points over IPC and
  * SIGKILLs the process at random; SIGTERM or a `stop` message stops it cleanly.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -20,9 +21,16 @@ import {
 import { kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
 import { tables } from './db.js';
+import { HandlerFaults } from './fault-effects.js';
 import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
 import type { ChaosBody } from './plan.js';
-import { WORKER_ENV, type FromWorker, type ToWorker, type WorkerConfig } from './protocol.js';
+import {
+  WORKER_ENV,
+  type FromWorker,
+  type IsolationLevel,
+  type ToWorker,
+  type WorkerConfig,
+} from './protocol.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (config === null)
@@ -100,14 +108,44 @@ function source(): Source<ChaosBody> {
   });
 }
 
+/** A startup option: every transaction of the pool's connections, the claim's included, runs at it. */
+function isolationOption(level: IsolationLevel | undefined): { options?: string } {
+  // Spaces inside a value are escaped with a backslash in the startup `options`.
+  return level === undefined
+    ? {}
+    : { options: `-c default_transaction_isolation=${level.replace(' ', '\\ ')}` };
+}
+
+/** The consumer's failed / dead-lettered events by error code, reported to the parent every second. */
+function reportEvents(consumer: Consumer): () => void {
+  let failed: Record<string, number> = {};
+  let deadLettered: Record<string, number> = {};
+  consumer.on('failed', (e) => (failed[e.error.code] = (failed[e.error.code] ?? 0) + 1));
+  consumer.on(
+    'dead-lettered',
+    (e) => (deadLettered[e.error.code] = (deadLettered[e.error.code] ?? 0) + 1),
+  );
+  const flush = (): void => {
+    if (Object.keys(failed).length + Object.keys(deadLettered).length === 0) return;
+    send({ type: 'events', failed, deadLettered });
+    failed = {};
+    deadLettered = {};
+  };
+  setInterval(flush, 1000).unref();
+  return flush;
+}
+
 async function main(): Promise<void> {
   const pool = new pg.Pool({
     connectionString: cfg.databaseUrl,
     max: cfg.concurrency + 2,
     connectionTimeoutMillis: 5000,
+    ...isolationOption(cfg.isolation),
   });
   pool.on('error', () => undefined); // Postgres restarts on purpose
-  const { counters, ledger } = tables(cfg.schema);
+  const t = tables(cfg.schema);
+  const { counters, ledger } = t;
+  const handlerFaults = await HandlerFaults.create(cfg.databaseUrl, t, cfg.index, cfg.maxAttempts);
   const apply = async (
     db: Queryable,
     items: ReadonlyArray<{ key: string; attempt: number }>,
@@ -144,6 +182,8 @@ async function main(): Promise<void> {
               { key: ctx.key, attempt: ctx.attempt },
             ]);
             if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
+            if (body.fault !== undefined)
+              await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
             faults.at('in-handler');
           },
         }
@@ -154,17 +194,25 @@ async function main(): Promise<void> {
             await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
             const poison = items.find((i) => i.message.poison === true);
             if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
+            for (const item of items) {
+              const fault = item.message.fault;
+              if (fault !== undefined)
+                await handlerFaults.commit(ctx.tx, item.key, item.attempt, fault);
+            }
             faults.at('in-handler');
           },
         }),
   });
   // Emitted after COMMIT and before the ack (delete / offset) is even queued.
   consumer.on('processed', () => faults.at('after-commit'));
+  const flushEvents = reportEvents(consumer);
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
       await consumer.stop({ timeoutMs: 10_000 });
+      flushEvents();
+      await handlerFaults.close();
       await pool.end().catch(() => undefined);
       process.exit(0);
     })());

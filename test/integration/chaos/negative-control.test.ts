@@ -34,6 +34,9 @@ describe('chaos negative controls (SQS)', () => {
           '60',
           '--control',
           control,
+          // The controls test the checker against kills alone.
+          '--handler-faults',
+          '0',
         ],
         75_000,
       );

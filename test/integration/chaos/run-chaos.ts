@@ -91,8 +91,18 @@ export function transcript(run: ChaosRun): string {
 }
 
 /**
- * The CI smoke of one broker: 2,000 messages, 3 workers, 4 kills, 4 poison, one seed.
- * Asserts a clean exit and no double or loss; `expected` adds broker-specific fields.
+ * Handler faults in the smoke: 24 spread over the kinds (3 keys each of swallow,
+ * deferred and downstream, transient and permanent, 3 killed backends, 2 hot pairs
+ * rounded up from 3 keys), so 25 faulty keys of which 9 must be dead-lettered.
+ */
+const SMOKE_HANDLER_FAULTS = { planned: 25, deadLettered: 9 };
+
+/**
+ * The CI smoke of one broker: 2,000 messages, 3 workers, 4 kills, 4 poison, 24 handler
+ * faults of every kind (workers at SERIALIZABLE / REPEATABLE READ), one seed. Asserts
+ * a clean exit (every planned fault fired, hot pairs met contention), no double or
+ * loss, and every poison and permanent fault dead-lettered with its code; `expected`
+ * adds broker-specific fields.
  */
 export async function smoke(
   broker: 'sqs' | 'kafka',
@@ -110,6 +120,8 @@ export async function smoke(
       '4',
       '--poison',
       '4',
+      '--handler-faults',
+      '24',
     ].concat(['--seed', '20240601', '--timeout', '140']),
     150_000,
   );
@@ -123,8 +135,15 @@ export async function smoke(
     applied: '2000',
     doubles: '0',
     lost: '0',
-    dead_lettered: '4',
+    dead_lettered: String(4 + SMOKE_HANDLER_FAULTS.deadLettered),
+    handler_faults: String(SMOKE_HANDLER_FAULTS.planned),
     ...expected,
   });
   expect(Number(run.fields['duplicates_sent'])).toBeGreaterThanOrEqual(400);
+  // Permanent faults fire on every attempt; hot pairs meet at least one 40001 / 40P01
+  // (exit 0 also says every planned kind fired: a kind that did not is a shortfall).
+  expect(Number(run.fields['faults_fired'])).toBeGreaterThanOrEqual(
+    SMOKE_HANDLER_FAULTS.deadLettered,
+  );
+  expect(Number(run.fields['serialization_failures'])).toBeGreaterThan(0);
 }
