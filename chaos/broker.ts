@@ -1,33 +1,9 @@
 import type { ChaosArgs } from './args.js';
-import type { Send } from './plan.js';
-import type { WorkerBrokerConfig } from './protocol.js';
+import type { ChaosBroker } from './broker-api.js';
 
-/** The broker side of a chaos run: queues or topics, the producer, and the checks. */
-export interface ChaosBroker {
-  /** What workers need to consume (and dead-letter). */
-  readonly worker: WorkerBrokerConfig;
-  /** Sends everything, retrying failed sends until done or `signal` aborts; returns the re-sends. */
-  send(sends: Send[], signal: AbortSignal): Promise<{ resent: number }>;
-  /** Nothing left to consume: SQS queue empty (visible, in flight, delayed) / Kafka group lag 0. */
-  drained(): Promise<boolean>;
-  /** Messages in the dead-letter target so far. */
-  deadLetterCount(): Promise<number>;
-  /** Every dead letter's idempotency key and error code (a key may appear twice if a move was repeated). */
-  deadLetters(): Promise<DeadLetter[]>;
-  /** Deletes the run's queues/topics when asked, and closes clients. */
-  close(cleanup: boolean): Promise<void>;
-}
+export type { ChaosBroker, DeadLetter } from './broker-api.js';
 
-/** A dead letter as the checker sees it. */
-export interface DeadLetter {
-  key: string;
-  /**
-   * The error code the adapter attached: the `code` of the SQS `EffectivelyOnce-Error`
-   * attribute, the Kafka `eo-error-code` header; undefined when absent.
-   */
-  code: string | undefined;
-}
-
+/** The run's broker; each kind is loaded only when used (kafkajs or the SQS SDK). */
 export async function createBroker(
   args: ChaosArgs,
   endpoint: string,
@@ -40,9 +16,3 @@ export async function createBroker(
   const { createKafkaBroker } = await import('./kafka-broker.js');
   return createKafkaBroker(endpoint.split(','), runId, args.partitions);
 }
-
-export const IDEMPOTENCY_ATTRIBUTE = 'Idempotency-Key';
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
-
-export const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => setTimeout(resolve, ms));

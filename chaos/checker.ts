@@ -1,4 +1,4 @@
-import type { DeadLetter } from './broker.js';
+import type { DeadLetter } from './broker-api.js';
 import type { Plan } from './plan.js';
 
 /** The checker's verdict over the final state. */

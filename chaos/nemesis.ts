@@ -1,7 +1,7 @@
 import type { Fleet } from './fleet.js';
 import { FAULT_POINTS, type FaultPoint } from './protocol.js';
 import type { Rng } from './rng.js';
-import { sleep } from './broker.js';
+import { sleep } from '../src/sleep.js';
 import type { ChaosServices } from './services.js';
 
 export type KillMode = 'random' | FaultPoint;

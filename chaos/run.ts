@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChaosArgs } from './args.js';
-import { createBroker, sleep, type ChaosBroker } from './broker.js';
+import { sleep } from '../src/sleep.js';
+import { createBroker, type ChaosBroker } from './broker.js';
 import { check, type Verdict } from './checker.js';
 import {
   adminPool,

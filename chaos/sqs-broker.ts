@@ -7,7 +7,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ERROR_ATTRIBUTE } from 'effectively-once/sqs';
-import { IDEMPOTENCY_ATTRIBUTE, sleep, type ChaosBroker, type DeadLetter } from './broker.js';
+import { sleep } from '../src/sleep.js';
+import { IDEMPOTENCY_ATTRIBUTE, type ChaosBroker, type DeadLetter } from './broker-api.js';
 import type { Send } from './plan.js';
 
 const IN_FLIGHT_BATCHES = 8;
