@@ -24,3 +24,6 @@ export function resolveBackoff(backoff: Backoff | undefined): BackoffFn {
     return Math.round(jitter ? Math.random() * ceiling : ceiling);
   };
 }
+
+/** Delay before running a transaction again after a serialization failure or deadlock. */
+export const conflictDelay = resolveBackoff({ initialMs: 10, maxMs: 1000 });
