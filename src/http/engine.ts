@@ -24,7 +24,7 @@ import type { BodyOmitted, KeyClaim, KeyStatements, StoredRecord } from './store
 /** How one request ended, before it is answered. */
 export type Verdict =
   /** Committed with its stored response; `response` is the handler's, body and all. */
-  | { kind: 'executed'; response: Response }
+  | { kind: 'executed'; response: Response; streaming: boolean }
   | { kind: 'replayed'; response: Response }
   /** The handler's own response asked for a rollback (a 5xx): sent as is, nothing kept. */
   | { kind: 'rolled-back'; response: Response }
@@ -189,7 +189,11 @@ export class Engine {
         );
       if (outcome?.kind !== 'store') throw new Error('unreachable: committed without a response');
       await this.committed(claim, outcome.response.status);
-      return { kind: 'executed', response: withBody(outcome.response, outcome.body) };
+      return {
+        kind: 'executed',
+        response: withBody(outcome.response, outcome.body),
+        streaming: outcome.body instanceof ReadableStream,
+      };
     }
     if (outcome?.kind === 'store' && outcome.body instanceof ReadableStream)
       await outcome.body.cancel().catch(() => undefined);

@@ -65,13 +65,22 @@ export type Outcome =
 
 /** What {@link Idempotency.execute} resolves with. */
 export type Execution =
-  | { kind: 'response'; response: Response; outcome: Outcome }
+  | {
+      kind: 'response';
+      response: Response;
+      outcome: Outcome;
+      /**
+       * Whether the body is a stream of unknown length (a body too large to keep, or one
+       * marked `ctx.streamed`): send it as it comes rather than buffer it.
+       */
+      streaming: boolean;
+    }
   /**
    * The user's code (handler, `scope`, `route`) threw; the transaction rolled back and
    * nothing was stored. `response` is the default answer (a problem+json 500); an
    * adapter hands `error` to its framework's error handling instead.
    */
-  | { kind: 'threw'; error: unknown; response: Response };
+  | { kind: 'threw'; error: unknown; response: Response; streaming: false };
 
 /** Counters since the endpoint was created. */
 export interface IdempotencyStats {
@@ -349,13 +358,29 @@ class IdempotencyImpl implements Idempotency {
     switch (verdict.kind) {
       case 'executed':
         this.counters.executed++;
-        return { kind: 'response', response: verdict.response, outcome: 'executed' };
+        return {
+          kind: 'response',
+          response: verdict.response,
+          outcome: 'executed',
+          streaming: verdict.streaming,
+        };
       case 'replayed':
         this.counters.replayed++;
-        return { kind: 'response', response: verdict.response, outcome: 'replayed' };
+        return {
+          kind: 'response',
+          response: verdict.response,
+          outcome: 'replayed',
+          streaming: false,
+        };
       case 'rolled-back':
         this.counters.rolledBack++;
-        return { kind: 'response', response: verdict.response, outcome: 'rolled-back' };
+        // The handler's own response, its body unread: it may be anything.
+        return {
+          kind: 'response',
+          response: verdict.response,
+          outcome: 'rolled-back',
+          streaming: true,
+        };
       case 'threw':
         return this.threw(verdict.error);
       case 'refused':
@@ -373,13 +398,13 @@ class IdempotencyImpl implements Idempotency {
     else this.counters.failed++;
     if (response.status >= 500)
       this.cfg.logger.warn({ err: error }, 'effectively-once: request not applied');
-    return { kind: 'response', response, outcome };
+    return { kind: 'response', response, outcome, streaming: false };
   }
 
   private threw(error: unknown): Execution {
     this.counters.failed++;
     this.cfg.logger.error({ err: error }, 'effectively-once: handler failed, rolled back');
-    return { kind: 'threw', error, response: handlerFailedResponse(this.cfg) };
+    return { kind: 'threw', error, response: handlerFailedResponse(this.cfg), streaming: false };
   }
 
   /** Migrates once (again after a failure), then starts pruning. */

@@ -27,7 +27,7 @@ import {
 } from 'effectively-once/http';
 
 export type Framework = 'hono' | 'express' | 'fastify';
-export const FRAMEWORKS: readonly Framework[] = ['hono'];
+export const FRAMEWORKS: readonly Framework[] = ['hono', 'express', 'fastify'];
 
 /** Test hooks, run inside the handler's transaction. */
 export interface PaymentHooks {
@@ -173,9 +173,9 @@ async function serve(
     case 'hono':
       return (await import('./hono-app.js')).serveHono(idempotency, hooks, port);
     case 'express':
-      throw new Error('todo');
+      return (await import('./express-app.js')).serveExpress(idempotency, hooks, port);
     case 'fastify':
-      throw new Error('todo');
+      return (await import('./fastify-app.js')).serveFastify(idempotency, hooks, port);
   }
 }
 

@@ -209,10 +209,10 @@ describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server',
   it('a response over maxBodyBytes is sent whole once; its replay has no body and says so', async () => {
     const server = await fixture.start({ framework, idempotency: { maxBodyBytes: 1000 } });
     const key = randomUUID();
-    const first = await post(`${server.url}/big?bytes=5000`, key, '');
+    const first = await post(`${server.url}/big?bytes=5000`, key, {});
     expect(first.status).toBe(200);
     expect(first.body).toHaveLength(5000);
-    const replay = await post(`${server.url}/big?bytes=5000`, key, '');
+    const replay = await post(`${server.url}/big?bytes=5000`, key, {});
     expect(stable(replay)).toMatchObject({
       status: 200,
       body: '',
@@ -224,13 +224,13 @@ describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server',
     });
     // The stored Content-Type described bytes the replay does not have (a server may
     // still add its default one).
-    expect(first.headers['content-type']).toBe('text/plain');
-    expect(replay.headers['content-type']).not.toBe('text/plain');
+    expect(first.headers['content-type']).toMatch(/^text\/plain/);
+    expect(replay.headers['content-type']).not.toBe(first.headers['content-type']);
     expect(await fixture.effects(key)).toBe(1);
     // Within the bound, the body is kept.
     const small = randomUUID();
-    const kept = await post(`${server.url}/big?bytes=1000`, small, '');
-    const keptReplay = await post(`${server.url}/big?bytes=1000`, small, '');
+    const kept = await post(`${server.url}/big?bytes=1000`, small, {});
+    const keptReplay = await post(`${server.url}/big?bytes=1000`, small, {});
     expect(keptReplay.body).toBe(kept.body);
     expect(keptReplay.headers['idempotent-body-omitted']).toBeUndefined();
   });
@@ -238,9 +238,9 @@ describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server',
   it('a streamed response is sent as it comes and never stored; its replay says so', async () => {
     const server = await fixture.start({ framework });
     const key = randomUUID();
-    const first = await post(`${server.url}/big?bytes=20000&stream=1`, key, '');
+    const first = await post(`${server.url}/big?bytes=20000&stream=1`, key, {});
     expect(first.body).toHaveLength(20000);
-    const replay = await post(`${server.url}/big?bytes=20000&stream=1`, key, '');
+    const replay = await post(`${server.url}/big?bytes=20000&stream=1`, key, {});
     expect(replay).toMatchObject({
       status: 200,
       body: '',
