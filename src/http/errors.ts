@@ -5,11 +5,15 @@ import { EffectivelyOnceError } from '../errors.js';
  * is a webhook delivery) came without one. Answered 400; nothing was claimed.
  */
 export class IdempotencyKeyMissingError extends EffectivelyOnceError {
-  constructor(header: string) {
-    super('EO_IDEMPOTENCY_KEY_MISSING', `The ${header} header is required on this request`, {
+  /** Where the key should have been: `Idempotency-Key header`, `"id" field of the JSON body`. */
+  readonly field: string;
+
+  constructor(field: string) {
+    super('EO_IDEMPOTENCY_KEY_MISSING', `The ${field} is required on this request`, {
       retryable: false,
-      details: { header },
+      details: { field },
     });
+    this.field = field;
   }
 }
 

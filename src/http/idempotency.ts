@@ -310,7 +310,7 @@ class IdempotencyImpl implements Idempotency {
     }
     const method = request.method.toUpperCase();
     if (key === undefined && cfg.methods.has(method))
-      return this.problem(new IdempotencyKeyMissingError(cfg.header), 'refused');
+      return this.problem(new IdempotencyKeyMissingError(`${cfg.header} header`), 'refused');
     let body: Uint8Array;
     try {
       body = await readRequestBody(request, cfg.maxRequestBytes);

@@ -73,7 +73,7 @@ function classify(error: EffectivelyOnceError, settings: ProblemSettings): Class
     return {
       status: 400,
       slug: 'key-missing',
-      title: `${settings.header} is missing`,
+      title: `${error.field} is missing`,
       retry: false,
     };
   if (error instanceof IdempotencyKeyInvalidError || error instanceof InvalidKeyError)
