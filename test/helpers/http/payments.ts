@@ -35,6 +35,11 @@ export interface PaymentHooks {
   beforeEffect?: (key: string) => Promise<void>;
   /** After the effect: throw, or answer this 5xx (both roll the effect back). */
   fail?: (key: string) => 'throw' | number | undefined;
+  /**
+   * After the effect, a SQLSTATE to raise through `ctx.tx` on this run of the handler
+   * (`40001`: a serialization failure, run again in place).
+   */
+  raise?: (key: string, attempt: number) => string | undefined;
 }
 
 export interface PaymentServerOptions {
@@ -89,6 +94,11 @@ export async function charge(
     'INSERT INTO charges (tenant, customer_id, amount_cents, idem_key) VALUES ($1, $2, $3, $4) RETURNING id',
     [ctx.scope, String(body.customerId), Number(body.amountCents), ctx.key],
   );
+  const sqlstate = hooks.raise?.(ctx.key, ctx.attempt);
+  if (sqlstate !== undefined)
+    await ctx.tx.query(
+      `DO $$ BEGIN RAISE EXCEPTION 'raised by the test' USING ERRCODE = '${sqlstate}'; END $$`,
+    );
   return {
     id: rows[0]?.id ?? '?',
     tenant: ctx.scope,
