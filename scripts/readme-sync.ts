@@ -5,8 +5,8 @@
  *
  * holds that file (a `.ts` file as a fenced block; a `.md` file without its title and
  * with its headings one level deeper, so an adapter's README becomes a section).
- * `npx tsx scripts/readme-sync.ts` rewrites the blocks; test/unit/readme.test.ts fails
- * when one is stale. A block whose file does not exist keeps its text.
+ * `npx tsx scripts/readme-sync.ts [files…]` rewrites the blocks (of README.md, or of the
+ * markdown files named); test/unit/docs/*.test.ts fail when one is stale. A block whose file does not exist keeps its text.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -80,14 +80,18 @@ if (
   process.argv[1] !== undefined &&
   path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)
 ) {
-  const file = path.join(repoRoot, 'README.md');
-  const before = fs.readFileSync(file, 'utf8');
-  const after = sync(before);
-  fs.writeFileSync(file, after);
-  const stale = blocks(before).filter((b) => !b.fresh);
-  console.log(
-    stale.length
-      ? `README.md: synced ${stale.map((b) => b.file).join(', ')}`
-      : 'README.md: up to date',
-  );
+  // `npx tsx scripts/readme-sync.ts [docs/http.md …]`: README.md when no file is named.
+  const files = process.argv.length > 2 ? process.argv.slice(2) : ['README.md'];
+  for (const name of files) {
+    const file = path.resolve(repoRoot, name);
+    const before = fs.readFileSync(file, 'utf8');
+    const after = sync(before);
+    fs.writeFileSync(file, after);
+    const stale = blocks(before).filter((b) => !b.fresh);
+    console.log(
+      stale.length
+        ? `${name}: synced ${stale.map((b) => b.file).join(', ')}`
+        : `${name}: up to date`,
+    );
+  }
 }
