@@ -21,7 +21,7 @@ import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
  * An Express handler run inside the key's transaction: write the effect through
  * `ctx.tx`, answer with `res` as usual (`res.status(201).json(…)`). `req.body` is the
  * parsed body (JSON, form or text; otherwise a Buffer): do not mount a body parser
- * before it, the adapter needs the raw bytes. Throwing (or `next(err)`) rolls back and
+ * before it, the adapter needs the raw bytes. Throwing (or rejecting) rolls back and
  * passes the error to Express; a 5xx rolls back and is sent unstored.
  */
 export type ExpressIdempotentHandler = (

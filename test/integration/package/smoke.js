@@ -1,6 +1,6 @@
 // Run by package.test.ts inside a scratch project that installed the packed tarball:
 // plain Node, no TypeScript loader, no path mapping. Exits non-zero on any failure.
-/* global process, console, setTimeout */
+/* global process, console, setTimeout, Request, Response */
 import * as core from 'effectively-once';
 import * as sqs from 'effectively-once/sqs';
 import * as kafka from 'effectively-once/kafka';

@@ -201,7 +201,7 @@ describe('bounded bodies', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit);
+    });
     await expect(readRequestBody(chunked, 10)).rejects.toMatchObject({
       code: 'EO_REQUEST_TOO_LARGE',
     });
