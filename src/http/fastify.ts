@@ -156,6 +156,9 @@ function wrap(
       },
       overrides,
     );
+    // A handler abandoned on timeout may still hold these: the answer goes out for real.
+    Reflect.deleteProperty(reply, 'send');
+    Reflect.deleteProperty(reply, 'then');
     restore(reply, snapshot);
     if (execution.kind === 'threw') throw execution.error;
     const { response } = execution;

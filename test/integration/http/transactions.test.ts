@@ -203,3 +203,21 @@ describe('the core, called directly', () => {
     expect(await refused.json()).toMatchObject({ code: 'EO_SHUTDOWN' });
   });
 });
+
+describe.each(FRAMEWORKS)('%s: a handler past timeoutMs', (framework) => {
+  it('is answered 503 + Retry-After while it still runs; nothing is applied', async () => {
+    const hold = gate();
+    const server = await fixture.start({
+      framework,
+      idempotency: { timeoutMs: 300 },
+      hooks: { beforeEffect: () => hold.wait },
+    });
+    const key = randomUUID();
+    const answer = await post(`${server.url}/charges`, key, { customerId: 'c', amountCents: 4 });
+    hold.open();
+    expect(answer.status).toBe(503);
+    expect(answer.headers['retry-after']).toBe('1');
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'EO_HANDLER_TIMEOUT' });
+    expect(await fixture.effects(key)).toBe(0);
+  });
+});
