@@ -153,7 +153,9 @@ export interface IdempotencyConfig {
   problemTypeBase: string;
 }
 
+/** Default name of the key table. */
 export const DEFAULT_TABLE = 'eo_idempotency_keys';
+/** Default key lifetime (`retention.olderThanMs`): 24 h, as Stripe keeps keys. */
 export const DEFAULT_KEY_LIFETIME_MS = 24 * 3600_000;
 const MIB = 1024 * 1024;
 
