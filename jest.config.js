@@ -10,6 +10,9 @@ const common = {
     '^effectively-once/kafka$': '<rootDir>/adapters/kafka/index.ts',
     '^effectively-once/testing$': '<rootDir>/src/testing/index.ts',
     '^effectively-once/client$': '<rootDir>/src/client/index.ts',
+    '^effectively-once/http$': '<rootDir>/src/http/index.ts',
+    '^effectively-once/http/express$': '<rootDir>/src/http/express.ts',
+    '^effectively-once/http/fastify$': '<rootDir>/src/http/fastify.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

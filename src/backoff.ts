@@ -35,3 +35,6 @@ export function retryDelay(failures: number, bounds: { initialMs: number; maxMs:
   const ceiling = Math.min(bounds.maxMs, bounds.initialMs * 2 ** Math.max(0, failures - 1));
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
 }
+
+/** Delay before running a transaction again after a serialization failure or deadlock. */
+export const conflictDelay = resolveBackoff({ initialMs: 10, maxMs: 1000 });

@@ -4,7 +4,7 @@ import { Dispatcher } from './dispatcher.js';
 import { BrokerError, EffectivelyOnceError, StateError } from './errors.js';
 import { ConsumerEventHub, type Listener } from './events.js';
 import type { ConsumerOptions } from './options.js';
-import { RetentionPruner } from './retention.js';
+import { consumerRetention, type RetentionPruner } from './retention.js';
 import { Batcher } from './batcher.js';
 import { BatchRunner } from './batch-runner.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -102,7 +102,7 @@ class ConsumerImpl<T> implements Consumer {
     }
     this.retention =
       cfg.retention &&
-      new RetentionPruner(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
+      consumerRetention(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     warnIfPoolTooSmall(cfg);
   }

@@ -5,9 +5,16 @@ import type { TableRef } from './store/identifiers.js';
 import type { ConsumerStats } from './types.js';
 import { prune } from './store/prune.js';
 
+/** What a periodic prune reports. */
+export interface PruneReport {
+  pruned(deleted: number, durationMs: number): void;
+  error(error: EffectivelyOnceError): void;
+}
+
 /**
- * Background pruning of one consumer's dedup window. Runs are never concurrent and
- * delete in small batches so they never compete with claims for long locks.
+ * Background pruning of a window (a consumer's dedup keys, an HTTP endpoint's stored
+ * responses). Runs are never concurrent; each `run` deletes in small batches so it
+ * never competes with claims for long locks, and stops between batches on `stop()`.
  */
 export class RetentionPruner {
   private timer: NodeJS.Timeout | undefined;
@@ -15,21 +22,14 @@ export class RetentionPruner {
   private readonly abort = new AbortController();
 
   constructor(
-    private readonly pool: Pool,
-    private readonly consumer: string,
-    private readonly table: TableRef,
-    private readonly options: {
-      olderThanMs: number;
-      intervalMs: number;
-      batchSize: number;
-      dutyCycle: number;
-    },
-    private readonly hub: ConsumerEventHub,
-    private readonly stats: ConsumerStats,
+    private readonly intervalMs: number,
+    private readonly run: (signal: AbortSignal) => Promise<number>,
+    private readonly report: PruneReport,
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => this.tick(), this.options.intervalMs);
+    if (this.timer !== undefined || this.abort.signal.aborted) return;
+    this.timer = setInterval(() => this.tick(), this.intervalMs);
     this.timer.unref();
   }
 
@@ -42,23 +42,12 @@ export class RetentionPruner {
   private tick(): void {
     if (this.running !== undefined) return;
     const started = performance.now();
-    this.running = prune(this.pool, {
-      consumer: this.consumer,
-      olderThan: this.options.olderThanMs,
-      batchSize: this.options.batchSize,
-      dutyCycle: this.options.dutyCycle,
-      schema: this.table.schema,
-      table: this.table.table,
-      signal: this.abort.signal,
-    })
+    this.running = this.run(this.abort.signal)
       .then((deleted) => {
-        if (deleted === 0) return;
-        this.stats.pruned += deleted;
-        this.hub.emit('pruned', { deleted, durationMs: performance.now() - started });
+        if (deleted > 0) this.report.pruned(deleted, performance.now() - started);
       })
       .catch((cause: unknown) => {
-        this.hub.emit(
-          'error',
+        this.report.error(
           cause instanceof EffectivelyOnceError ? cause : new DatabaseError('prune', cause),
         );
       })
@@ -66,4 +55,35 @@ export class RetentionPruner {
         this.running = undefined;
       });
   }
+}
+
+/** One consumer's dedup window, reported as its `pruned` and `error` events. */
+export function consumerRetention(
+  pool: Pool,
+  consumer: string,
+  table: TableRef,
+  options: { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number },
+  hub: ConsumerEventHub,
+  stats: ConsumerStats,
+): RetentionPruner {
+  return new RetentionPruner(
+    options.intervalMs,
+    (signal) =>
+      prune(pool, {
+        consumer,
+        olderThan: options.olderThanMs,
+        batchSize: options.batchSize,
+        dutyCycle: options.dutyCycle,
+        schema: table.schema,
+        table: table.table,
+        signal,
+      }),
+    {
+      pruned: (deleted, durationMs) => {
+        stats.pruned += deleted;
+        hub.emit('pruned', { deleted, durationMs });
+      },
+      error: (error) => hub.emit('error', error),
+    },
+  );
 }

@@ -1,5 +1,5 @@
 import { admit } from './admission.js';
-import { resolveBackoff } from './backoff.js';
+import { conflictDelay } from './backoff.js';
 import type { ConsumerConfig } from './config.js';
 import {
   type EffectivelyOnceError,
@@ -29,8 +29,7 @@ type Verdict =
   | FailedAttempt
   | Released;
 
-/** Delay before running a transaction again after a serialization failure or deadlock. */
-export const conflictDelay = resolveBackoff({ initialMs: 10, maxMs: 1000 });
+export { conflictDelay };
 
 /**
  * Runs one delivery: claim → handler → COMMIT → ack. Owns the transaction and never

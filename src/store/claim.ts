@@ -41,15 +41,17 @@ export const CLAIM_EPILOGUE =
 
 /**
  * The INSERT's result and the transaction id out of a claim round trip (BEGIN, SELECT,
- * SET, INSERT, SELECT). Anything else fails CLOSED: reading an odd answer as "no row
+ * SET, INSERT, SELECT, then `trailing` statements of the caller's, whose results come
+ * back in `rest`). Anything else fails CLOSED: reading an odd answer as "no row
  * inserted" would ack a message whose effect never ran.
  */
 export function claimResults<R extends object>(
   results: unknown,
   maxInserted: number,
-): { insert: QueryResult<R>; xid: string | null } {
+  trailing = 0,
+): { insert: QueryResult<R>; xid: string | null; rest: QueryResult[] } {
   const list = results as Array<QueryResult<R> & { rows: unknown[] }>;
-  const insert = Array.isArray(list) && list.length === 5 ? list[3] : undefined;
+  const insert = Array.isArray(list) && list.length === 5 + trailing ? list[3] : undefined;
   const tail = Array.isArray(list) ? list[4]?.rows?.[0] : undefined;
   const xid = (tail as { xid?: unknown } | undefined)?.xid;
   const inserted = insert?.rowCount;
@@ -70,7 +72,7 @@ export function claimResults<R extends object>(
       ),
     );
   }
-  return { insert, xid };
+  return { insert, xid, rest: list.slice(5) };
 }
 
 /**

@@ -30,12 +30,21 @@ const NOT_OURS = 'effectively_once.claim_not_in_this_transaction';
  * the claim was inserted in; it raises otherwise, so the COMMIT after it is skipped),
  * then COMMIT, whose command tag must say COMMIT. The only unknown outcome left is a
  * connection that died with the COMMIT on the wire.
+ *
+ * `last`, when given, is one more statement of the library's own (an HTTP endpoint's
+ * stored response) run in the same round trip after the check and before COMMIT: it
+ * only runs in the claim's transaction, and an error it raises rolls everything back
+ * (outcome `rejected`).
  */
-export async function commitClaim(client: PoolClient, xid: string): Promise<CommitOutcome> {
+export async function commitClaim(
+  client: PoolClient,
+  xid: string,
+  last?: string,
+): Promise<CommitOutcome> {
   if (!/^\d+$/.test(xid)) return { kind: 'unknown', error: new Error(`odd xid "${xid}"`) };
   const sql =
     `SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NOT DISTINCT FROM '${xid}'::xid8` +
-    ` THEN '' ELSE current_setting('${NOT_OURS}') END; COMMIT;`;
+    ` THEN '' ELSE current_setting('${NOT_OURS}') END;${last === undefined ? '' : ` ${last};`} COMMIT;`;
   let results: unknown;
   try {
     results = await client.query(sql);
@@ -43,7 +52,9 @@ export async function commitClaim(client: PoolClient, xid: string): Promise<Comm
     return afterError(client, error, xid);
   }
   const list = results as QueryResult[];
-  const tag = Array.isArray(list) && list.length === 2 ? list[1]?.command : undefined;
+  const expected = last === undefined ? 2 : 3;
+  const tag =
+    Array.isArray(list) && list.length === expected ? list[expected - 1]?.command : undefined;
   if (tag === 'COMMIT') return { kind: 'committed' };
   if (tag === 'ROLLBACK') return { kind: 'aborted' };
   return { kind: 'unknown', error: new Error(`unexpected answer to COMMIT (${String(tag)})`) };

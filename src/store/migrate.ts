@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
-import { qualifiedTable, quoteIdentifier, tableRef } from './identifiers.js';
+import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
 
 /** Options of {@link migrate}. */
 export interface MigrateOptions {
@@ -10,20 +10,45 @@ export interface MigrateOptions {
   table?: string;
 }
 
+/** One table of the library's family: its columns and the timestamp index pruning uses. */
+export interface TableSpec {
+  ref: TableRef;
+  /** The column list of `CREATE TABLE`, primary key included. */
+  columns: string;
+  /** The timestamp column the window is pruned by; indexed as `<table>_<column>_idx`. */
+  timeColumn: string;
+}
+
 // Arbitrary but fixed: every worker of every version must take the same lock.
 const MIGRATION_LOCK_KEY = 0x6566_6f6e; // "efon"
 
 /**
  * Creates the dedup table and its pruning index if they do not exist. Idempotent,
- * and safe when many workers start at once: concurrent `CREATE ... IF NOT EXISTS`
- * can still collide on the catalog, so the DDL runs under a transaction-scoped
- * advisory lock.
+ * and safe when many workers start at once (see `ensureTable`).
  */
 export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<void> {
-  const ref = tableRef(options);
+  await ensureTable(pool, {
+    ref: tableRef(options),
+    columns: `
+        consumer     text        NOT NULL,
+        message_key  text        NOT NULL,
+        payload_hash bytea,
+        processed_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (consumer, message_key)`,
+    timeColumn: 'processed_at',
+  });
+}
+
+/**
+ * Creates one table of the family (and its schema and pruning index) if missing.
+ * Concurrent `CREATE ... IF NOT EXISTS` can still collide on the catalog, so the DDL
+ * runs under a transaction-scoped advisory lock shared by every table of the family.
+ */
+export async function ensureTable(pool: Pool, spec: TableSpec): Promise<void> {
+  const { ref } = spec;
   const table = qualifiedTable(ref);
   const schema = quoteIdentifier(ref.schema, 'schema');
-  const index = quoteIdentifier(indexName(ref.table), 'table');
+  const index = quoteIdentifier(indexName(ref.table, spec.timeColumn), 'table');
   const client = await pool.connect().catch((cause: unknown) => {
     throw new DatabaseError('connect (migrate)', cause);
   });
@@ -39,15 +64,10 @@ export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await client.query(`
-      CREATE TABLE IF NOT EXISTS ${table} (
-        consumer     text        NOT NULL,
-        message_key  text        NOT NULL,
-        payload_hash bytea,
-        processed_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (consumer, message_key)
-      )`);
-    await client.query(`CREATE INDEX IF NOT EXISTS ${index} ON ${table} (processed_at)`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${table} (${spec.columns})`);
+    await client.query(
+      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${quoteIdentifier(spec.timeColumn)})`,
+    );
     await client.query('COMMIT');
   } catch (cause) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -57,8 +77,8 @@ export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise
   }
 }
 
-function indexName(table: string): string {
-  const suffix = '_processed_at_idx';
+function indexName(table: string, column: string): string {
+  const suffix = `_${column}_idx`;
   // Keep within 63 bytes while staying deterministic for one table name.
   let base = table;
   while (Buffer.byteLength(base + suffix, 'utf8') > 63) base = base.slice(0, -1);

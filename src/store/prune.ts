@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { ConfigurationError, DatabaseError } from '../errors.js';
 import { fractionOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
-import { qualifiedTable, tableRef } from './identifiers.js';
+import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
 
 /** Options of {@link prune}. */
 export interface PruneOptions {
@@ -33,26 +33,63 @@ export interface PruneOptions {
  * late redelivery apply its effect again.
  */
 export async function prune(pool: Pool, options: PruneOptions): Promise<number> {
+  return pruneTable(
+    pool,
+    {
+      ref: tableRef(options),
+      keyColumns: ['consumer', 'message_key'],
+      timeColumn: 'processed_at',
+      ...(options.consumer !== undefined
+        ? { only: { column: 'consumer', value: options.consumer } }
+        : {}),
+    },
+    options,
+  );
+}
+
+/** Which rows of which table of the family a prune deletes. */
+export interface PruneTarget {
+  ref: TableRef;
+  /** The primary key's columns. */
+  keyColumns: readonly string[];
+  /** The timestamp the window is measured from. */
+  timeColumn: string;
+  /** Only rows whose `column` equals `value` (one consumer's, one scope's). */
+  only?: { column: string; value: string };
+}
+
+/** The options every prune shares. */
+export type PruneBounds = Pick<PruneOptions, 'olderThan' | 'batchSize' | 'signal' | 'dutyCycle'>;
+
+/**
+ * Deletes the target's rows older than `olderThan` in bounded batches, SKIP LOCKED,
+ * busy at most `dutyCycle` of the time, with the cutoff on the database's clock.
+ */
+export async function pruneTable(
+  pool: Pool,
+  target: PruneTarget,
+  options: PruneBounds,
+): Promise<number> {
   const batchSize = options.batchSize ?? 1000;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
     throw new ConfigurationError('batchSize', 'must be an integer from 1 to 100000', { batchSize });
   }
   const duty = fractionOption('dutyCycle', options.dutyCycle, 1);
   checkOlderThan(options.olderThan);
+  const table = qualifiedTable(target.ref);
+  const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
+  const time = quoteIdentifier(target.timeColumn);
+  const only = target.only;
   const cutoff = await cutoffOf(pool, options.olderThan);
-  const table = qualifiedTable(tableRef(options));
-  const byConsumer = options.consumer !== undefined;
   // SKIP LOCKED: never wait behind a worker that is touching the same rows.
   const sql = `
     DELETE FROM ${table} t
-     WHERE (t.consumer, t.message_key) IN (
-       SELECT consumer, message_key FROM ${table}
-        WHERE processed_at < $1 ${byConsumer ? 'AND consumer = $3' : ''}
+     WHERE (${target.keyColumns.map((c) => `t.${quoteIdentifier(c)}`).join(', ')}) IN (
+       SELECT ${keys} FROM ${table}
+        WHERE ${time} < $1 ${only ? `AND ${quoteIdentifier(only.column)} = $3` : ''}
         LIMIT $2
         FOR UPDATE SKIP LOCKED)`;
-  const params: unknown[] = byConsumer
-    ? [cutoff, batchSize, options.consumer]
-    : [cutoff, batchSize];
+  const params: unknown[] = only ? [cutoff, batchSize, only.value] : [cutoff, batchSize];
   let total = 0;
   for (;;) {
     if (options.signal?.aborted) return total;

@@ -56,7 +56,11 @@ export type TransactionEnd =
 
 /** How the user's code inside the transaction (handler, then the adapter's hook) ended. */
 export type WorkResult =
-  | { kind: 'ok' }
+  | {
+      kind: 'ok';
+      /** A statement of the library's to run in the transaction right before COMMIT (see commitClaim). */
+      beforeCommit?: string;
+    }
   | { kind: 'timeout'; error: HandlerTimeoutError }
   | { kind: 'stopped' }
   | { kind: 'threw'; error: unknown; attempt: number }
@@ -167,7 +171,7 @@ export class ClaimConnection {
   async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
     switch (work.kind) {
       case 'ok':
-        return this.commit(xid);
+        return this.commit(xid, work.beforeCommit);
       case 'timeout':
         await this.abandon(work.error);
         return { kind: 'failed', error: work.error, infrastructure: false, conflict: false };
@@ -226,7 +230,7 @@ export class ClaimConnection {
     return { kind: 'failed', error, infrastructure: false, conflict };
   }
 
-  private async commit(xid: string): Promise<TransactionEnd> {
+  private async commit(xid: string, beforeCommit: string | undefined): Promise<TransactionEnd> {
     if (!this.alive) {
       // COMMIT was never sent, so nothing committed: the server aborts a dead session's transaction.
       this.markDownIfUnavailable(this.lost);
@@ -236,7 +240,7 @@ export class ClaimConnection {
         }),
       );
     }
-    const outcome = await commitClaim(this.client, xid);
+    const outcome = await commitClaim(this.client, xid, beforeCommit);
     const first = this.guard.firstError;
     switch (outcome.kind) {
       case 'committed':

@@ -20,7 +20,7 @@ let files: string[];
 
 /**
  * Package hygiene, end to end: build, pack, inspect the tarball, install it into a
- * scratch project, import all five entry points with plain Node, type-check a
+ * scratch project, import all eight entry points with plain Node, type-check a
  * consumer of its declarations, and compare its surface with the API reports.
  */
 beforeAll(async () => {
@@ -65,7 +65,16 @@ describe('the packed package', () => {
     expect(targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !files.includes(t))).toEqual(
       [],
     );
-    for (const entry of ['.', './sqs', './kafka', './testing', './client']) {
+    for (const entry of [
+      '.',
+      './sqs',
+      './kafka',
+      './testing',
+      './client',
+      './http',
+      './http/express',
+      './http/fastify',
+    ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
         default: expect.stringMatching(/\.js$/),
@@ -97,7 +106,16 @@ describe('the packed package', () => {
         run(npm, [...install, '--prefer-offline'], { cwd: scratch }),
       );
       // Peer dependencies (and the types a TypeScript user installs): the repo's copies.
-      for (const peer of ['pg', 'kafkajs', '@aws-sdk/client-sqs', '@types/pg', '@types/node']) {
+      for (const peer of [
+        'pg',
+        'kafkajs',
+        '@aws-sdk/client-sqs',
+        'express',
+        'fastify',
+        '@types/pg',
+        '@types/node',
+        '@types/express',
+      ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });
         fs.symlinkSync(path.join(repoRoot, 'node_modules', peer), link, 'dir');
@@ -106,7 +124,7 @@ describe('the packed package', () => {
         fs.copyFileSync(path.join(here, file), path.join(scratch, file));
     }, 180_000);
 
-    it('imports all five entry points with plain Node (ESM); runs a consumer against Postgres and idempotentFetch against a loopback server', async () => {
+    it('imports all eight entry points with plain Node (ESM); runs a consumer and an idempotent endpoint against Postgres, idempotentFetch against a loopback server', async () => {
       const { stdout } = await run(process.execPath, ['smoke.js'], {
         cwd: scratch,
         env: process.env,

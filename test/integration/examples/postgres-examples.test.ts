@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
+import { migrateKeyTable } from '../../../src/http/index.js';
 import { createConsumer, migrate } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
 import { main as customSource } from '../../../examples/custom-source.js';
@@ -143,6 +144,49 @@ describe('Postgres-only examples quoted by the docs', () => {
       };
       const expected = await shape('by_migrate');
       expect(expected.columns).toHaveLength(4);
+      expect(await shape('by_sql')).toEqual(expected);
+    });
+  });
+
+  it('sql/idempotency-keys-table.sql: the same table and index as migrateKeyTable() creates', async () => {
+    await withDatabase('sql_http_keys', async (db) => {
+      const ddl = fs.readFileSync(
+        path.join(repoRoot, 'examples/sql/idempotency-keys-table.sql'),
+        'utf8',
+      );
+      await migrateKeyTable(db.pool, { schema: 'by_migrate' });
+      await db.pool.query('CREATE SCHEMA by_sql');
+      const client = await db.pool.connect();
+      try {
+        await client.query('SET search_path = by_sql');
+        await client.query(ddl);
+      } finally {
+        await client.query('RESET search_path');
+        client.release();
+      }
+      const shape = async (schema: string) => {
+        const columns = await db.pool.query(
+          `SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns
+            WHERE table_schema = $1 AND table_name = 'eo_idempotency_keys' ORDER BY ordinal_position`,
+          [schema],
+        );
+        const constraints = await db.pool.query<{ def: string }>(
+          `SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+             JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1 ORDER BY 1`,
+          [schema],
+        );
+        const indexes = await db.pool.query<{ indexdef: string }>(
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
+          [schema],
+        );
+        return {
+          columns: columns.rows,
+          constraints: constraints.rows.map((r) => r.def),
+          indexes: indexes.rows.map((r) => r.indexdef.replaceAll(`${schema}.`, '')),
+        };
+      };
+      const expected = await shape('by_migrate');
+      expect(expected.columns).toHaveLength(10);
       expect(await shape('by_sql')).toEqual(expected);
     });
   });

@@ -21,6 +21,17 @@ import {
   type IdempotentFetchOptions,
   type IdempotentFetchResult,
 } from 'effectively-once/client';
+import express from 'express';
+import Fastify from 'fastify';
+import {
+  createIdempotency,
+  webhookSources,
+  type Idempotency,
+  type IdempotencyContext,
+  type IdempotencyOptions,
+} from 'effectively-once/http';
+import { expressWebhook, idempotentExpress } from 'effectively-once/http/express';
+import { idempotencyPlugin } from 'effectively-once/http/fastify';
 
 interface Order {
   orderId: string;
@@ -97,3 +108,54 @@ export async function charge(): Promise<IdempotentFetchResult | number> {
 
 // @ts-expect-error: keyFormat is 'raw' or 'quoted'
 void idempotentFetch('https://api.example/x', {}, { keyFormat: 'json' });
+
+const endpointOptions: IdempotencyOptions = {
+  pool,
+  scope: (request) => request.headers.get('x-tenant') ?? 'anonymous',
+  concurrent: 'wait',
+  waitMs: 2000,
+};
+export const idempotency: Idempotency = createIdempotency(endpointOptions);
+export const fetchStyle: (request: Request) => Promise<Response> = idempotency.handler(
+  async (request, ctx: IdempotencyContext) => {
+    await ctx.tx.query('INSERT INTO charges (body) VALUES ($1)', [await request.text()]);
+    return Response.json({ key: ctx.key }, { status: 201 });
+  },
+);
+export const github = idempotency.webhook(
+  { source: webhookSources.github, verify: () => true },
+  async (_request, { tx, key }) => {
+    await tx.query('INSERT INTO deliveries (id) VALUES ($1)', [key]);
+  },
+);
+
+const app = express();
+app.post(
+  '/charges',
+  idempotentExpress(idempotency, async (req, res, { tx }) => {
+    await tx.query('SELECT $1', [JSON.stringify(req.body)]);
+    res.status(201).json({ ok: true });
+  }),
+);
+app.post(
+  '/hooks/stripe',
+  expressWebhook(idempotency, { source: webhookSources.stripe }, async (_req, res) => {
+    res.sendStatus(204);
+  }),
+);
+
+export async function fastifyApp(): Promise<void> {
+  const server = Fastify();
+  await server.register(idempotencyPlugin, { idempotency, methods: ['POST'] });
+  server.post('/charges', { config: { idempotency: {} } }, async (request) => {
+    const ctx = request.idempotency;
+    if (ctx === null) throw new Error('not idempotent');
+    await ctx.tx.query('SELECT 1');
+    return { key: ctx.key };
+  });
+}
+
+// @ts-expect-error: concurrent is 'wait' or 'reject'
+createIdempotency({ pool, scope: 's', concurrent: 'queue' });
+// @ts-expect-error: scope is required
+createIdempotency({ pool });

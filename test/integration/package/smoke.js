@@ -1,11 +1,14 @@
 // Run by package.test.ts inside a scratch project that installed the packed tarball:
 // plain Node, no TypeScript loader, no path mapping. Exits non-zero on any failure.
-/* global process, console, setTimeout */
+/* global process, console, setTimeout, Request, Response */
 import * as core from 'effectively-once';
 import * as sqs from 'effectively-once/sqs';
 import * as kafka from 'effectively-once/kafka';
 import * as testing from 'effectively-once/testing';
 import * as client from 'effectively-once/client';
+import * as httpCore from 'effectively-once/http';
+import * as httpExpress from 'effectively-once/http/express';
+import * as httpFastify from 'effectively-once/http/fastify';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -25,11 +28,17 @@ for (const [name, value] of Object.entries({
   'testing.memorySource': testing.memorySource,
   'client.idempotentFetch': client.idempotentFetch,
   'client.RetriesExhaustedError': client.RetriesExhaustedError,
+  'http.createIdempotency': httpCore.createIdempotency,
+  'http.pruneIdempotencyKeys': httpCore.pruneIdempotencyKeys,
+  'http.IdempotencyKeyReusedError': httpCore.IdempotencyKeyReusedError,
+  'http/express.idempotentExpress': httpExpress.idempotentExpress,
+  'http/express.expressWebhook': httpExpress.expressWebhook,
+  'http/fastify.idempotencyPlugin': httpFastify.idempotencyPlugin,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
 
-// Only the five entry points (and package.json) are public.
+// Only the eight entry points (and package.json) are public.
 try {
   await import('effectively-once/dist/src/runner.js');
   check(false, 'a deep import must be refused by the exports map');
@@ -102,6 +111,49 @@ try {
 } finally {
   server.closeAllConnections();
   server.close();
+}
+
+// The built http core end to end on Postgres: the effect once, the second answer a replay.
+const httpSchema = `pkg_http_${process.pid}`;
+const httpPool = new pg.Pool({
+  connectionString: process.env.DATABASE_URL,
+  options: `-c search_path=${httpSchema}`,
+});
+try {
+  await httpPool.query(`CREATE SCHEMA ${httpSchema}`);
+  await httpPool.query('CREATE TABLE charges (k text NOT NULL)');
+  const idempotency = httpCore.createIdempotency({
+    pool: httpPool,
+    scope: 'smoke',
+    schema: httpSchema,
+    retention: false,
+  });
+  const charge = idempotency.handler(async (request, { tx, key }) => {
+    await tx.query('INSERT INTO charges (k) VALUES ($1)', [key]);
+    return Response.json(await request.json(), { status: 201 });
+  });
+  const send = () =>
+    charge(
+      new Request('http://localhost/charges', {
+        method: 'POST',
+        headers: { 'idempotency-key': 'smoke-1', 'content-type': 'application/json' },
+        body: '{"amount":1}',
+      }),
+    );
+  const first = await send();
+  const second = await send();
+  check(first.status === 201, `http: first 201 (got ${first.status})`);
+  check(
+    second.headers.get('idempotent-replayed') === 'true',
+    'http: the second answer is a replay',
+  );
+  check((await second.text()) === '{"amount":1}', 'http: the replay has the stored body');
+  const { rows } = await httpPool.query('SELECT count(*)::int AS n FROM charges');
+  check(rows[0].n === 1, `http: one effect (got ${rows[0].n})`);
+  await idempotency.close();
+} finally {
+  await httpPool.query(`DROP SCHEMA IF EXISTS ${httpSchema} CASCADE`).catch(() => undefined);
+  await httpPool.end();
 }
 
 if (failures.length > 0) {

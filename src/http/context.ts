@@ -1,0 +1,48 @@
+import type { PoolClient } from 'pg';
+
+/** What an idempotent handler receives besides the request. */
+export interface IdempotencyContext {
+  /**
+   * A pg client inside the open transaction that holds the key's claim. Write the
+   * effect through it: it commits together with the stored response, or not at all.
+   * Statements that would end the transaction (BEGIN, COMMIT, ROLLBACK …) and
+   * `release()` are refused; use SAVEPOINT / ROLLBACK TO SAVEPOINT to recover from a
+   * statement you expect to fail.
+   */
+  readonly tx: PoolClient;
+  /** The idempotency key claimed (the header's, or a webhook's delivery id). */
+  readonly key: string;
+  /** The scope the key was claimed in (tenant, principal, webhook sender). */
+  readonly scope: string;
+  /**
+   * Aborts when the handler runs past `timeoutMs` or the endpoint closes; the
+   * transaction then rolls back. A client that disconnects does not abort it: the
+   * effect commits (and its retry replays) or rolls back, cleanly either way.
+   */
+  readonly signal: AbortSignal;
+  /** The request, its body readable (a fresh copy on every run of the handler). */
+  readonly request: Request;
+  /** The raw request body, as fingerprinted. */
+  readonly body: Uint8Array;
+  /** 1 on the first run; higher when a serialization failure made the transaction run again. */
+  readonly attempt: number;
+  /**
+   * Marks a response whose body is a stream to send as it comes (server-sent events, a
+   * large export): it is not buffered before COMMIT and not stored. A replay gets the
+   * status and stored headers, an empty body and `Idempotent-Body-Omitted: stream`.
+   * Returns the response.
+   */
+  streamed(response: Response): Response;
+}
+
+/**
+ * An idempotent endpoint's handler, fetch-style: do the effect through `ctx.tx` and
+ * return the response. A response whose status `rollbackOn` matches (500 and above by
+ * default) rolls the effect back and is sent unstored, as is a throw (the client gets
+ * a problem+json 500). Any other response is stored with the effect, committed, then
+ * sent.
+ */
+export type IdempotentHandler = (
+  request: Request,
+  ctx: IdempotencyContext,
+) => Response | Promise<Response>;

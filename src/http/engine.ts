@@ -1,0 +1,286 @@
+import { conflictDelay } from '../backoff.js';
+import {
+  DatabaseError,
+  EffectivelyOnceError,
+  HandlerTimeoutError,
+  ShutdownError,
+} from '../errors.js';
+import { guardedCall } from '../guarded-call.js';
+import { sleep } from '../sleep.js';
+import {
+  ClaimConnection,
+  type ConnectionDeps,
+  type FailedAttempt,
+  type Released,
+  type WorkResult,
+} from '../tx/claim-connection.js';
+import { readResponseBody } from './body.js';
+import type { IdempotencyContext, IdempotentHandler } from './context.js';
+import { IdempotencyKeyReusedError } from './errors.js';
+import type { IdempotencyConfig } from './options.js';
+import { recordOf, replayOf, withBody } from './replay.js';
+import type { BodyOmitted, KeyClaim, KeyStatements, StoredRecord } from './store.js';
+
+/** How one request ended, before it is answered. */
+export type Verdict =
+  /** Committed with its stored response; `response` is the handler's, body and all. */
+  | { kind: 'executed'; response: Response; streaming: boolean }
+  | { kind: 'replayed'; response: Response }
+  /** The handler's own response asked for a rollback (a 5xx): sent as is, nothing kept. */
+  | { kind: 'rolled-back'; response: Response }
+  /** The user's code threw; the transaction rolled back. */
+  | { kind: 'threw'; error: unknown }
+  /** Refused without running: a key reused with another request. */
+  | { kind: 'refused'; error: EffectivelyOnceError }
+  | FailedAttempt
+  | Released;
+
+/** One request, everything that stays the same across its transaction's runs. */
+export interface Job {
+  claim: KeyClaim;
+  /** False for a request that had no key of its own: its row is dropped before COMMIT. */
+  keyed: boolean;
+  request: Request;
+  body: Uint8Array;
+  handler: IdempotentHandler;
+}
+
+type HandlerOutcome =
+  | {
+      kind: 'store';
+      response: Response;
+      body: Uint8Array | ReadableStream<Uint8Array> | null;
+      omitted: BodyOmitted | null;
+      stored: Uint8Array | null;
+    }
+  | { kind: 'rollback'; response: Response };
+
+/**
+ * Runs requests through claim → handler → stored response + verified COMMIT, the
+ * consumer runner's sequence on the same ClaimConnection, with a response in place
+ * of the ack.
+ */
+export class Engine {
+  private readonly streamedResponses = new WeakSet<Response>();
+
+  constructor(
+    private readonly cfg: IdempotencyConfig,
+    private readonly statements: KeyStatements,
+    private readonly deps: ConnectionDeps,
+  ) {}
+
+  /** Runs the job's transaction again, in place, while it loses serialization races (bounded). */
+  async run(job: Job): Promise<Verdict> {
+    let conflicts = 0;
+    let vanished = 0;
+    for (let attempt = 1; ; attempt++) {
+      const verdict = await this.attempt(job, attempt);
+      if (verdict.kind === 'vanished') {
+        // The row was pruned between the claim and the read: claim again (bounded).
+        if (++vanished > 3)
+          return this.failed(new DatabaseError('claim', new Error('the key row kept vanishing')));
+        continue;
+      }
+      if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
+      if (conflicts >= this.cfg.serializationRetries || this.deps.hardStop.aborted)
+        return this.failed(new DatabaseError('transaction (serialization failure)', verdict.error));
+      conflicts++;
+      await sleep(conflictDelay(conflicts), this.deps.hardStop);
+      if (this.deps.hardStop.aborted)
+        return { kind: 'released', error: new ShutdownError(job.claim.key) };
+    }
+  }
+
+  /** One transaction: claim, then the handler or the stored response. */
+  private async attempt(job: Job, attempt: number): Promise<Verdict | { kind: 'vanished' }> {
+    const { claim } = job;
+    const conn = await ClaimConnection.open(this.deps, claim.key);
+    if (!(conn instanceof ClaimConnection)) return conn;
+    try {
+      let found;
+      try {
+        found = await this.statements.claim(conn.client, claim, this.cfg.waitMs);
+      } catch (cause) {
+        return await conn.claimFailed(cause, this.cfg.waitMs);
+      }
+      if (found.kind !== 'claimed') {
+        await conn.rollback();
+        return found.kind === 'vanished' ? found : this.replay(claim, found.record);
+      }
+      return await this.execute(conn, job, attempt, found.xid);
+    } finally {
+      conn.close();
+    }
+  }
+
+  private async execute(
+    conn: ClaimConnection,
+    job: Job,
+    attempt: number,
+    xid: string,
+  ): Promise<Verdict> {
+    const { claim } = job;
+    let outcome: HandlerOutcome | undefined;
+    const tx = conn.guard.tx;
+    const request = copyRequest(job.request, job.body);
+    const streamed = this.streamedResponses;
+    const result = await guardedCall(
+      async (link) => {
+        const ctx: IdempotencyContext = {
+          tx,
+          key: claim.key,
+          scope: claim.scope,
+          get signal() {
+            return link.signal;
+          },
+          request,
+          body: job.body,
+          attempt,
+          streamed: (response) => {
+            streamed.add(response);
+            return response;
+          },
+        };
+        const response: unknown = await job.handler(request, ctx);
+        if (!isResponse(response))
+          throw new TypeError('an idempotent handler must return a Response');
+        outcome = await this.settleBody(response);
+      },
+      {
+        timeoutMs: this.cfg.timeoutMs,
+        parents: [this.deps.hardStop],
+        timeoutReason: () => new HandlerTimeoutError(claim.key, this.cfg.timeoutMs),
+      },
+    );
+
+    let work: WorkResult;
+    if (result.kind === 'timeout') {
+      work = { kind: 'timeout', error: new HandlerTimeoutError(claim.key, this.cfg.timeoutMs) };
+    } else if (result.kind === 'error') {
+      work = this.deps.hardStop.aborted
+        ? { kind: 'stopped' }
+        : { kind: 'threw', error: result.error, attempt };
+    } else if (outcome?.kind === 'rollback') {
+      await conn.rollback();
+      return { kind: 'rolled-back', response: outcome.response };
+    } else if (outcome !== undefined) {
+      const record = recordOf(
+        outcome.response,
+        outcome.stored,
+        outcome.omitted,
+        this.cfg.storeHeaders,
+      );
+      work = {
+        kind: 'ok',
+        beforeCommit: job.keyed
+          ? this.statements.storeResponse(claim, record)
+          : this.statements.forget(claim),
+      };
+    } else {
+      work = { kind: 'threw', error: new Error('the handler settled without a response'), attempt };
+    }
+
+    const end = await conn.finish(work, xid);
+    if (end.kind === 'committed') {
+      if (end.warning !== undefined)
+        this.cfg.logger.warn(
+          { err: end.warning, key: claim.key },
+          'effectively-once: committed oddly',
+        );
+      if (outcome?.kind !== 'store') throw new Error('unreachable: committed without a response');
+      await this.committed(claim, outcome.response.status);
+      return {
+        kind: 'executed',
+        response: withBody(outcome.response, outcome.body),
+        streaming: outcome.body instanceof ReadableStream,
+      };
+    }
+    if (outcome?.kind === 'store' && outcome.body instanceof ReadableStream)
+      await outcome.body.cancel().catch(() => undefined);
+    if (end.kind === 'failed' && work.kind === 'threw' && !end.infrastructure && !end.conflict)
+      return { kind: 'threw', error: work.error };
+    return end;
+  }
+
+  /** Reads the body (as far as it is kept) inside the transaction's time. */
+  private async settleBody(response: Response): Promise<HandlerOutcome> {
+    if (this.cfg.rollbackOn(response.status)) return { kind: 'rollback', response };
+    if (this.streamedResponses.has(response))
+      return { kind: 'store', response, body: response.body, omitted: 'stream', stored: null };
+    const read = await readResponseBody(response.body, this.cfg.maxBodyBytes);
+    if (read.kind === 'complete')
+      return { kind: 'store', response, body: read.bytes, omitted: null, stored: read.bytes };
+    return { kind: 'store', response, body: read.stream, omitted: 'too-large', stored: null };
+  }
+
+  private async committed(claim: KeyClaim, status: number): Promise<void> {
+    try {
+      await this.cfg.onCommitted?.({
+        scope: claim.scope,
+        key: claim.key,
+        method: claim.method,
+        route: claim.route,
+        status,
+      });
+    } catch (err) {
+      this.cfg.logger.error({ err, key: claim.key }, 'effectively-once: onCommitted threw');
+    }
+  }
+
+  /** A key committed before: its response, unless the request is not the one it was for. */
+  private replay(claim: KeyClaim, record: StoredRecord): Verdict {
+    if (record.method !== claim.method || record.route !== claim.route)
+      return {
+        kind: 'refused',
+        error: new IdempotencyKeyReusedError(claim.key, 'endpoint', {
+          storedMethod: record.method,
+          storedRoute: record.route,
+        }),
+      };
+    if (!record.fingerprint.equals(claim.fingerprint))
+      return { kind: 'refused', error: new IdempotencyKeyReusedError(claim.key, 'fingerprint') };
+    const status = record.status;
+    if (status === null)
+      // Cannot be: the response is stored in the transaction that commits the row.
+      return this.failed(
+        new EffectivelyOnceError(
+          'EO_IDEMPOTENCY_RECORD_INCOMPLETE',
+          'The stored key has no response',
+          {
+            retryable: false,
+            details: { key: claim.key },
+          },
+        ),
+      );
+    return { kind: 'replayed', response: replayOf({ ...record, status }) };
+  }
+
+  private failed(error: EffectivelyOnceError): FailedAttempt {
+    return { kind: 'failed', error, infrastructure: true, conflict: false };
+  }
+}
+
+/** A fresh Request with the buffered body: each run of the handler may read it. */
+function copyRequest(request: Request, body: Uint8Array): Request {
+  const bodyless = request.method === 'GET' || request.method === 'HEAD';
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: bodyless || body.byteLength === 0 ? null : body,
+    signal: request.signal,
+  });
+}
+
+/**
+ * Structural, not `instanceof`: servers that swap the global Response for their own
+ * class (@hono/node-server does) would fail a Response created before the swap.
+ */
+function isResponse(value: unknown): value is Response {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<Response>;
+  return (
+    typeof candidate.status === 'number' &&
+    typeof candidate.headers?.get === 'function' &&
+    'body' in candidate
+  );
+}

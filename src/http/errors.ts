@@ -1,0 +1,79 @@
+import { EffectivelyOnceError } from '../errors.js';
+
+/**
+ * A request that must carry an idempotency key (its method is one of `methods`, or it
+ * is a webhook delivery) came without one. Answered 400; nothing was claimed.
+ */
+export class IdempotencyKeyMissingError extends EffectivelyOnceError {
+  /** Where the key should have been: `Idempotency-Key header`, `"id" field of the JSON body`. */
+  readonly field: string;
+
+  constructor(field: string) {
+    super('EO_IDEMPOTENCY_KEY_MISSING', `The ${field} is required on this request`, {
+      retryable: false,
+      details: { field },
+    });
+    this.field = field;
+  }
+}
+
+/**
+ * The idempotency key is not one the server accepts: empty, longer than `maxKeyLength`,
+ * not printable ASCII, or a quoted string that is not a valid structured-field String.
+ * Answered 400; nothing was claimed.
+ */
+export class IdempotencyKeyInvalidError extends EffectivelyOnceError {
+  constructor(header: string, problem: string) {
+    super('EO_IDEMPOTENCY_KEY_INVALID', `The ${header} header is invalid: ${problem}`, {
+      retryable: false,
+      details: { header, problem },
+    });
+  }
+}
+
+/** Why a stored key does not fit the request that reused it. */
+export type MismatchReason = 'endpoint' | 'fingerprint';
+
+/**
+ * The key was used before by another request: on another endpoint (method and route),
+ * or on this one with another body. Answered 422 by default (`mismatchStatus`); the
+ * stored response is not replayed and nothing runs.
+ */
+export class IdempotencyKeyReusedError extends EffectivelyOnceError {
+  /** `'endpoint'`: another method or route; `'fingerprint'`: another body on this one. */
+  readonly reason: MismatchReason;
+
+  constructor(key: string, reason: MismatchReason, details: Record<string, unknown> = {}) {
+    super(
+      'EO_IDEMPOTENCY_KEY_REUSED',
+      reason === 'endpoint'
+        ? 'This idempotency key was already used on another endpoint'
+        : 'This idempotency key was already used with a different request body',
+      { retryable: false, details: { key, reason, ...details } },
+    );
+    this.reason = reason;
+  }
+}
+
+/** The request body is larger than `maxRequestBytes`. Answered 413; nothing was claimed. */
+export class RequestTooLargeError extends EffectivelyOnceError {
+  constructor(limit: number) {
+    super('EO_REQUEST_TOO_LARGE', `The request body is larger than ${limit} bytes`, {
+      retryable: false,
+      details: { limit },
+    });
+  }
+}
+
+/**
+ * A webhook delivery was refused by the receiver's `verify` function (a bad or missing
+ * signature). Answered 401; nothing was claimed.
+ */
+export class WebhookVerificationError extends EffectivelyOnceError {
+  constructor(sender: string) {
+    super('EO_WEBHOOK_UNVERIFIED', `The ${sender} delivery failed verification`, {
+      retryable: false,
+      details: { sender },
+    });
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * effectively-once/http/fastify: Idempotency-Key routes and webhook receivers for
+ * Fastify 5, as a plugin over effectively-once/http. Routes (POST and PATCH by
+ * default) run inside the key's transaction (`request.idempotency.tx`); what they
+ * return is serialized, stored with the effect, committed, then sent.
+ */
+import { Readable } from 'node:stream';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RouteHandlerMethod,
+  RouteOptions,
+} from 'fastify';
+import { ConfigurationError } from '../errors.js';
+import type { IdempotencyContext } from './context.js';
+import type { Idempotency, RequestOverrides } from './idempotency.js';
+import { nodeHeaders, requestUrl, webRequest } from './node-bridge.js';
+import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
+
+/** A route's own setting, in its `config.idempotency`. */
+export type RouteIdempotency =
+  /** Not idempotent: the route runs as usual. */
+  | false
+  /** Idempotent (whatever its method), optionally as a webhook receiver. */
+  | { webhook?: WebhookOptions };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * In an idempotent route: the key's transaction (`tx`), the key, the signal… See
+     * IdempotencyContext. Null elsewhere.
+     */
+    idempotency: IdempotencyContext | null;
+  }
+  interface FastifyContextConfig {
+    /** `false` opts a route out; an object opts it in (a webhook receiver, another method). */
+    idempotency?: RouteIdempotency;
+  }
+}
+
+/** Options of {@link idempotencyPlugin}. */
+export interface FastifyIdempotencyOptions {
+  /** The endpoint settings and key table (see createIdempotency). */
+  idempotency: Idempotency;
+  /** Routes with these methods are idempotent unless `config.idempotency` is false. Default POST, PATCH. */
+  methods?: readonly string[];
+  /** The key's scope from the Fastify request (`request.user.tenantId`), instead of the endpoint's. */
+  scope?: (request: FastifyRequest) => string | Promise<string>;
+  /** The route, instead of the endpoint's `route` (default: the URL's path). */
+  route?: (request: FastifyRequest) => string;
+}
+
+const RAW_BODY = Symbol('effectively-once.rawBody');
+type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
+
+/**
+ * The Fastify plugin. Register it (awaited) before the routes it should cover, in
+ * the scope that holds them; it is not encapsulated, like fastify-plugin's:
+ *
+ * ```ts
+ * await app.register(idempotencyPlugin, { idempotency });
+ * app.post('/charges', async (request, reply) => {
+ *   const { tx } = request.idempotency!;
+ *   const { rows } = await tx.query('INSERT INTO charges … RETURNING id', […]);
+ *   return reply.code(201).send(rows[0]);
+ * });
+ * ```
+ *
+ * The handler may return its payload or `reply.send()` it. Throwing rolls back and goes
+ * to Fastify's error handler; a 5xx rolls back and is sent unstored. In-place retries
+ * after a serialization failure run the handler again.
+ */
+export const idempotencyPlugin = Object.assign(
+  async (fastify: FastifyInstance, options: FastifyIdempotencyOptions): Promise<void> => {
+    const { idempotency } = options;
+    if (typeof idempotency?.execute !== 'function')
+      throw new ConfigurationError('idempotency', 'must come from createIdempotency()');
+    const methods = new Set((options.methods ?? ['POST', 'PATCH']).map((m) => m.toUpperCase()));
+    fastify.decorateRequest('idempotency', null);
+    fastify.addHook('onRoute', (route: RouteOptions) => {
+      const setting = route.config?.idempotency;
+      if (setting === false) return;
+      const routeMethods = Array.isArray(route.method) ? route.method : [route.method];
+      if (setting === undefined && !routeMethods.some((m) => methods.has(m.toUpperCase()))) return;
+      const webhook = setting === undefined ? undefined : setting.webhook;
+      if (webhook !== undefined) checkWebhookOptions(webhook);
+      route.preParsing = [...hooksOf(route.preParsing), keepRawBody];
+      route.handler = wrap(route.handler, idempotency, options, webhook);
+    });
+  },
+  {
+    // fastify-plugin's markers, without the dependency: the hooks reach the parent scope.
+    [Symbol.for('skip-override')]: true,
+    [Symbol.for('fastify.display-name')]: 'effectively-once-idempotency',
+  },
+);
+
+function hooksOf<T>(hooks: T | T[] | undefined): T[] {
+  if (hooks === undefined) return [];
+  return Array.isArray(hooks) ? hooks : [hooks];
+}
+
+/** preParsing: keeps the raw bytes (the fingerprint's) and hands the parser a copy. */
+async function keepRawBody(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  payload: NodeJS.ReadableStream,
+): Promise<NodeJS.ReadableStream> {
+  const limit = request.routeOptions.bodyLimit ?? 1024 * 1024;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload as AsyncIterable<Buffer | string>) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += bytes.length;
+    // Past the limit: stop here; the parser sees the size and answers 413.
+    if (size > limit) break;
+    chunks.push(bytes);
+  }
+  const raw = Buffer.concat(chunks);
+  (request as WithRawBody)[RAW_BODY] = raw;
+  return Object.assign(Readable.from(size > limit ? [raw, Buffer.alloc(1)] : [raw]), {
+    receivedEncodedLength: size,
+  });
+}
+
+function wrap(
+  handler: RouteHandlerMethod,
+  idempotency: Idempotency,
+  options: FastifyIdempotencyOptions,
+  webhook: WebhookOptions | undefined,
+): RouteHandlerMethod {
+  return async function idempotentRoute(this: FastifyInstance, request, reply) {
+    const overrides: RequestOverrides = {};
+    if (options.scope !== undefined) overrides.scope = await options.scope(request);
+    if (options.route !== undefined) overrides.route = options.route(request);
+    if (webhook !== undefined) overrides.webhook = webhook;
+    const raw = (request as WithRawBody)[RAW_BODY];
+    const web = webRequest(
+      requestUrl(request.protocol, request.host, request.url),
+      request.method,
+      request.headers,
+      raw ?? new Uint8Array(0),
+    );
+    const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
+    const execution = await idempotency.execute(
+      web,
+      async (_request, ctx) => {
+        restore(reply, snapshot);
+        request.idempotency = ctx;
+        try {
+          return await run(handler, this, request, reply, ctx);
+        } finally {
+          request.idempotency = null;
+        }
+      },
+      overrides,
+    );
+    // A handler abandoned on timeout may still hold these: the answer goes out for real.
+    Reflect.deleteProperty(reply, 'send');
+    Reflect.deleteProperty(reply, 'then');
+    restore(reply, snapshot);
+    if (execution.kind === 'threw') throw execution.error;
+    const { response } = execution;
+    reply.code(response.status).headers(nodeHeaders(response));
+    if (response.body === null) return reply.send();
+    if (execution.streaming) return reply.send(Readable.fromWeb(response.body));
+    return reply.send(Buffer.from(await response.arrayBuffer()));
+  };
+}
+
+/**
+ * Runs the route's handler with `reply.send` held back and turns what it sent or
+ * returned into a web Response (serialized as Fastify would: the route's serializer for
+ * objects, JSON by default).
+ */
+async function run(
+  handler: RouteHandlerMethod,
+  instance: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: IdempotencyContext,
+): Promise<Response> {
+  let sent: { payload: unknown } | undefined;
+  const send = (payload?: unknown): FastifyReply => {
+    sent ??= { payload };
+    return reply;
+  };
+  Reflect.set(reply, 'send', send);
+  // A reply is a thenable that settles once it was sent: `return reply.send(x)` from an
+  // async handler would wait for a send that is held back here, forever.
+  Reflect.set(reply, 'then', undefined);
+  let returned: unknown;
+  try {
+    returned = await handler.call(instance, request, reply);
+  } finally {
+    Reflect.deleteProperty(reply, 'send');
+    Reflect.deleteProperty(reply, 'then');
+  }
+  const payload = sent !== undefined ? sent.payload : returned === reply ? undefined : returned;
+  if (payload instanceof Error) throw payload;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, String(value));
+  }
+  const type = (fallback: string): void => {
+    if (!headers.has('content-type')) headers.set('content-type', fallback);
+  };
+  const init = { status: reply.statusCode, headers };
+  if (payload === undefined || payload === null) return new Response(null, init);
+  if (typeof payload === 'string') {
+    type('text/plain; charset=utf-8');
+    return new Response(payload, init);
+  }
+  if (payload instanceof Uint8Array) {
+    type('application/octet-stream');
+    return new Response(payload, init);
+  }
+  if (payload instanceof Readable) {
+    type('application/octet-stream');
+    return ctx.streamed(new Response(Readable.toWeb(payload) as ReadableStream<Uint8Array>, init));
+  }
+  type('application/json; charset=utf-8');
+  return new Response(reply.serialize(payload), init);
+}
+
+function restore(
+  reply: FastifyReply,
+  snapshot: { status: number; headers: Record<string, unknown> },
+): void {
+  for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
+  for (const [name, value] of Object.entries(snapshot.headers))
+    if (value !== undefined) reply.header(name, value);
+  reply.code(snapshot.status);
+}

@@ -1,0 +1,424 @@
+import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { EffectivelyOnceError, ShutdownError } from '../errors.js';
+import { RetentionPruner } from '../retention.js';
+import { sleep } from '../sleep.js';
+import type { ConnectionDeps } from '../tx/claim-connection.js';
+import { readRequestBody } from './body.js';
+import type { IdempotentHandler } from './context.js';
+import { Engine, type Verdict } from './engine.js';
+import { IdempotencyKeyMissingError } from './errors.js';
+import { fingerprint, type FingerprintMode } from './fingerprint.js';
+import {
+  admitDelivery,
+  asIdempotentHandler,
+  checkWebhookOptions,
+  type WebhookHandler,
+  type WebhookOptions,
+} from './webhooks.js';
+import { parseIdempotencyKey } from './key.js';
+import {
+  checkScope,
+  resolveOptions,
+  type IdempotencyConfig,
+  type IdempotencyOptions,
+} from './options.js';
+import { handlerFailedResponse, problemResponse } from './problem.js';
+import {
+  KeyStatements,
+  migrateKeyTable,
+  pruneIdempotencyKeys,
+  type PruneKeysOptions,
+} from './store.js';
+
+/** Per-request settings that replace the endpoint's (adapters and webhooks use them). */
+export interface RequestOverrides {
+  /** The scope, instead of calling `scope(request)`. */
+  scope?: string;
+  /** The route, instead of calling `route(request)`. */
+  route?: string;
+  /**
+   * The key, instead of the header's: required whatever the method, validated like a
+   * header key.
+   */
+  key?: string;
+  /** The fingerprint mode, instead of the endpoint's. */
+  fingerprint?: FingerprintMode;
+  /**
+   * Receive a webhook: verify the delivery, then key it on the sender's delivery id
+   * (instead of `Idempotency-Key`), scoped by sender. See {@link WebhookOptions}.
+   */
+  webhook?: WebhookOptions;
+}
+
+/** How a request was answered. */
+export type Outcome =
+  /** The handler ran and its response committed with the effect. */
+  | 'executed'
+  /** A stored response was replayed. */
+  | 'replayed'
+  /** The handler's response (5xx) rolled the effect back; sent unstored. */
+  | 'rolled-back'
+  /** Refused before anything ran (400, 409, 413, 422) or failed (5xx): a problem answer. */
+  | 'refused'
+  | 'failed';
+
+/** What {@link Idempotency.execute} resolves with. */
+export type Execution =
+  | {
+      kind: 'response';
+      response: Response;
+      outcome: Outcome;
+      /**
+       * Whether the body is a stream of unknown length (a body too large to keep, or one
+       * marked `ctx.streamed`): send it as it comes rather than buffer it.
+       */
+      streaming: boolean;
+    }
+  /**
+   * The user's code (handler, `scope`, `route`) threw; the transaction rolled back and
+   * nothing was stored. `response` is the default answer (a problem+json 500); an
+   * adapter hands `error` to its framework's error handling instead.
+   */
+  | { kind: 'threw'; error: unknown; response: Response; streaming: false };
+
+/** Counters since the endpoint was created. */
+export interface IdempotencyStats {
+  /** Requests whose handler ran and committed. */
+  executed: number;
+  /** Requests answered with a stored response. */
+  replayed: number;
+  /** Handler runs rolled back (a throw, a response at or above `rollbackOn`). */
+  rolledBack: number;
+  /** Keys reused with another request (422) or on another endpoint. */
+  mismatched: number;
+  /** Retries that found the original still running past the wait (409). */
+  busy: number;
+  /** Every other problem answer (400, 413, 5xx) and handler throws. */
+  failed: number;
+}
+
+/** Options of {@link Idempotency.close}. */
+export interface CloseOptions {
+  /**
+   * Grace period for requests in flight, in ms. After it their `ctx.signal` aborts
+   * and what has not committed rolls back (answered 503). Default 10 000.
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * Idempotency-Key handling on one Postgres table, for any number of endpoints. Create
+ * one per process with {@link createIdempotency} and wrap each endpoint's handler.
+ */
+export interface Idempotency {
+  /**
+   * A fetch-style endpoint (`(request) => Promise<Response>`): a Next.js route handler,
+   * a Hono handler (`(c) => endpoint(c.req.raw)`), Deno.serve, Bun.serve …
+   */
+  handler(
+    handler: IdempotentHandler,
+    overrides?: RequestOverrides,
+  ): (request: Request) => Promise<Response>;
+  /** Handles one request with `handler`; never rejects. */
+  handle(
+    request: Request,
+    handler: IdempotentHandler,
+    overrides?: RequestOverrides,
+  ): Promise<Response>;
+  /**
+   * A fetch-style webhook receiver: verifies each delivery (`options.verify`), then
+   * claims its delivery id, applies `handler`'s effect once and stores its answer; a
+   * redelivery gets that answer again.
+   */
+  webhook(
+    options: WebhookOptions,
+    handler: WebhookHandler,
+  ): (request: Request) => Promise<Response>;
+  /** As `handle`, but tells a throw of the user's code apart (for adapters). Never rejects. */
+  execute(
+    request: Request,
+    handler: IdempotentHandler,
+    overrides?: RequestOverrides,
+  ): Promise<Execution>;
+  /** Creates the key table if missing (done before the first request unless `migrate: false`). */
+  migrate(): Promise<void>;
+  /** Prunes keys older than the retention window now (or `olderThan`); returns how many. */
+  prune(
+    options?: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>>,
+  ): Promise<number>;
+  /** A snapshot of the counters. */
+  stats(): IdempotencyStats;
+  /**
+   * Stops pruning and refuses new requests (503), lets in-flight ones finish (aborting
+   * them after the grace period), then resolves. Does not end the pool.
+   */
+  close(options?: CloseOptions): Promise<void>;
+  /** `await using idempotency = createIdempotency(...)` closes it at scope exit. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Makes endpoints idempotent under the `Idempotency-Key` header (IETF httpapi draft,
+ * Stripe): each request's key is claimed in `eo_idempotency_keys` inside the
+ * transaction the handler writes its effect with, the handler's response is stored in
+ * that same transaction, and only after the verified COMMIT is it sent. A retry of a
+ * committed request gets that response again (`Idempotent-Replayed: true`); a retry
+ * that arrives while the original runs waits for it. Options are validated here; a
+ * {@link ConfigurationError} names the first bad one.
+ */
+export function createIdempotency(options: IdempotencyOptions): Idempotency {
+  return new IdempotencyImpl(resolveOptions(options));
+}
+
+class IdempotencyImpl implements Idempotency {
+  private readonly engine: Engine;
+  private readonly hardStop = new AbortController();
+  private readonly pruner: RetentionPruner | undefined;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly counters: IdempotencyStats = {
+    executed: 0,
+    replayed: 0,
+    rolledBack: 0,
+    mismatched: 0,
+    busy: 0,
+    failed: 0,
+  };
+  private ready: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly cfg: IdempotencyConfig) {
+    // Every request waiting for a connection listens to it: as many as the server takes.
+    setMaxListeners(0, this.hardStop.signal);
+    const deps: ConnectionDeps = {
+      pool: cfg.pool,
+      // No deliveries to pause here: a request fails with 503 and the client retries.
+      health: {
+        markDown: (cause) =>
+          cfg.logger.warn({ err: cause }, 'effectively-once: database unavailable'),
+      },
+      logger: cfg.logger,
+      acquireTimeoutMs: cfg.acquireTimeoutMs,
+      hardStop: this.hardStop.signal,
+    };
+    this.engine = new Engine(cfg, new KeyStatements(cfg.table, cfg.isolationLevel), deps);
+    const retention = cfg.retention;
+    this.pruner =
+      retention &&
+      new RetentionPruner(retention.intervalMs, (signal) => this.prune({ signal }), {
+        pruned: (deleted, durationMs) =>
+          cfg.logger.debug({ deleted, durationMs }, 'effectively-once: pruned idempotency keys'),
+        error: (err) =>
+          cfg.logger.warn({ err }, 'effectively-once: pruning idempotency keys failed'),
+      });
+  }
+
+  handler(
+    handler: IdempotentHandler,
+    overrides?: RequestOverrides,
+  ): (request: Request) => Promise<Response> {
+    return (request) => this.handle(request, handler, overrides);
+  }
+
+  webhook(
+    options: WebhookOptions,
+    handler: WebhookHandler,
+  ): (request: Request) => Promise<Response> {
+    checkWebhookOptions(options);
+    return this.handler(asIdempotentHandler(handler), { webhook: options });
+  }
+
+  async handle(
+    request: Request,
+    handler: IdempotentHandler,
+    overrides?: RequestOverrides,
+  ): Promise<Response> {
+    return (await this.execute(request, handler, overrides)).response;
+  }
+
+  execute(
+    request: Request,
+    handler: IdempotentHandler,
+    overrides: RequestOverrides = {},
+  ): Promise<Execution> {
+    const running = this.run(request, handler, overrides);
+    this.inFlight.add(running);
+    void running.finally(() => this.inFlight.delete(running));
+    return running;
+  }
+
+  async migrate(): Promise<void> {
+    await migrateKeyTable(this.cfg.pool, this.cfg.table);
+  }
+
+  prune(
+    options: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>> = {},
+  ): Promise<number> {
+    const retention = this.cfg.retention;
+    return pruneIdempotencyKeys(this.cfg.pool, {
+      schema: this.cfg.table.schema,
+      table: this.cfg.table.table,
+      olderThan: options.olderThan ?? retention?.olderThanMs ?? 24 * 3600_000,
+      batchSize: options.batchSize ?? retention?.batchSize,
+      dutyCycle: retention?.dutyCycle,
+      ...(options.scope !== undefined ? { scope: options.scope } : {}),
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    });
+  }
+
+  stats(): IdempotencyStats {
+    return { ...this.counters };
+  }
+
+  close(options: CloseOptions = {}): Promise<void> {
+    this.closing ??= this.shutdown(options.timeoutMs ?? 10_000);
+    return this.closing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
+    await this.pruner?.stop();
+    const grace = new AbortController();
+    const all = Promise.allSettled([...this.inFlight]);
+    await Promise.race([all, sleep(graceMs, grace.signal)]);
+    grace.abort();
+    this.hardStop.abort(new ShutdownError('(closing)'));
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async run(
+    request: Request,
+    handler: IdempotentHandler,
+    overrides: RequestOverrides,
+  ): Promise<Execution> {
+    const cfg = this.cfg;
+    if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
+    if (overrides.webhook !== undefined) {
+      const admission = await admitDelivery(overrides.webhook, request, cfg.maxRequestBytes);
+      if (admission.kind === 'refused') return this.problem(admission.error, 'refused');
+      if (admission.kind === 'threw') return this.threw(admission.error);
+      const { key, scope, fingerprint: mode } = admission;
+      const rest = { ...overrides, webhook: undefined, key, scope };
+      return this.run(admission.request, handler, mode ? { ...rest, fingerprint: mode } : rest);
+    }
+    let key: string | undefined;
+    try {
+      const raw = overrides.key ?? request.headers.get(cfg.header);
+      key = parseIdempotencyKey(raw, cfg.header, cfg.maxKeyLength);
+    } catch (error) {
+      return this.problem(error as EffectivelyOnceError, 'refused');
+    }
+    const method = request.method.toUpperCase();
+    if (key === undefined && cfg.methods.has(method))
+      return this.problem(new IdempotencyKeyMissingError(`${cfg.header} header`), 'refused');
+    let body: Uint8Array;
+    try {
+      body = await readRequestBody(request, cfg.maxRequestBytes);
+    } catch (error) {
+      if (error instanceof EffectivelyOnceError) return this.problem(error, 'refused');
+      return this.threw(error);
+    }
+    let scope: string;
+    let route: string;
+    let fp: Buffer;
+    try {
+      scope = checkScope(overrides.scope ?? (await cfg.scope(request)));
+      route = overrides.route ?? cfg.route(request);
+      if (typeof route !== 'string') throw new TypeError('route() must return a string');
+      fp = fingerprint(
+        {
+          method,
+          route,
+          search: new URL(request.url).search,
+          body,
+          contentType: request.headers.get('content-type'),
+        },
+        overrides.fingerprint ?? cfg.fingerprint,
+      );
+    } catch (error) {
+      return this.threw(error);
+    }
+    try {
+      await this.prepare();
+    } catch (error) {
+      cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
+      return this.problem(error as EffectivelyOnceError, 'failed');
+    }
+    const verdict = await this.engine.run({
+      claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
+      keyed: key !== undefined,
+      request,
+      body,
+      handler,
+    });
+    return this.answer(verdict);
+  }
+
+  private answer(verdict: Verdict): Execution {
+    switch (verdict.kind) {
+      case 'executed':
+        this.counters.executed++;
+        return {
+          kind: 'response',
+          response: verdict.response,
+          outcome: 'executed',
+          streaming: verdict.streaming,
+        };
+      case 'replayed':
+        this.counters.replayed++;
+        return {
+          kind: 'response',
+          response: verdict.response,
+          outcome: 'replayed',
+          streaming: false,
+        };
+      case 'rolled-back':
+        this.counters.rolledBack++;
+        // The handler's own response, its body unread: it may be anything.
+        return {
+          kind: 'response',
+          response: verdict.response,
+          outcome: 'rolled-back',
+          streaming: true,
+        };
+      case 'threw':
+        return this.threw(verdict.error);
+      case 'refused':
+        return this.problem(verdict.error, 'refused');
+      case 'failed':
+      case 'released':
+        return this.problem(verdict.error, 'failed');
+    }
+  }
+
+  private problem(error: EffectivelyOnceError, outcome: 'refused' | 'failed'): Execution {
+    const response = problemResponse(error, this.cfg);
+    if (response.status === 409) this.counters.busy++;
+    else if (error.code === 'EO_IDEMPOTENCY_KEY_REUSED') this.counters.mismatched++;
+    else this.counters.failed++;
+    if (response.status >= 500)
+      this.cfg.logger.warn({ err: error }, 'effectively-once: request not applied');
+    return { kind: 'response', response, outcome, streaming: false };
+  }
+
+  private threw(error: unknown): Execution {
+    this.counters.failed++;
+    this.cfg.logger.error({ err: error }, 'effectively-once: handler failed, rolled back');
+    return { kind: 'threw', error, response: handlerFailedResponse(this.cfg), streaming: false };
+  }
+
+  /** Migrates once (again after a failure), then starts pruning. */
+  private prepare(): Promise<void> {
+    this.ready ??= (async () => {
+      if (this.cfg.migrate) await this.migrate();
+      this.pruner?.start();
+    })().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * effectively-once/http: Idempotency-Key endpoints and webhook receivers whose stored
+ * response commits in the same Postgres transaction as their effect.
+ */
+export { createIdempotency } from './idempotency.js';
+export type {
+  CloseOptions,
+  Execution,
+  Idempotency,
+  IdempotencyStats,
+  Outcome,
+  RequestOverrides,
+} from './idempotency.js';
+export type { IdempotencyContext, IdempotentHandler } from './context.js';
+export type { CommittedEvent, IdempotencyOptions } from './options.js';
+export { DEFAULT_STORED_HEADERS, DEFAULT_KEY_LIFETIME_MS } from './options.js';
+export { webhookSources, headerSource, bodyFieldSource } from './webhooks.js';
+export type { WebhookHandler, WebhookOptions, WebhookSource } from './webhooks.js';
+export { canonicalJson, fingerprint } from './fingerprint.js';
+export type { FingerprintInput, FingerprintMode } from './fingerprint.js';
+export { parseIdempotencyKey, DEFAULT_MAX_KEY_LENGTH } from './key.js';
+export { pruneIdempotencyKeys, migrateKeyTable } from './store.js';
+export type { BodyOmitted, PruneKeysOptions } from './store.js';
+export { REPLAYED_HEADER, BODY_OMITTED_HEADER } from './replay.js';
+export {
+  IdempotencyKeyInvalidError,
+  IdempotencyKeyMissingError,
+  IdempotencyKeyReusedError,
+  RequestTooLargeError,
+  WebhookVerificationError,
+} from './errors.js';
+export type { MismatchReason } from './errors.js';
+export {
+  ClaimBusyError,
+  ConfigurationError,
+  DatabaseError,
+  EffectivelyOnceError,
+  HandlerTimeoutError,
+} from '../errors.js';
