@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { resolveConfig, type ConsumerConfig } from './config.js';
 import { DatabaseHealth } from './db-health.js';
 import { Dispatcher } from './dispatcher.js';
@@ -73,6 +74,9 @@ class ConsumerImpl<T> implements Consumer {
   constructor(private readonly cfg: ConsumerConfig<T>) {
     this.hub = new ConsumerEventHub(cfg.logger);
     this.lifecycle = { stopping: false, hardStop: this.hardStop.signal };
+    // Every delivery waiting for a pool connection listens for the hard stop: many at
+    // once is expected, not a leak.
+    setMaxListeners(Infinity, this.hardStop.signal);
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle);
     const connections = {

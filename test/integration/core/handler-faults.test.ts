@@ -376,8 +376,11 @@ describe('serialization failures and deadlocks are retried in place, without spe
     expect(a.outcomes).toEqual(['processed']);
     expect(b.outcomes).toEqual(['processed']);
     expect(a.attempts + b.attempts).toBe(2);
-    // The deadlock's victim ran again in a fresh transaction, still at attempt 1.
-    expect(calls).toHaveLength(3);
+    // The deadlock's victim ran again in a fresh transaction, still at attempt 1. Its rerun
+    // can start before the winner took the victim's row and deadlock once more, so 3 or
+    // more runs, within the in-place budget (serializationRetries, default 3).
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(calls.length).toBeLessThanOrEqual(2 + 3);
     expect(calls.every((c) => c.attempt === 1)).toBe(true);
     const { rows } = await db.pool.query<{ balance: number }>(
       'SELECT balance FROM accounts ORDER BY id',
