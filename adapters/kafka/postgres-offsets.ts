@@ -1,6 +1,11 @@
 import type { Pool, PoolClient } from 'pg';
-import { DatabaseError } from '../../src/errors.js';
-import { qualifiedTable, quoteIdentifier } from '../../src/store/identifiers.js';
+import {
+  DEFAULT_SCHEMA,
+  qualifiedTable,
+  quoteIdentifier,
+  type TableRef,
+} from '../../src/store/identifiers.js';
+import { applyDdl, type Ddl, type TableFamily } from '../../src/store/table-family.js';
 
 /** Default name of the table behind `offsets: 'postgres'`. */
 export const DEFAULT_OFFSETS_TABLE = 'eo_kafka_offsets';
@@ -16,43 +21,53 @@ export interface KafkaOffsetsTableOptions {
 // Fixed for every version: concurrent migrations of the same table must take the same lock.
 const MIGRATION_LOCK_KEY = 0x656f_6b6f; // "eoko"
 
+/** The offsets table: the one copy of its DDL. */
+function kafkaOffsetsDdl(ref: TableRef): Ddl {
+  const table = qualifiedTable(ref);
+  return {
+    statements: [
+      `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(ref.schema, 'schema')}`,
+      `CREATE TABLE IF NOT EXISTS ${table} (
+  group_id    text        NOT NULL,
+  topic       text        NOT NULL,
+  partition   integer     NOT NULL,
+  next_offset bigint      NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (group_id, topic, partition)
+)`,
+    ],
+    relations: [table],
+  };
+}
+
+/** The table behind `offsets: 'postgres'`, as a {@link TableFamily}. */
+export const kafkaOffsetsTables: TableFamily = {
+  name: 'kafka-offsets',
+  summary: "Kafka stored offsets (offsets: 'postgres'), one row per group, topic and partition",
+  defaultTable: DEFAULT_OFFSETS_TABLE,
+  ddl: kafkaOffsetsDdl,
+  migrate: async (pool, ref) =>
+    applyDdl(pool, kafkaOffsetsDdl(ref), {
+      lockKey: MIGRATION_LOCK_KEY,
+      operation: 'migrate kafka offsets',
+      ref,
+    }),
+};
+
 /**
  * Creates the table that `offsets: 'postgres'` writes the next offset of each
  * (group, topic, partition) to, in the same transaction as each effect. Idempotent and
- * safe when many workers start at once (transaction-scoped advisory lock).
+ * safe when many workers start at once (transaction-scoped advisory lock; nothing runs
+ * when the table exists).
  */
 export async function migrateKafkaOffsets(
   pool: Pool,
   options: KafkaOffsetsTableOptions = {},
 ): Promise<void> {
-  const schema = options.schema ?? 'public';
-  const table = qualifiedTable({ schema, table: options.table ?? DEFAULT_OFFSETS_TABLE });
-  const client = await pool.connect().catch((cause: unknown) => {
-    throw new DatabaseError('connect (migrate kafka offsets)', cause);
+  await kafkaOffsetsTables.migrate(pool, {
+    schema: options.schema ?? DEFAULT_SCHEMA,
+    table: options.table ?? DEFAULT_OFFSETS_TABLE,
   });
-  try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(schema, 'schema')}`);
-    await client.query(`
-      CREATE TABLE IF NOT EXISTS ${table} (
-        group_id    text        NOT NULL,
-        topic       text        NOT NULL,
-        partition   integer     NOT NULL,
-        next_offset bigint      NOT NULL,
-        updated_at  timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (group_id, topic, partition)
-      )`);
-    await client.query('COMMIT');
-  } catch (cause) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw new DatabaseError('migrate kafka offsets', cause, {
-      schema,
-      table: options.table ?? DEFAULT_OFFSETS_TABLE,
-    });
-  } finally {
-    client.release();
-  }
 }
 
 /** Reads and writes one consumer group's rows of the offsets table. */

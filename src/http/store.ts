@@ -7,7 +7,8 @@ import {
 } from '../store/claim.js';
 import { qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { ensureTable } from '../store/migrate.js';
+import { ensureTable, tableDdl, type TableSpec } from '../store/migrate.js';
+import type { TableFamily } from '../store/table-family.js';
 import { pruneTable } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
 
@@ -50,18 +51,30 @@ export type ClaimFound =
   /** The key's row was gone by the time it was read (pruned): claim again. */
   | { kind: 'vanished' };
 
-const COLUMNS = `
-        scope           text        NOT NULL,
-        idempotency_key text        NOT NULL,
-        method          text        NOT NULL,
-        route           text        NOT NULL,
-        fingerprint     bytea       NOT NULL,
-        status          smallint,
-        headers         jsonb,
-        body            bytea,
-        body_omitted    text CHECK (body_omitted IN ('too-large', 'stream')),
-        created_at      timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (scope, idempotency_key)`;
+const COLUMNS = `  scope           text        NOT NULL,
+  idempotency_key text        NOT NULL,
+  method          text        NOT NULL,
+  route           text        NOT NULL,
+  fingerprint     bytea       NOT NULL,
+  status          smallint,
+  headers         jsonb,
+  body            bytea,
+  body_omitted    text CHECK (body_omitted IN ('too-large', 'stream')),
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (scope, idempotency_key)`;
+
+function keyTable(ref: TableRef): TableSpec {
+  return { ref, columns: COLUMNS, timeColumn: 'created_at' };
+}
+
+/** The HTTP idempotency keys' table (`eo_idempotency_keys`), as a {@link TableFamily}. */
+export const idempotencyKeyTables: TableFamily = {
+  name: 'http-keys',
+  summary: 'the HTTP Idempotency-Key table (one row per key, with its stored response)',
+  defaultTable: DEFAULT_TABLE,
+  ddl: (ref) => tableDdl(keyTable(ref)),
+  migrate: (pool, ref) => ensureTable(pool, keyTable(ref)),
+};
 
 // Raised (42704, unrecognized setting) when the response could not be stored because
 // the key's row is not there: the COMMIT after it is skipped, everything rolls back.
@@ -76,8 +89,10 @@ export async function migrateKeyTable(
   pool: Pool,
   options: { schema?: string; table?: string } = {},
 ): Promise<void> {
-  const ref = tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE });
-  await ensureTable(pool, { ref, columns: COLUMNS, timeColumn: 'created_at' });
+  await idempotencyKeyTables.migrate(
+    pool,
+    tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE }),
+  );
 }
 
 /** Options of {@link pruneIdempotencyKeys}. */

@@ -1,6 +1,12 @@
 import type { Pool } from 'pg';
-import { DatabaseError } from '../errors.js';
-import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
+import {
+  DEFAULT_TABLE,
+  qualifiedTable,
+  quoteIdentifier,
+  tableRef,
+  type TableRef,
+} from './identifiers.js';
+import { applyDdl, type Ddl, type MigrationResult, type TableFamily } from './table-family.js';
 
 /** Options of {@link migrate}. */
 export interface MigrateOptions {
@@ -23,58 +29,62 @@ export interface TableSpec {
 const MIGRATION_LOCK_KEY = 0x6566_6f6e; // "efon"
 
 /**
- * Creates the dedup table and its pruning index if they do not exist. Idempotent,
- * and safe when many workers start at once (see `ensureTable`).
+ * The DDL of one table of the family: its schema, the table, and the timestamp index
+ * its window is pruned by. The one copy, for migrating and for printing.
  */
-export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<void> {
-  await ensureTable(pool, {
-    ref: tableRef(options),
-    columns: `
-        consumer     text        NOT NULL,
-        message_key  text        NOT NULL,
-        payload_hash bytea,
-        processed_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (consumer, message_key)`,
-    timeColumn: 'processed_at',
-  });
+export function tableDdl(spec: TableSpec): Ddl {
+  const table = qualifiedTable(spec.ref);
+  const schema = quoteIdentifier(spec.ref.schema, 'schema');
+  const index = quoteIdentifier(indexName(spec.ref.table, spec.timeColumn), 'table');
+  return {
+    statements: [
+      `CREATE SCHEMA IF NOT EXISTS ${schema}`,
+      `CREATE TABLE IF NOT EXISTS ${table} (\n${spec.columns}\n)`,
+      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${quoteIdentifier(spec.timeColumn)})`,
+    ],
+    relations: [table, `${schema}.${index}`],
+  };
 }
 
 /**
- * Creates one table of the family (and its schema and pruning index) if missing.
- * Concurrent `CREATE ... IF NOT EXISTS` can still collide on the catalog, so the DDL
- * runs under a transaction-scoped advisory lock shared by every table of the family.
+ * Creates one table of the family (and its schema and pruning index) if missing, under
+ * the advisory lock every table of the family shares (see `applyDdl`).
  */
-export async function ensureTable(pool: Pool, spec: TableSpec): Promise<void> {
-  const { ref } = spec;
-  const table = qualifiedTable(ref);
-  const schema = quoteIdentifier(ref.schema, 'schema');
-  const index = quoteIdentifier(indexName(ref.table, spec.timeColumn), 'table');
-  const client = await pool.connect().catch((cause: unknown) => {
-    throw new DatabaseError('connect (migrate)', cause);
+export function ensureTable(pool: Pool, spec: TableSpec): Promise<MigrationResult> {
+  return applyDdl(pool, tableDdl(spec), {
+    lockKey: MIGRATION_LOCK_KEY,
+    operation: 'migrate',
+    ref: spec.ref,
   });
-  try {
-    // CREATE INDEX IF NOT EXISTS takes a table lock even when the index exists, and
-    // would queue behind every open claim (a long handler), stalling claims queued
-    // behind it: a worker starting next to a busy fleet must not touch the DDL at all.
-    const existing = await client.query<{ ready: boolean }>(
-      'SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready',
-      [table, `${schema}.${index}`],
-    );
-    if (existing.rows[0]?.ready === true) return;
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${table} (${spec.columns})`);
-    await client.query(
-      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${quoteIdentifier(spec.timeColumn)})`,
-    );
-    await client.query('COMMIT');
-  } catch (cause) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw new DatabaseError('migrate', cause, { schema: ref.schema, table: ref.table });
-  } finally {
-    client.release();
-  }
+}
+
+const DEDUP_COLUMNS = `  consumer     text        NOT NULL,
+  message_key  text        NOT NULL,
+  payload_hash bytea,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)`;
+
+function dedupTable(ref: TableRef): TableSpec {
+  return { ref, columns: DEDUP_COLUMNS, timeColumn: 'processed_at' };
+}
+
+/** The consumers' dedup table (`processed_messages`), as a {@link TableFamily}. */
+export const dedupTables: TableFamily = {
+  name: 'consumer',
+  summary: "the consumers' dedup table (one row per processed key)",
+  defaultTable: DEFAULT_TABLE,
+  ddl: (ref) => tableDdl(dedupTable(ref)),
+  migrate: (pool, ref) => ensureTable(pool, dedupTable(ref)),
+};
+
+/**
+ * Creates the dedup table and its pruning index if they do not exist. Idempotent,
+ * and safe when many workers start at once: the DDL runs under a transaction-scoped
+ * advisory lock, and not at all when both exist (so it takes no table lock beside a
+ * busy fleet).
+ */
+export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<void> {
+  await dedupTables.migrate(pool, tableRef(options));
 }
 
 function indexName(table: string, column: string): string {

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError, DatabaseError } from '../errors.js';
-import { fractionOption } from '../option-checks.js';
+import { fractionOption, intOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
 import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
 
@@ -33,18 +33,7 @@ export interface PruneOptions {
  * late redelivery apply its effect again.
  */
 export async function prune(pool: Pool, options: PruneOptions): Promise<number> {
-  return pruneTable(
-    pool,
-    {
-      ref: tableRef(options),
-      keyColumns: ['consumer', 'message_key'],
-      timeColumn: 'processed_at',
-      ...(options.consumer !== undefined
-        ? { only: { column: 'consumer', value: options.consumer } }
-        : {}),
-    },
-    options,
-  );
+  return pruneTable(pool, dedupPruneTarget(tableRef(options), options.consumer), options);
 }
 
 /** Which rows of which table of the family a prune deletes. */
@@ -61,6 +50,19 @@ export interface PruneTarget {
 /** The options every prune shares. */
 export type PruneBounds = Pick<PruneOptions, 'olderThan' | 'batchSize' | 'signal' | 'dutyCycle'>;
 
+/** Largest `batchSize` of a prune. */
+export const MAX_PRUNE_BATCH = 100_000;
+
+/** The dedup table's rows, all consumers' or one's. */
+export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): PruneTarget {
+  return {
+    ref,
+    keyColumns: ['consumer', 'message_key'],
+    timeColumn: 'processed_at',
+    ...(consumer !== undefined ? { only: { column: 'consumer', value: consumer } } : {}),
+  };
+}
+
 /**
  * Deletes the target's rows older than `olderThan` in bounded batches, SKIP LOCKED,
  * busy at most `dutyCycle` of the time, with the cutoff on the database's clock.
@@ -70,31 +72,25 @@ export async function pruneTable(
   target: PruneTarget,
   options: PruneBounds,
 ): Promise<number> {
-  const batchSize = options.batchSize ?? 1000;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
-    throw new ConfigurationError('batchSize', 'must be an integer from 1 to 100000', { batchSize });
-  }
+  const batchSize = intOption('batchSize', options.batchSize, 1000, 1, MAX_PRUNE_BATCH);
   const duty = fractionOption('dutyCycle', options.dutyCycle, 1);
-  checkOlderThan(options.olderThan);
   const table = qualifiedTable(target.ref);
   const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
-  const time = quoteIdentifier(target.timeColumn);
-  const only = target.only;
-  const cutoff = await cutoffOf(pool, options.olderThan);
+  const cutoff = await pruneCutoff(pool, options.olderThan);
+  const { where, params } = prunable(target, cutoff);
   // SKIP LOCKED: never wait behind a worker that is touching the same rows.
   const sql = `
     DELETE FROM ${table} t
      WHERE (${target.keyColumns.map((c) => `t.${quoteIdentifier(c)}`).join(', ')}) IN (
        SELECT ${keys} FROM ${table}
-        WHERE ${time} < $1 ${only ? `AND ${quoteIdentifier(only.column)} = $3` : ''}
-        LIMIT $2
+        WHERE ${where}
+        LIMIT $${params.length + 1}
         FOR UPDATE SKIP LOCKED)`;
-  const params: unknown[] = only ? [cutoff, batchSize, only.value] : [cutoff, batchSize];
   let total = 0;
   for (;;) {
     if (options.signal?.aborted) return total;
     const started = performance.now();
-    const result = await pool.query(sql, params).catch((cause: unknown) => {
+    const result = await pool.query(sql, [...params, batchSize]).catch((cause: unknown) => {
       throw new DatabaseError('prune', cause);
     });
     const deleted = result.rowCount ?? 0;
@@ -102,6 +98,36 @@ export async function pruneTable(
     if (deleted < batchSize) return total;
     if (duty < 1) await sleep((performance.now() - started) * (1 / duty - 1), options.signal);
   }
+}
+
+/** The rows a prune deletes: one owner for the DELETE and for counting them. */
+function prunable(target: PruneTarget, cutoff: Date): { where: string; params: unknown[] } {
+  const time = `${quoteIdentifier(target.timeColumn)} < $1`;
+  const only = target.only;
+  return only === undefined
+    ? { where: time, params: [cutoff] }
+    : { where: `${time} AND ${quoteIdentifier(only.column)} = $2`, params: [cutoff, only.value] };
+}
+
+/**
+ * How many rows a prune of `target` would delete for this cutoff (what a dry run
+ * reports). Counts through the time index: reads every prunable entry, so it takes
+ * about as long as the backlog is large, but it deletes and locks nothing.
+ */
+export async function countPrunable(
+  pool: Pick<Pool, 'query'>,
+  target: PruneTarget,
+  cutoff: Date,
+): Promise<number> {
+  const { where, params } = prunable(target, cutoff);
+  const result = await pool
+    .query<{
+      n: string;
+    }>(`SELECT count(*) AS n FROM ${qualifiedTable(target.ref)} WHERE ${where}`, params)
+    .catch((cause: unknown) => {
+      throw new DatabaseError('count prunable rows', cause);
+    });
+  return Number(result.rows[0]?.n ?? 0);
 }
 
 const THOUSAND_YEARS_MS = 1000 * 365.25 * 86_400_000;
@@ -120,11 +146,15 @@ function checkOlderThan(olderThan: Date | number): void {
 }
 
 /**
- * A window in ms is measured on the database's clock, the one that wrote
- * `processed_at`: a worker whose clock runs ahead would otherwise prune keys younger
- * than the window (and let their late redeliveries apply again).
+ * A window in ms is measured on the database's clock, the one that wrote the rows'
+ * timestamps: a worker whose clock runs ahead would otherwise prune keys younger than
+ * the window (and let their late redeliveries apply again). A `Date` is used as given.
  */
-async function cutoffOf(pool: Pool, olderThan: Date | number): Promise<Date> {
+export async function pruneCutoff(
+  pool: Pick<Pool, 'query'>,
+  olderThan: Date | number,
+): Promise<Date> {
+  checkOlderThan(olderThan);
   if (olderThan instanceof Date) return olderThan;
   const result = await pool
     .query<{ cutoff: Date }>(

@@ -12,6 +12,7 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 interface Manifest {
   exports: Record<string, string | Record<string, string>>;
+  bin: Record<string, string>;
 }
 
 let work: string;
@@ -64,6 +65,12 @@ describe('the packed package', () => {
     );
     expect(targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !files.includes(t))).toEqual(
       [],
+    );
+    // The CLI's bin is packed, with the shebang npm's bin links need.
+    expect(manifest.bin).toEqual({ 'effectively-once': 'dist/src/cli/main.js' });
+    expect(files).toContain('dist/src/cli/main.js');
+    expect(fs.readFileSync(path.join(repoRoot, 'dist/src/cli/main.js'), 'utf8')).toMatch(
+      /^#!\/usr\/bin\/env node\n/,
     );
     for (const entry of [
       '.',
@@ -130,6 +137,20 @@ describe('the packed package', () => {
         env: process.env,
       });
       expect(stdout).toContain('package smoke test: ok');
+    }, 60_000);
+
+    it('links the bin: `effectively-once` runs from node_modules/.bin', async () => {
+      const bin = path.join(scratch, 'node_modules', '.bin', 'effectively-once');
+      const help = await run(bin, ['--help'], { cwd: scratch });
+      expect(help.stdout).toContain('Usage: effectively-once <command> [options]');
+      const { DATABASE_URL: _, ...env } = process.env;
+      const printed = await run(bin, ['migrate', '--print', '--only', 'consumer'], {
+        cwd: scratch,
+        env,
+      });
+      expect(printed.stdout).toContain(
+        'CREATE TABLE IF NOT EXISTS "public"."processed_messages" (',
+      );
     }, 60_000);
 
     it('type-checks a consumer of the declarations with tsc (strict, NodeNext, skipLibCheck off)', async () => {

@@ -1,0 +1,105 @@
+import { ConfigurationError } from '../../errors.js';
+import { qualifiedTable } from '../../store/identifiers.js';
+import {
+  countPrunable,
+  dedupPruneTarget,
+  MAX_PRUNE_BATCH,
+  prune,
+  pruneCutoff,
+} from '../../store/prune.js';
+import { flag, parseFraction, parseInteger, stringValue } from '../args.js';
+import { EXIT, type Command } from '../command.js';
+import { parseDuration } from '../duration.js';
+import { formatCount } from '../output.js';
+
+/** `prune`: the library's `prune()` from a shell, with a dry run. */
+export const pruneCommand: Command = {
+  name: 'prune',
+  summary: 'Delete dedup rows older than a window (or count them with --dry-run)',
+  usage: '--older-than <duration> [--consumer <name>] [--dry-run] [options]',
+  description: [
+    "Deletes the dedup table's rows whose processed_at is older than the window, with the library's prune(): batches of --batch-size rows, FOR UPDATE SKIP LOCKED (it never waits behind a worker), and with --duty-cycle below 1 a pause after each batch so the claims keep their share of the database. The cutoff is now() minus the window on the database's clock, the one that wrote processed_at.",
+    'The window must outlast the longest way a message can come back (visibility timeout x receives, DLQ redrive, Kafka replays): a key pruned too early lets a late redelivery apply its effect again.',
+    'On SIGINT / SIGTERM it stops after the current batch, reports what it deleted and exits 130.',
+  ].join('\n\n'),
+  options: {
+    'older-than': {
+      type: 'string',
+      value: '<duration>',
+      description: 'Window: a whole number and a unit s, m, h, d or w (90s, 15m, 7d, 2w). Required',
+    },
+    consumer: {
+      type: 'string',
+      value: '<name>',
+      description: "Only this consumer's rows (default: every consumer)",
+    },
+    'dry-run': { type: 'boolean', description: 'Count what would be deleted; delete nothing' },
+    'batch-size': {
+      type: 'string',
+      value: '<n>',
+      description: `Rows per DELETE, 1 to ${MAX_PRUNE_BATCH} (default: 1000)`,
+    },
+    'duty-cycle': {
+      type: 'string',
+      value: '<f>',
+      description: 'Largest share of the time spent deleting, above 0 and at most 1 (default: 1)',
+    },
+  },
+  positionals: [],
+  graceful: true,
+  examples: [
+    'effectively-once prune --older-than 14d --consumer orders --dry-run',
+    'effectively-once prune --older-than 14d --consumer orders --duty-cycle 0.5',
+  ],
+  async run(ctx) {
+    const window = stringValue(ctx.args, 'older-than');
+    if (window === undefined) {
+      throw new ConfigurationError('--older-than', 'is required, e.g. --older-than 7d');
+    }
+    const olderThanMs = parseDuration(window, '--older-than');
+    const batch = stringValue(ctx.args, 'batch-size');
+    const batchSize =
+      batch === undefined ? 1000 : parseInteger(batch, '--batch-size', 1, MAX_PRUNE_BATCH);
+    const duty = stringValue(ctx.args, 'duty-cycle');
+    const dutyCycle = duty === undefined ? 1 : parseFraction(duty, '--duty-cycle');
+    const consumer = stringValue(ctx.args, 'consumer');
+    const dryRun = flag(ctx.args, 'dry-run');
+
+    const pool = await ctx.pool();
+    const cutoff = await pruneCutoff(pool, olderThanMs);
+    const whose = consumer === undefined ? 'of every consumer' : `of consumer "${consumer}"`;
+    const rows = `rows ${whose} in ${qualifiedTable(ctx.ref)} processed before ${cutoff.toISOString()} (older than ${window} by the database's clock)`;
+    const base = {
+      schema: ctx.ref.schema,
+      table: ctx.ref.table,
+      consumer: consumer ?? null,
+      olderThan: window,
+      olderThanMs,
+      cutoff: cutoff.toISOString(),
+    };
+    if (dryRun) {
+      const count = await countPrunable(pool, dedupPruneTarget(ctx.ref, consumer), cutoff);
+      return {
+        json: { ...base, dryRun: true, wouldDelete: count },
+        text: `Dry run: would delete ${formatCount(count)} ${rows}. Nothing was deleted.`,
+      };
+    }
+    const deleted = await prune(pool, {
+      olderThan: cutoff,
+      consumer,
+      batchSize,
+      dutyCycle,
+      schema: ctx.ref.schema,
+      table: ctx.ref.table,
+      signal: ctx.signal,
+    });
+    const interrupted = ctx.signal.aborted;
+    return {
+      json: { ...base, dryRun: false, deleted, interrupted },
+      text: interrupted
+        ? `Interrupted: deleted ${formatCount(deleted)} ${rows} before stopping; older rows may remain.`
+        : `Deleted ${formatCount(deleted)} ${rows}.`,
+      exitCode: interrupted ? EXIT.interrupted : EXIT.ok,
+    };
+  },
+};

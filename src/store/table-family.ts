@@ -1,0 +1,75 @@
+import type { Pool } from 'pg';
+import { DatabaseError } from '../errors.js';
+import type { TableRef } from './identifiers.js';
+
+/** The DDL of one table family for one configured name. */
+export interface Ddl {
+  /** Idempotent statements (`CREATE ... IF NOT EXISTS`), in the order they run. */
+  statements: string[];
+  /** Qualified names of every relation the statements create (tables, indexes). */
+  relations: string[];
+}
+
+/** Whether a migration found everything in place or created what was missing. */
+export type MigrationResult = 'present' | 'created';
+
+/**
+ * A kind of table the library owns (the consumers' dedup table, Kafka stored offsets,
+ * ...). Its DDL has one owner, `ddl`, used both to migrate and to print it (the CLI's
+ * `migrate --print`), so what a deploy pipeline runs is what the library would run.
+ */
+export interface TableFamily {
+  /** Stable name, as `migrate --only` takes it: `consumer`, `kafka-offsets`. */
+  readonly name: string;
+  /** What the table holds, for help and output. */
+  readonly summary: string;
+  /** Table name unless configured otherwise. */
+  readonly defaultTable: string;
+  /** The statements that create the family's relations under `ref`. */
+  ddl(ref: TableRef): Ddl;
+  /** Creates what is missing; idempotent and safe when many processes run it at once. */
+  migrate(pool: Pool, ref: TableRef): Promise<MigrationResult>;
+}
+
+/**
+ * Runs a family's DDL under a transaction-scoped advisory lock (concurrent
+ * `CREATE ... IF NOT EXISTS` can still collide on the catalog). When every relation
+ * exists it runs nothing at all: `CREATE INDEX IF NOT EXISTS` takes a table lock even
+ * when the index exists, and would queue behind every open claim (a long handler),
+ * stalling the claims queued behind it; a worker starting next to a busy fleet must not
+ * touch the DDL.
+ */
+export async function applyDdl(
+  pool: Pool,
+  ddl: Ddl,
+  options: { lockKey: number; operation: string; ref: TableRef },
+): Promise<MigrationResult> {
+  const client = await pool.connect().catch((cause: unknown) => {
+    throw new DatabaseError(`connect (${options.operation})`, cause);
+  });
+  const ready = async (): Promise<boolean> => {
+    const { rows } = await client.query<{ ready: boolean }>(
+      'SELECT bool_and(to_regclass(r) IS NOT NULL) AS ready FROM unnest($1::text[]) AS r',
+      [ddl.relations],
+    );
+    return rows[0]?.ready === true;
+  };
+  try {
+    if (await ready()) return 'present';
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [options.lockKey]);
+    // Another process may have created them while this one waited for the lock.
+    const result = (await ready()) ? 'present' : 'created';
+    if (result === 'created') for (const statement of ddl.statements) await client.query(statement);
+    await client.query('COMMIT');
+    return result;
+  } catch (cause) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw new DatabaseError(options.operation, cause, {
+      schema: options.ref.schema,
+      table: options.ref.table,
+    });
+  } finally {
+    client.release();
+  }
+}
