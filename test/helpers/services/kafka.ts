@@ -54,6 +54,52 @@ log4j.logger.kafka.server.KafkaConfig=WARN
 log4j.logger.org.apache.kafka.common.config=WARN
 `;
 
+/** The same logging for Kafka 4.x, which reads log4j2 configuration (log4j 1 is gone). */
+const LOG4J2 = `
+appender.stdout.type=Console
+appender.stdout.name=STDOUT
+appender.stdout.layout.type=PatternLayout
+appender.stdout.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=INFO
+rootLogger.appenderRef.stdout.ref=STDOUT
+logger.config.name=kafka.server.KafkaConfig
+logger.config.level=WARN
+logger.common.name=org.apache.kafka.common.config
+logger.common.level=WARN
+`;
+
+/**
+ * Broker lines we test against, chosen with EO_KAFKA_VERSION (a major
+ * version; 3 by default). Each has its own dependency list under
+ * test/services/ and its own logging setup: Kafka 4 removed log4j 1.
+ */
+export const KAFKA_VERSIONS = {
+  '3': {
+    version: '3.9.1',
+    pom: 'kafka',
+    loggingFile: 'log4j.properties',
+    logging: LOG4J,
+    loggingFlag: (file: string) => `-Dlog4j.configuration=file:${file}`,
+  },
+  '4': {
+    version: '4.4.0',
+    pom: 'kafka4',
+    loggingFile: 'log4j2.properties',
+    logging: LOG4J2,
+    loggingFlag: (file: string) => `-Dlog4j2.configurationFile=${file}`,
+  },
+} as const;
+export type KafkaMajor = keyof typeof KAFKA_VERSIONS;
+
+/** The broker line EO_KAFKA_VERSION selects; a clear error for anything else. */
+export function kafkaMajor(): KafkaMajor {
+  const wanted = process.env['EO_KAFKA_VERSION'] ?? '3';
+  if (wanted in KAFKA_VERSIONS) return wanted as KafkaMajor;
+  throw new Error(
+    `EO_KAFKA_VERSION=${wanted}: expected one of ${Object.keys(KAFKA_VERSIONS).join(', ')}`,
+  );
+}
+
 /**
  * A KRaft cluster id: 16 random bytes, base64url, as `kafka-storage random-uuid`
  * prints. Re-rolled when it starts with '-', which the CLI would read as a flag.
@@ -97,13 +143,14 @@ export async function createKafka(
   const home = path.join(root, 'kafka');
   const dataDir = path.join(home, 'data');
   fs.mkdirSync(home, { recursive: true });
+  const flavour = KAFKA_VERSIONS[kafkaMajor()];
   const configFile = path.join(home, 'server.properties');
-  const log4jFile = path.join(home, 'log4j.properties');
+  const loggingFile = path.join(home, flavour.loggingFile);
   fs.writeFileSync(configFile, serverProperties(port, controllerPort, dataDir));
-  fs.writeFileSync(log4jFile, LOG4J);
-  const classpath = await resolveClasspath('kafka');
+  fs.writeFileSync(loggingFile, flavour.logging);
+  const classpath = await resolveClasspath(flavour.pom);
   const java = javaBin();
-  const common = [...jvmFlags('512m'), `-Dlog4j.configuration=file:${log4jFile}`, '-cp', classpath];
+  const common = [...jvmFlags('512m'), flavour.loggingFlag(loggingFile), '-cp', classpath];
   const logFile = path.join(home, 'kafka.log');
 
   // KRaft needs its log dir formatted with a cluster id before the first start.
@@ -128,6 +175,8 @@ export async function createKafka(
     brokers,
     dataDir,
   };
-  state.pid = await startJava(state, `Kafka on ${brokers}`, () => kafkaReady(brokers));
+  state.pid = await startJava(state, `Kafka ${flavour.version} on ${brokers}`, () =>
+    kafkaReady(brokers),
+  );
   return state;
 }

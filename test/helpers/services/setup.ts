@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createElasticMq } from './elasticmq.js';
 import { stopJava } from './java.js';
-import { createKafka } from './kafka.js';
+import { KAFKA_VERSIONS, createKafka, kafkaMajor } from './kafka.js';
+import { createLocalstack } from './localstack.js';
 import { HOST, freePorts } from './ports.js';
 import { createPostgres, pgStop } from './postgres.js';
 import { isAlive, killProcessesUsing } from './process.js';
@@ -58,6 +59,17 @@ export function unexportEndpoints(): void {
   delete process.env[SET_ENV];
 }
 
+/**
+ * The SQS emulator EO_SQS_EMULATOR selects: ElasticMQ (default, a JVM from
+ * Maven jars) or LocalStack (its Python runtime in a pinned venv). Users run
+ * either; CI runs the SQS suite against both.
+ */
+export function sqsEmulator(): 'elasticmq' | 'localstack' {
+  const wanted = process.env['EO_SQS_EMULATOR'] ?? 'elasticmq';
+  if (wanted === 'elasticmq' || wanted === 'localstack') return wanted;
+  throw new Error(`EO_SQS_EMULATOR=${wanted}: expected "elasticmq" or "localstack"`);
+}
+
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
 /** Starts the native services in parallel; on any failure stops the ones that came up, then throws. */
@@ -84,7 +96,8 @@ export async function startNative(services: ServiceName[]): Promise<void> {
       exportEndpoint('postgres', state.postgres.url);
     },
     sqs: async () => {
-      state.elasticmq = await createElasticMq(root, sqsPort);
+      if (sqsEmulator() === 'localstack') state.localstack = await createLocalstack(root, sqsPort);
+      else state.elasticmq = await createElasticMq(root, sqsPort);
       exportEndpoint('sqs', `http://${HOST}:${sqsPort}`);
     },
     kafka: async () => {
@@ -96,7 +109,13 @@ export async function startNative(services: ServiceName[]): Promise<void> {
     services.map(async (name) => {
       const t0 = Date.now();
       await start[name]();
-      timings.push(`${name} ${seconds(Date.now() - t0)}`);
+      const which =
+        name === 'sqs'
+          ? ` (${sqsEmulator()})`
+          : name === 'kafka'
+            ? ` ${KAFKA_VERSIONS[kafkaMajor()].version}`
+            : '';
+      timings.push(`${name}${which} ${seconds(Date.now() - t0)}`);
     }),
   );
   writeState(state);
@@ -123,6 +142,7 @@ export async function stopNative(state: ServicesState): Promise<void> {
   await Promise.allSettled([
     state.postgres && pgStop(state.postgres, 'immediate'),
     state.elasticmq && stopJava(state.elasticmq, 'SIGKILL'),
+    state.localstack && stopJava(state.localstack, 'SIGKILL'),
     state.kafka && stopJava(state.kafka, 'SIGKILL'),
   ]);
   const strays = killProcessesUsing(state.root);

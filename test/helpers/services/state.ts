@@ -51,6 +51,8 @@ export interface ServicesState {
   root: string;
   postgres?: PostgresState;
   elasticmq?: JavaServiceState;
+  /** LocalStack instead of ElasticMQ (EO_SQS_EMULATOR=localstack): a Python process, recorded the same way. */
+  localstack?: JavaServiceState;
   kafka?: KafkaState;
 }
 
