@@ -7,7 +7,7 @@ import {
 } from '../store/claim.js';
 import { qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { ensureTable, tableDdl, type TableSpec } from '../store/migrate.js';
+import { prunedTableFamily } from '../store/migrate.js';
 import type { TableFamily } from '../store/table-family.js';
 import { pruneTable } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
@@ -63,18 +63,14 @@ const COLUMNS = `  scope           text        NOT NULL,
   created_at      timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (scope, idempotency_key)`;
 
-function keyTable(ref: TableRef): TableSpec {
-  return { ref, columns: COLUMNS, timeColumn: 'created_at' };
-}
-
 /** The HTTP idempotency keys' table (`eo_idempotency_keys`), as a {@link TableFamily}. */
-export const idempotencyKeyTables: TableFamily = {
+export const idempotencyKeyTables: TableFamily = prunedTableFamily({
   name: 'http-keys',
   summary: 'the HTTP Idempotency-Key table (one row per key, with its stored response)',
   defaultTable: DEFAULT_TABLE,
-  ddl: (ref) => tableDdl(keyTable(ref)),
-  migrate: (pool, ref) => ensureTable(pool, keyTable(ref)),
-};
+  columns: COLUMNS,
+  timeColumn: 'created_at',
+});
 
 // Raised (42704, unrecognized setting) when the response could not be stored because
 // the key's row is not there: the COMMIT after it is skipped, everything rolls back.

@@ -58,24 +58,47 @@ export function ensureTable(pool: Pool, spec: TableSpec): Promise<MigrationResul
   });
 }
 
-const DEDUP_COLUMNS = `  consumer     text        NOT NULL,
-  message_key  text        NOT NULL,
-  payload_hash bytea,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, message_key)`;
+/** What defines a family of one pruned table: its names and its {@link TableSpec} minus the ref. */
+export interface PrunedTableFamily {
+  name: string;
+  summary: string;
+  defaultTable: string;
+  columns: string;
+  timeColumn: string;
+}
 
-function dedupTable(ref: TableRef): TableSpec {
-  return { ref, columns: DEDUP_COLUMNS, timeColumn: 'processed_at' };
+/**
+ * A {@link TableFamily} of one table with a pruning index: its DDL from
+ * {@link tableDdl}, migrated by {@link ensureTable}. The dedup table and the HTTP key
+ * table are each one of these.
+ */
+export function prunedTableFamily(def: PrunedTableFamily): TableFamily {
+  const spec = (ref: TableRef): TableSpec => ({
+    ref,
+    columns: def.columns,
+    timeColumn: def.timeColumn,
+  });
+  return {
+    name: def.name,
+    summary: def.summary,
+    defaultTable: def.defaultTable,
+    ddl: (ref) => tableDdl(spec(ref)),
+    migrate: (pool, ref) => ensureTable(pool, spec(ref)),
+  };
 }
 
 /** The consumers' dedup table (`processed_messages`), as a {@link TableFamily}. */
-export const dedupTables: TableFamily = {
+export const dedupTables: TableFamily = prunedTableFamily({
   name: 'consumer',
   summary: "the consumers' dedup table (one row per processed key)",
   defaultTable: DEFAULT_TABLE,
-  ddl: (ref) => tableDdl(dedupTable(ref)),
-  migrate: (pool, ref) => ensureTable(pool, dedupTable(ref)),
-};
+  columns: `  consumer     text        NOT NULL,
+  message_key  text        NOT NULL,
+  payload_hash bytea,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)`,
+  timeColumn: 'processed_at',
+});
 
 /**
  * Creates the dedup table and its pruning index if they do not exist. Idempotent,
