@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import {
   createRelay,
@@ -257,5 +259,53 @@ describe('parking', () => {
     expect(receiver.acceptedOf('bad')).toEqual([0, 1]);
     expect(await row(bad0!)).toMatchObject({ state: 'published', attempts: 1 });
     expect((await listParked(db.pool, { schema: db.schema })).map((p) => p.id)).toEqual([rejected]);
+  });
+});
+
+describe('a relay killed mid-publish', () => {
+  it('leaves its rows leased until the lease runs out, then another relay publishes them', async () => {
+    receiver.holdFirst = true;
+    const ids = await enqueueCommitted(
+      db.pool,
+      ['p', 'q', 'r'].map((k) => ({
+        destination: 'effects',
+        orderingKey: k,
+        payload: { k, n: 0 },
+      })),
+      db.schema,
+    );
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('./relay-child.ts', import.meta.url))],
+      {
+        env: {
+          ...process.env,
+          EO_OUTBOX_SCHEMA: db.schema,
+          EO_OUTBOX_URL: receiver.url,
+          EO_OUTBOX_LEASE_MS: '3000',
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+      child.on('exit', (code, signal) => resolve(signal ?? code)),
+    );
+    await waitFor(() => receiver.held.length === 3, { what: 'the child relay publishing 3 rows' });
+    for (const id of ids)
+      expect(await row(id)).toMatchObject({ lease_owner: 'child', attempts: 1 });
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+
+    const survivor = relay({ owner: 'survivor' });
+    const published: string[] = [];
+    survivor.on('published', (e) => published.push(e.id));
+    await survivor.start();
+    await waitFor(() => published.length === 3, { what: 'the survivor publishing them' });
+    expect(published.sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(await row(id)).toMatchObject({ state: 'published', attempts: 2 });
+    // Each row reached the receiver twice (the dead relay's request, the survivor's), with
+    // one Idempotency-Key: the receiver can tell they are one message.
+    expect(receiver.held.map((h) => h.key).sort()).toEqual([...ids].sort());
+    expect(receiver.accepted.map((a) => a.key).sort()).toEqual([...ids].sort());
   });
 });
