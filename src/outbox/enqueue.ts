@@ -9,6 +9,7 @@ import { uuidv7 } from './uuid.js';
  * handler's `ctx.tx`, a `pg` PoolClient inside your own BEGIN … COMMIT.
  */
 export interface Queryable {
+  /** Runs `text` with `$1…` bound to `values`. */
   query(text: string, values?: unknown[]): Promise<unknown>;
 }
 

@@ -6,15 +6,21 @@ import { outboxRef, outboxRelations, type OutboxTableOptions } from './table.js'
 
 /** A row the relay gave up on, as {@link listParked} returns it. */
 export interface ParkedRow {
+  /** The row's id (its downstream idempotency key). */
   id: string;
+  /** The destination it was enqueued for. */
   destination: string;
+  /** Its ordering key, or null; later rows of the key wait for it. */
   orderingKey: string | null;
+  /** Attempts made. */
   attempts: number;
   /** The error of the last attempt. */
   lastError: string | null;
+  /** When it was enqueued (database clock). */
   createdAt: Date;
   /** The payload as text (UTF-8; bytes that are not valid UTF-8 show as U+FFFD). */
   payloadText: string;
+  /** The payload's content type. */
   contentType: string;
 }
 

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from '../store/identifiers.js';
 import { MIGRATION_LOCK_KEY } from '../store/migrate.js';
-import { pruneTable, type PruneBounds } from '../store/prune.js';
+import { pruneTable } from '../store/prune.js';
 import { applyDdl, type Ddl, type TableFamily } from '../store/table-family.js';
 
 /** Name of the outbox table unless `table` says otherwise. */
@@ -82,7 +82,7 @@ function outboxDdl(ref: TableRef): Ddl {
   };
 }
 
-/** The transactional outbox's table (`eo_outbox`), as a {@link TableFamily}. */
+/** The transactional outbox's table (`eo_outbox`), as a `TableFamily` (for the CLI). */
 export const outboxTables: TableFamily = {
   name: 'outbox',
   summary: 'the transactional outbox (one row per message to publish)',
@@ -101,7 +101,16 @@ export async function migrateOutbox(pool: Pool, options: OutboxTableOptions = {}
 }
 
 /** Options of {@link pruneOutbox}. */
-export interface PruneOutboxOptions extends OutboxTableOptions, PruneBounds {}
+export interface PruneOutboxOptions extends OutboxTableOptions {
+  /** Delete rows published before this instant, or more than this many ms ago (database clock). */
+  olderThan: Date | number;
+  /** Rows deleted per statement. Default 1000. */
+  batchSize?: number;
+  /** Stop early (between batches) when aborted. */
+  signal?: AbortSignal;
+  /** Largest share of the time spent deleting, (0, 1]. Default 1. */
+  dutyCycle?: number;
+}
 
 /**
  * Deletes rows published before `olderThan` (a Date, or ms ago on the database's
