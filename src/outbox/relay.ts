@@ -122,6 +122,16 @@ function resolve(options: RelayOptions): Resolved {
     if (typeof (publisher as Partial<Publisher> | undefined)?.publish !== 'function')
       throw new ConfigurationError('publishers', `"${destination}" has no publish function`);
   }
+  const retention = options.retention;
+  if (
+    retention !== undefined &&
+    !(
+      typeof retention?.publishedMs === 'number' &&
+      Number.isFinite(retention.publishedMs) &&
+      retention.publishedMs >= 0
+    )
+  )
+    throw new ConfigurationError('retention.publishedMs', 'must be a number of ms >= 0');
   const leaseMs = intOption('leaseMs', options.leaseMs, 30_000, 1000, 3_600_000);
   const initialMs = intOption('backoff.initialMs', options.backoff?.initialMs, 1000, 0, 86_400_000);
   return {
