@@ -11,7 +11,8 @@ import {
   type Relay,
   type RelayOptions,
 } from 'effectively-once/outbox';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { runCli } from '../../../src/cli/run.js';
+import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { Receiver, enqueueCommitted } from './support.js';
 
@@ -49,6 +50,17 @@ function relay(options: Partial<RelayOptions> = {}): Relay {
   });
   relays.push(r);
   return r;
+}
+
+async function cli(argv: string[]) {
+  const out: string[] = [];
+  const code = await runCli(argv, {
+    stdout: (t) => out.push(t),
+    stderr: (t) => out.push(t),
+    env: { DATABASE_URL: databaseUrl() },
+    signal: new AbortController().signal,
+  });
+  return { code, stdout: out.join('\n') };
 }
 
 async function row(id: string) {
@@ -253,12 +265,38 @@ describe('parking', () => {
     // The parked row holds back the rest of its key.
     expect(await row(bad1!)).toMatchObject({ state: 'pending', attempts: 0 });
 
+    // The CLI lists the same rows.
+    const listedByCli = await cli(['outbox', '--schema', db.schema, '--json']);
+    expect(listedByCli.code).toBe(0);
+    expect(JSON.parse(listedByCli.stdout)).toMatchObject({
+      requeued: null,
+      parked: 2,
+      pending: 1,
+      parkedRows: [
+        { id: bad0, attempts: 3 },
+        { id: rejected, attempts: 1 },
+      ],
+    });
+
     fixed = true;
     expect(await requeueParked(db.pool, { schema: db.schema, ids: [bad0!] })).toBe(1);
     await waitFor(() => receiver.acceptedOf('bad').length === 2, { what: 'the bad key published' });
     expect(receiver.acceptedOf('bad')).toEqual([0, 1]);
     expect(await row(bad0!)).toMatchObject({ state: 'published', attempts: 1 });
     expect((await listParked(db.pool, { schema: db.schema })).map((p) => p.id)).toEqual([rejected]);
+    // And requeues through the CLI: the rejected row goes again (and parks again).
+    const requeuedByCli = await cli([
+      'outbox',
+      '--schema',
+      db.schema,
+      '--ids',
+      rejected!,
+      '--requeue',
+      '--json',
+    ]);
+    expect(JSON.parse(requeuedByCli.stdout)).toMatchObject({ requeued: 1 });
+    await waitFor(() => parked.length === 3, { what: 'the rejected row parked again' });
+    expect(receiver.all.filter((a) => a.key === rejected).map((a) => a.status)).toEqual([400, 400]);
   });
 });
 

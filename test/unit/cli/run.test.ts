@@ -78,7 +78,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
   it.each([
     [
       ['frob'],
-      'effectively-once: EO_CONFIGURATION: Invalid option "command": "frob" is not a command: use migrate, prune, stats, inspect (see effectively-once --help)',
+      'effectively-once: EO_CONFIGURATION: Invalid option "command": "frob" is not a command: use migrate, prune, stats, inspect, outbox (see effectively-once --help)',
     ],
     [
       ['prune'],
