@@ -114,6 +114,10 @@ async function runAll(
 async function main(): Promise<void> {
   // The AWS SDK's "Node 22 from 2027" notice, once per process, is noise in every run.
   process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+  if (process.argv.includes('--outbox')) {
+    const { runOutboxBench } = await import('./outbox.js');
+    return runOutboxBench(process.argv.slice(2));
+  }
   const options = parseBenchArgs(process.argv.slice(2));
   const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`;
   const loadAverageStart = os.loadavg();

@@ -1,4 +1,5 @@
 import { keyFromFunction, type KeyResult } from '../../src/keys.js';
+import { OUTBOX_ID_HEADER } from '../../src/outbox/record.js';
 import type { KafkaHeaders } from './client.js';
 import type { KafkaRecord } from './record.js';
 
@@ -29,12 +30,16 @@ export function headerText(headers: KafkaHeaders, name: string): string | undefi
 
 /**
  * The default dedup key: the idempotency header when the record has one (an empty
- * header is a producer bug and yields `''`, which the runner dead-letters), else
- * `topic/partition/offset`, which dedups redeliveries of this very record only.
+ * header is a producer bug and yields `''`, which the runner dead-letters), else the
+ * `eo-outbox-id` header of a record an outbox relay published (one key per outbox
+ * row, however often the relay sent it), else `topic/partition/offset`, which dedups
+ * redeliveries of this very record only.
  */
 export function defaultKafkaKey(record: KafkaRecord, header: string): string {
   return (
-    headerText(record.headers, header) ?? `${record.topic}/${record.partition}/${record.offset}`
+    headerText(record.headers, header) ??
+    headerText(record.headers, OUTBOX_ID_HEADER) ??
+    `${record.topic}/${record.partition}/${record.offset}`
   );
 }
 

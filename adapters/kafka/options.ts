@@ -41,7 +41,8 @@ export interface KafkaSourceOptions<T = unknown> {
   producerConfig?: KafkaProducerConfig;
   /**
    * Header holding the dedup key (matched exactly, else case-insensitively). A record
-   * without it is keyed `topic/partition/offset`. Default `idempotency-key`.
+   * without it is keyed by its `eo-outbox-id` header (set by effectively-once/outbox's
+   * relay), else `topic/partition/offset`. Default `idempotency-key`.
    */
   idempotencyHeader?: string;
   /** Derives the dedup key from the record, replacing the header/offset rule. */

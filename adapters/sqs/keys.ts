@@ -1,6 +1,7 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import { ConfigurationError, InvalidKeyError } from '../../src/errors.js';
 import { keyFromFunction, type KeyResult } from '../../src/keys.js';
+import { OUTBOX_ID_HEADER } from '../../src/outbox/record.js';
 import type { DeduplicationScope } from './options.js';
 
 /** Where a message's dedup key comes from; see {@link defaultKey}. */
@@ -16,6 +17,8 @@ export interface KeyOptions {
  * The dedup key of one SQS message:
  * - `key(message)` when given;
  * - the String (or Number) message attribute `keyAttribute` when given;
+ * - the String attribute `eo-outbox-id` when present: the message came from an outbox
+ *   relay, and the outbox id names the logical message however often it was sent;
  * - otherwise {@link defaultKey}.
  */
 export function messageKey(message: Message, options: KeyOptions): KeyResult {
@@ -38,6 +41,8 @@ export function messageKey(message: Message, options: KeyOptions): KeyResult {
     }
     return { key: value };
   }
+  const outboxId = message.MessageAttributes?.[OUTBOX_ID_HEADER]?.StringValue;
+  if (outboxId !== undefined && outboxId !== '') return { key: outboxId };
   return { key: defaultKey(message, options.fifo, options.groupScoped === true) };
 }
 

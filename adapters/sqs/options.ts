@@ -59,7 +59,8 @@ export interface SqsSourceOptions<T = unknown> {
   /**
    * Name of a String message attribute holding the dedup key, e.g. `Idempotency-Key`.
    * A message without it has no key and goes the dead-letter way; use `key` for a fallback.
-   * Default: none (FIFO: `MessageDeduplicationId`, standard: `MessageId`).
+   * Default: none (the `eo-outbox-id` attribute an outbox relay sets, else FIFO:
+   * `MessageDeduplicationId`, standard: `MessageId`).
    */
   keyAttribute?: string;
   /** Derives the dedup key from the SQS message; `undefined` means no key (dead-lettered). Default: none. */

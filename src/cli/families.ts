@@ -1,5 +1,6 @@
 import { kafkaOffsetsTables } from '../../adapters/kafka/postgres-offsets.js';
 import { idempotencyKeyTables } from '../http/store.js';
+import { outboxTables } from '../outbox/table.js';
 import { dedupTables } from '../store/migrate.js';
 import type { TableFamily } from '../store/table-family.js';
 
@@ -19,4 +20,5 @@ export const TABLE_FAMILIES: readonly RegisteredFamily[] = [
   { family: dedupTables, tableOption: 'table' },
   { family: kafkaOffsetsTables, tableOption: 'kafka-offsets-table' },
   { family: idempotencyKeyTables, tableOption: 'http-keys-table' },
+  { family: outboxTables, tableOption: 'outbox-table' },
 ];

@@ -5,6 +5,7 @@ import { sqlstateOf } from '../store/pg-errors.js';
 import { parseCommandArgs, stringValue, flag } from './args.js';
 import { EXIT, type Command, type CommandOutput } from './command.js';
 import { inspectCommand } from './commands/inspect.js';
+import { outboxCommand } from './commands/outbox.js';
 import { migrateCommand } from './commands/migrate.js';
 import { pruneCommand } from './commands/prune.js';
 import { statsCommand } from './commands/stats.js';
@@ -16,6 +17,7 @@ export const COMMANDS: readonly Command[] = [
   pruneCommand,
   statsCommand,
   inspectCommand,
+  outboxCommand,
 ];
 
 /** Where the CLI reads and writes; a test passes its own. */

@@ -25,8 +25,8 @@ export interface TableSpec {
   timeColumn: string;
 }
 
-// Arbitrary but fixed: every worker of every version must take the same lock.
-const MIGRATION_LOCK_KEY = 0x6566_6f6e; // "efon"
+/** Advisory lock every table family migrates under. Arbitrary but fixed: every worker of every version must take the same lock. */
+export const MIGRATION_LOCK_KEY = 0x6566_6f6e; // "efon"
 
 /**
  * The DDL of one table of the family: its schema, the table, and the timestamp index

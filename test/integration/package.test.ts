@@ -81,6 +81,7 @@ describe('the packed package', () => {
       './http',
       './http/express',
       './http/fastify',
+      './outbox',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),

@@ -109,10 +109,11 @@ describe('migrate', () => {
       expect.stringMatching(
         new RegExp(`^http-keys +"${appliedSchema}"\\."eo_idempotency_keys" +created$`),
       ),
+      expect.stringMatching(new RegExp(`^outbox +"${appliedSchema}"\\."eo_outbox" +created$`)),
     ]);
     const expected = await shape(appliedSchema);
-    expect(expected.columns).toHaveLength(19);
-    expect(expected.indexes).toHaveLength(5);
+    expect(expected.columns).toHaveLength(35);
+    expect(expected.indexes).toHaveLength(9);
     expect(await shape(printedSchema)).toEqual(expected);
 
     // Printed DDL, applied: the library's own migrate finds everything in place.
@@ -137,6 +138,7 @@ describe('migrate', () => {
           table: 'eo_idempotency_keys',
           result: 'present',
         },
+        { family: 'outbox', schema: printedSchema, table: 'eo_outbox', result: 'present' },
       ],
     });
     for (const schema of [printedSchema, appliedSchema])

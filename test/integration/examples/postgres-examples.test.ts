@@ -9,15 +9,16 @@ import { migrateKeyTable } from '../../../src/http/index.js';
 import { createConsumer, migrate } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
 import { main as customSource } from '../../../examples/custom-source.js';
+import { main as paymentsApi } from '../../../examples/http-payments.js';
 import {
   createTables as createOutboxTables,
+  paymentsRelay,
   placeOrder,
-  relayOutbox,
   type OrderPlaced,
-  type OutboxRow,
 } from '../../../examples/outbox.js';
 import { main as pruneJob } from '../../../examples/prune-job.js';
 import { main as testingHandlers } from '../../../examples/testing-handlers.js';
+import { waitFor } from '../../helpers/wait-for.js';
 import { createExampleDatabase, repoRoot, type ExampleDatabase } from './support.js';
 
 async function withDatabase(prefix: string, run: (db: ExampleDatabase) => Promise<void>) {
@@ -40,49 +41,68 @@ describe('Postgres-only examples quoted by the docs', () => {
     });
   });
 
-  it('outbox.ts: one outbox row per order however often it is delivered; the relay sends it once', async () => {
+  it('outbox.ts: an order delivered twice is charged once at the payment API, even when the relay sends the charge twice', async () => {
     await withDatabase('outbox', async (db) => {
       await createOutboxTables(db.pool);
-      const source = memorySource<OrderPlaced>();
-      const consumer = createConsumer({
-        name: 'orders',
-        pool: db.pool,
-        source,
-        handler: placeOrder,
+      // The external API: examples/http-payments.ts, in its own database.
+      const api = await createExampleDatabase('outbox_api');
+      const stopApi = new AbortController();
+      let apiUrl = '';
+      let listening: () => void = () => undefined;
+      const ready = new Promise<void>((resolve) => (listening = resolve));
+      const apiDone = paymentsApi({
+        signal: stopApi.signal,
+        env: { DATABASE_URL: api.url, PORT: '0' },
+        onListening: (url) => {
+          apiUrl = url;
+          listening();
+        },
       });
-      await consumer.start();
-      const order = { orderId: 'o-1', email: 'a@example.test', totalCents: 990 };
-      source.loseNextAcks(1);
-      source.send(order, { key: 'order-1' });
-      source.send(order, { key: 'order-1' });
-      while (source.outstanding > 0) await new Promise((r) => setTimeout(r, 10));
-      await consumer.stop();
+      try {
+        await ready;
+        const source = memorySource<OrderPlaced>();
+        const consumer = createConsumer({
+          name: 'orders',
+          pool: db.pool,
+          source,
+          handler: placeOrder,
+        });
+        await consumer.start();
+        const order = { orderId: 'o-1', customerId: 'cus_1', totalCents: 990 };
+        source.loseNextAcks(1);
+        source.send(order, { key: 'order-1' });
+        source.send(order, { key: 'order-1' });
+        while (source.outstanding > 0) await new Promise((r) => setTimeout(r, 10));
+        await consumer.stop();
 
-      const sent: OutboxRow[] = [];
-      const send = async (row: OutboxRow) => void sent.push(row);
-      expect(await relayOutbox(db.pool, send)).toBe(1);
-      expect(await relayOutbox(db.pool, send)).toBe(0);
-      expect(sent.map((r) => [r.idempotencyKey, r.kind, r.payload])).toEqual([
-        ['receipt-email:order-1', 'receipt-email', order],
-      ]);
-      const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM orders');
-      expect(rows[0]?.n).toBe('1');
-    });
-  });
-
-  it('outbox.ts: a send that fails leaves the row unsent for the next relay run', async () => {
-    await withDatabase('outbox_fail', async (db) => {
-      await createOutboxTables(db.pool);
-      await db.pool.query(
-        `INSERT INTO outbox (idempotency_key, kind, payload) VALUES ('k-1', 'receipt-email', '{}')`,
-      );
-      const failing = async () => {
-        throw new Error('provider down');
-      };
-      await expect(relayOutbox(db.pool, failing)).rejects.toThrow('provider down');
-      const sent: string[] = [];
-      expect(await relayOutbox(db.pool, async (row) => void sent.push(row.idempotencyKey))).toBe(1);
-      expect(sent).toEqual(['k-1']);
+        const relay = paymentsRelay(db.pool, apiUrl);
+        let published = 0;
+        relay.on('published', () => published++);
+        await relay.start();
+        try {
+          await waitFor(() => published === 1, { what: 'the charge sent' });
+          // As if the relay had died after the call and before its mark: sent again.
+          await db.pool.query("UPDATE eo_outbox SET state = 'pending'");
+          relay.wake();
+          await waitFor(() => published === 2, { what: 'the charge sent again' });
+        } finally {
+          await relay.stop();
+        }
+        const outbox = await db.pool.query<{ id: string }>('SELECT id FROM eo_outbox');
+        expect(outbox.rows).toHaveLength(1);
+        const charges = await api.pool.query(
+          'SELECT tenant, customer_id, amount_cents FROM charges',
+        );
+        expect(charges.rows).toEqual([
+          { tenant: 'shop', customer_id: 'cus_1', amount_cents: '990' },
+        ]);
+        const keys = await api.pool.query('SELECT idempotency_key FROM eo_idempotency_keys');
+        expect(keys.rows).toEqual([{ idempotency_key: outbox.rows[0]!.id }]);
+      } finally {
+        stopApi.abort();
+        await apiDone;
+        await api.drop();
+      }
     });
   });
 

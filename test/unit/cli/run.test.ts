@@ -8,6 +8,7 @@ import { kafkaOffsetsTables } from '../../../adapters/kafka/postgres-offsets.js'
 import { EXIT } from '../../../src/cli/command.js';
 import { TABLE_FAMILIES } from '../../../src/cli/families.js';
 import { idempotencyKeyTables } from '../../../src/http/store.js';
+import { outboxTables } from '../../../src/outbox/table.js';
 import { COMMANDS, runCli } from '../../../src/cli/run.js';
 import { dedupTables } from '../../../src/store/migrate.js';
 
@@ -77,7 +78,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
   it.each([
     [
       ['frob'],
-      'effectively-once: EO_CONFIGURATION: Invalid option "command": "frob" is not a command: use migrate, prune, stats, inspect (see effectively-once --help)',
+      'effectively-once: EO_CONFIGURATION: Invalid option "command": "frob" is not a command: use migrate, prune, stats, inspect, outbox (see effectively-once --help)',
     ],
     [
       ['prune'],
@@ -117,7 +118,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
     ],
     [
       ['migrate', '--only', 'consumer,queues'],
-      'effectively-once migrate: EO_CONFIGURATION: Invalid option "--only": "queues" is not one of consumer, kafka-offsets, http-keys (comma-separated)',
+      'effectively-once migrate: EO_CONFIGURATION: Invalid option "--only": "queues" is not one of consumer, kafka-offsets, http-keys, outbox (comma-separated)',
     ],
     [
       ['migrate', '--print', '--table', 'x'.repeat(64)],
@@ -168,12 +169,15 @@ describe('migrate --print', () => {
       'offsets',
       '--http-keys-table',
       'keys',
+      '--outbox-table',
+      'box',
     ]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     const printed = [
       ...dedupTables.ddl({ schema: 'billing', table: 'dedup' }).statements,
       ...kafkaOffsetsTables.ddl({ schema: 'billing', table: 'offsets' }).statements,
       ...idempotencyKeyTables.ddl({ schema: 'billing', table: 'keys' }).statements,
+      ...outboxTables.ddl({ schema: 'billing', table: 'box' }).statements,
     ];
     const statements = stdout
       .split(';\n')

@@ -36,6 +36,19 @@ describe('keys', () => {
     expect(defaultKafkaKey(record({ headers: { 'x-id': 'custom' } }), 'x-id')).toBe('custom');
   });
 
+  it("keys an outbox relay's record by its eo-outbox-id header unless the idempotency header is set", () => {
+    const outbox = { 'eo-outbox-id': '0190b6b2-0000-7000-8000-000000000001' };
+    expect(defaultKafkaKey(record({ headers: outbox }), 'idempotency-key')).toBe(
+      '0190b6b2-0000-7000-8000-000000000001',
+    );
+    expect(
+      defaultKafkaKey(
+        record({ headers: { ...outbox, 'idempotency-key': 'op-1' } }),
+        'idempotency-key',
+      ),
+    ).toBe('op-1');
+  });
+
   it('orders by partition, or by Kafka key with key concurrency', () => {
     expect(orderingKeyOf(record({ key: Buffer.from('a') }), false)).toBe('orders/3');
     expect(orderingKeyOf(record({ key: Buffer.from('a') }), true)).toBe('orders/3/k:YQ==');

@@ -20,6 +20,22 @@ describe('messageKey', () => {
     expect(messageKey({ ...message, Attributes: {} }, { ...plain, fifo: true }).key).toBe('mid-1');
   });
 
+  it("keys an outbox relay's message by eo-outbox-id, unless keyAttribute or key says otherwise", () => {
+    const fromOutbox: Message = {
+      ...message,
+      MessageAttributes: {
+        ...message.MessageAttributes,
+        'eo-outbox-id': { DataType: 'String', StringValue: 'outbox-1' },
+      },
+    };
+    expect(messageKey(fromOutbox, plain).key).toBe('outbox-1');
+    expect(messageKey(fromOutbox, { ...plain, fifo: true }).key).toBe('outbox-1');
+    expect(messageKey(fromOutbox, { ...plain, keyAttribute: 'Idempotency-Key' }).key).toBe(
+      'idem-1',
+    );
+    expect(messageKey(fromOutbox, { ...plain, key: () => 'mine' }).key).toBe('mine');
+  });
+
   it('reads the configured message attribute, and rejects a message without it', () => {
     expect(messageKey(message, { ...plain, keyAttribute: 'Idempotency-Key' }).key).toBe('idem-1');
     const missing = messageKey(

@@ -1,0 +1,72 @@
+import { EventEmitter } from 'node:events';
+import type { EffectivelyOnceError } from '../errors.js';
+import type { Logger } from '../types.js';
+import type { OutboxStats } from './parked.js';
+
+/** Payloads of a relay's events. */
+export interface RelayEvents {
+  /** A row was accepted downstream and marked published. `ageMs`: from its write to the mark. */
+  published: {
+    id: string;
+    destination: string;
+    orderingKey: string | null;
+    attempts: number;
+    ageMs: number;
+  };
+  /** A row's publish failed; it is retried after `retryInMs`. */
+  failed: { id: string; destination: string; attempts: number; error: unknown; retryInMs: number };
+  /** A row was given up on (attempts exhausted, or an error that cannot succeed later). */
+  parked: { id: string; destination: string; attempts: number; error: unknown };
+  /**
+   * This relay's lease on a row was taken over (it ran past `leaseMs`): its mark was
+   * refused by the fencing token and the row's new holder settles it.
+   */
+  fenced: { id: string; destination: string };
+  /** One claimed batch settled; `latencyMs` from the claim to the last mark. */
+  batch: {
+    claimed: number;
+    published: number;
+    failed: number;
+    parked: number;
+    fenced: number;
+    latencyMs: number;
+  };
+  /** The table's lag, every `lagIntervalMs` while someone listens. */
+  lag: OutboxStats;
+  /** Trouble outside a publish: a claim or mark failed, the LISTEN connection was lost. */
+  error: EffectivelyOnceError;
+}
+
+/** Name of a relay event. */
+export type RelayEventName = keyof RelayEvents;
+
+/** Typed hub; an `error` with no listener is logged, a throwing listener too. */
+export class RelayEventHub {
+  private readonly emitter = new EventEmitter();
+
+  constructor(private readonly logger: Logger) {}
+
+  on<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void {
+    this.emitter.on(event, listener);
+  }
+
+  off<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void {
+    this.emitter.off(event, listener);
+  }
+
+  listens(event: RelayEventName): boolean {
+    return this.emitter.listenerCount(event) > 0;
+  }
+
+  emit<E extends RelayEventName>(event: E, payload: RelayEvents[E]): void {
+    if (event === 'error' && !this.listens('error')) {
+      this.logger.error({ err: payload }, 'effectively-once: unhandled outbox relay error');
+      return;
+    }
+    try {
+      this.emitter.emit(event, payload);
+    } catch (err) {
+      this.logger.error({ err, event }, 'effectively-once: relay event listener threw');
+    }
+  }
+}

@@ -1,0 +1,145 @@
+import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
+import { ConfigurationError } from '../../errors.js';
+import { CONTENT_TYPES } from '../enqueue.js';
+import { PublishError } from '../errors.js';
+import { OUTBOX_ID_HEADER, type OutboxRecord, type Publisher } from '../record.js';
+
+/** Options of {@link sqsPublisher}. */
+export interface SqsPublisherOptions {
+  /** The SQS client (its region, endpoint and credentials). */
+  client: SQSClient;
+  /** The queue every row of this destination goes to. */
+  queueUrl: string;
+  /** Whether the queue is FIFO. Default: whether `queueUrl` ends in `.fifo`. */
+  fifo?: boolean;
+}
+
+// SQS limits: 10 entries and 256 KiB (the sum of bodies and attributes) per batch, 10
+// message attributes per message.
+const MAX_ENTRIES = 10;
+const MAX_BATCH_BYTES = 256 * 1024;
+const MAX_ATTRIBUTES = 10;
+
+/**
+ * Publishes to one SQS queue with SendMessageBatch, ten at a time. Every message
+ * carries the outbox id in the String attribute `eo-outbox-id` (the default dedup key
+ * of this library's `sqsSource`), plus the row's headers as String attributes (at most
+ * nine). On a FIFO queue the outbox id is also the `MessageDeduplicationId` and the
+ * ordering key the `MessageGroupId` (a row without one is its own group). Bodies are
+ * the payload's text; a bytes payload is sent base64 with attribute
+ * `eo-content-transfer-encoding: base64`.
+ *
+ * A failed entry fails only its row; one SQS blames on the sender (a bad attribute, a
+ * body too large) is parked at once.
+ */
+export function sqsPublisher(options: SqsPublisherOptions): Publisher {
+  if (options.client === undefined || options.client === null)
+    throw new ConfigurationError('client', 'an SQSClient is required');
+  if (typeof options.queueUrl !== 'string' || options.queueUrl === '')
+    throw new ConfigurationError('queueUrl', 'must be the queue URL');
+  const fifo = options.fifo ?? options.queueUrl.endsWith('.fifo');
+  const destination = options.queueUrl;
+  // Loaded on first use: the SDK is an optional peer dependency of this package.
+  let sdk: Promise<typeof import('@aws-sdk/client-sqs')> | undefined;
+
+  return {
+    async publish(records, signal) {
+      sdk ??= import('@aws-sdk/client-sqs');
+      const { SendMessageBatchCommand } = await sdk;
+      const failures = new Map<string, unknown>();
+      const entries: {
+        record: OutboxRecord;
+        entry: SendMessageBatchRequestEntry;
+        bytes: number;
+      }[] = [];
+      for (const record of records) {
+        try {
+          entries.push(toEntry(record, entries.length, fifo, destination));
+        } catch (error) {
+          failures.set(record.id, error);
+        }
+      }
+      for (const chunk of chunks(entries)) {
+        const byId = new Map(chunk.map((c) => [c.entry.Id!, c.record]));
+        try {
+          const result = await options.client.send(
+            new SendMessageBatchCommand({
+              QueueUrl: options.queueUrl,
+              Entries: chunk.map((c) => c.entry),
+            }),
+            { abortSignal: signal },
+          );
+          for (const failed of result.Failed ?? []) {
+            const record = byId.get(failed.Id ?? '');
+            if (record === undefined) continue;
+            failures.set(
+              record.id,
+              new PublishError(destination, `${failed.Code ?? 'error'}: ${failed.Message ?? ''}`, {
+                retryable: failed.SenderFault !== true,
+                details: { id: record.id, code: failed.Code },
+              }),
+            );
+          }
+        } catch (cause) {
+          const error = new PublishError(destination, 'SendMessageBatch failed', { cause });
+          for (const c of chunk) failures.set(c.record.id, error);
+        }
+      }
+      return failures;
+    },
+  };
+}
+
+function toEntry(
+  record: OutboxRecord,
+  index: number,
+  fifo: boolean,
+  destination: string,
+): { record: OutboxRecord; entry: SendMessageBatchRequestEntry; bytes: number } {
+  const headers = Object.entries(record.headers);
+  if (headers.length > MAX_ATTRIBUTES - 2)
+    throw new PublishError(destination, `SQS carries at most ${MAX_ATTRIBUTES - 2} headers`, {
+      retryable: false,
+    });
+  const binary = record.contentType === CONTENT_TYPES.bytes;
+  const body = binary ? record.payload.toString('base64') : record.payload.toString('utf8');
+  const attributes: NonNullable<SendMessageBatchRequestEntry['MessageAttributes']> = {};
+  for (const [name, value] of headers)
+    attributes[name] = { DataType: 'String', StringValue: value };
+  attributes[OUTBOX_ID_HEADER] = { DataType: 'String', StringValue: record.id };
+  if (binary)
+    attributes['eo-content-transfer-encoding'] = { DataType: 'String', StringValue: 'base64' };
+  const entry: SendMessageBatchRequestEntry = {
+    Id: `m${index}`,
+    MessageBody: body,
+    MessageAttributes: attributes,
+    ...(fifo
+      ? { MessageDeduplicationId: record.id, MessageGroupId: record.orderingKey ?? record.id }
+      : {}),
+  };
+  let bytes = Buffer.byteLength(body);
+  for (const [name, value] of Object.entries(attributes))
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.StringValue ?? '') + 6;
+  return { record, entry, bytes };
+}
+
+/** Splits entries into batches within SQS's count and size limits, in order. */
+function chunks<T extends { bytes: number }>(entries: T[]): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let size = 0;
+  for (const entry of entries) {
+    if (
+      current.length > 0 &&
+      (current.length === MAX_ENTRIES || size + entry.bytes > MAX_BATCH_BYTES)
+    ) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(entry);
+    size += entry.bytes;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}

@@ -1,0 +1,89 @@
+import http from 'node:http';
+import type net from 'node:net';
+import type pg from 'pg';
+import { enqueue, type OutboxMessage } from 'effectively-once/outbox';
+
+/** One request the receiver answered. */
+export interface Received {
+  key: string;
+  orderingKey: string | undefined;
+  body: { k?: string; n?: number; [field: string]: unknown };
+  status: number;
+}
+
+/**
+ * The downstream HTTP service of the outbox tests, on loopback. `respond` picks each
+ * request's status; `holdFirst` keeps the first request of every Idempotency-Key
+ * unanswered until `release(status)` (a relay stuck in its publish).
+ */
+export class Receiver {
+  readonly all: Received[] = [];
+  readonly held: { key: string; answer: (status: number) => void }[] = [];
+  holdFirst = false;
+  respond: (request: Omit<Received, 'status'>, attempt: number) => number = () => 200;
+  private readonly server = http.createServer((req, res) => void this.handle(req, res));
+  private readonly attempts = new Map<string, number>();
+  url = '';
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as net.AddressInfo).port}/effects`;
+  }
+
+  /** Requests answered 2xx, in arrival order. */
+  get accepted(): Received[] {
+    return this.all.filter((r) => r.status < 300);
+  }
+
+  /** The `n` of the accepted requests of ordering key `k`, in arrival order. */
+  acceptedOf(k: string): number[] {
+    return this.accepted.filter((r) => r.body.k === k).map((r) => r.body.n ?? -1);
+  }
+
+  /** Answers every held request with `status`. */
+  release(status: number): void {
+    for (const h of this.held.splice(0)) h.answer(status);
+  }
+
+  async close(): Promise<void> {
+    this.release(503);
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const key = String(req.headers['idempotency-key'] ?? '');
+    const orderingKey = req.headers['x-ordering-key'] as string | undefined;
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Received['body'];
+    const attempt = (this.attempts.get(key) ?? 0) + 1;
+    this.attempts.set(key, attempt);
+    const status =
+      this.holdFirst && attempt === 1
+        ? await new Promise<number>((answer) => this.held.push({ key, answer }))
+        : this.respond({ key, orderingKey, body }, attempt);
+    this.all.push({ key, orderingKey, body, status });
+    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+  }
+}
+
+/** Enqueues each message in its own committed transaction, in order; returns the ids. */
+export async function enqueueCommitted(
+  pool: pg.Pool,
+  messages: OutboxMessage[],
+  schema: string,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (const message of messages) {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      ids.push(await enqueue(client, message, { schema }));
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  }
+  return ids;
+}
