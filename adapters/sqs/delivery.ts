@@ -1,6 +1,6 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { BrokerError, type EffectivelyOnceError } from '../../src/errors.js';
-import type { Delivery, Logger } from '../../src/types.js';
+import type { Delivery, Logger, MessagingInfo } from '../../src/types.js';
 import { isReceiptHandleLost } from './aws-errors.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import type { DeleteBatcher } from './delete-batcher.js';
@@ -81,6 +81,19 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
   /** Aborts when the heartbeat finds the message lost (another receive owns it now). */
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  /** Describes the message for telemetry: queue name, `MessageId`, string attributes. */
+  messaging(): MessagingInfo {
+    const carrier: Record<string, string> = {};
+    for (const [name, value] of Object.entries(this.raw.MessageAttributes ?? {}))
+      if (value.StringValue !== undefined) carrier[name] = value.StringValue;
+    return {
+      system: 'aws_sqs',
+      destination: queueName(this.queueUrl),
+      messageId: this.raw.MessageId,
+      carrier,
+    };
   }
 
   /** @internal Attaches the heartbeat that keeps this message invisible until settled. */
@@ -203,4 +216,10 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
       },
     });
   }
+}
+
+/** The queue's name: the last path segment of its URL. */
+function queueName(queueUrl: string): string {
+  const slash = queueUrl.lastIndexOf('/');
+  return slash === -1 ? queueUrl : queueUrl.slice(slash + 1);
 }
