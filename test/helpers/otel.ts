@@ -80,7 +80,7 @@ export function otelHarness(): OtelHarness {
       const metric = last?.scopeMetrics
         .flatMap((s) => s.metrics)
         .find((m) => m.descriptor.name === name);
-      return (metric?.dataPoints ?? []) as Array<DataPoint<unknown>>;
+      return metric?.dataPoints ?? [];
     },
     producer: (name = 'send orders') => {
       const span = tracer.startSpan(name);

@@ -140,7 +140,8 @@ describe('one transaction per message', () => {
     ]);
     expect(deliverySpans()[1]!.status.code).toBe(SpanStatusCode.ERROR);
     const points = await otel.points(METRIC.deliveries);
-    const byOutcome = Object.fromEntries(points.map((p) => [p.attributes[ATTR.outcome], p.value]));
+    const byOutcome: Record<string, unknown> = {};
+    for (const p of points) byOutcome[String(p.attributes[ATTR.outcome])] = p.value;
     expect(byOutcome).toEqual({ retry: 1, 'dead-lettered': 1 });
   });
 
