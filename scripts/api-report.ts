@@ -31,6 +31,7 @@ export const ENTRY_POINTS = [
   'http',
   'http-express',
   'http-fastify',
+  'otel',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -49,8 +49,8 @@ export const INSTRUMENTATION_NAME = 'effectively-once';
  * OpenTelemetry for a consumer: pass it as `createConsumer({ ..., telemetry })`. Each
  * delivery becomes a consumer span `process <destination>` (in batch mode, one per
  * batch, linked to each message's producer), child of the producer's span when the
- * message carries a `traceparent`, with `transaction` > `claim` / `handler` / `commit`
- * child spans and the outcome in `effectively_once.outcome`. Metrics: see {@link METRIC}.
+ * message carries a `traceparent`, with a `transaction` child span holding `claim`, `handler` and `commit`
+ * spans and the outcome in `effectively_once.outcome`. Metrics: see {@link METRIC}.
  * One instance may serve several consumers.
  */
 export function otelTelemetry(options: OtelTelemetryOptions = {}): ConsumerTelemetry {

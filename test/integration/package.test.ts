@@ -21,7 +21,7 @@ let files: string[];
 
 /**
  * Package hygiene, end to end: build, pack, inspect the tarball, install it into a
- * scratch project, import all eight entry points with plain Node, type-check a
+ * scratch project, import all nine entry points with plain Node, type-check a
  * consumer of its declarations, and compare its surface with the API reports.
  */
 beforeAll(async () => {
@@ -81,6 +81,7 @@ describe('the packed package', () => {
       './http',
       './http/express',
       './http/fastify',
+      './otel',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
@@ -122,6 +123,7 @@ describe('the packed package', () => {
         '@types/pg',
         '@types/node',
         '@types/express',
+        '@opentelemetry/api',
       ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });
@@ -131,7 +133,7 @@ describe('the packed package', () => {
         fs.copyFileSync(path.join(here, file), path.join(scratch, file));
     }, 180_000);
 
-    it('imports all eight entry points with plain Node (ESM); runs a consumer and an idempotent endpoint against Postgres, idempotentFetch against a loopback server', async () => {
+    it('imports all nine entry points with plain Node (ESM); runs a consumer and an idempotent endpoint against Postgres, idempotentFetch against a loopback server', async () => {
       const { stdout } = await run(process.execPath, ['smoke.js'], {
         cwd: scratch,
         env: process.env,
