@@ -61,7 +61,7 @@ export async function main({
     exportIntervalMillis: 60_000,
   });
   const meterProvider = new MeterProvider({ readers: [reader] });
-  // #endregion setup
+  // #endregion
 
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL });
   try {
@@ -91,7 +91,7 @@ export async function main({
         }
       },
     });
-    // #endregion consumer
+    // #endregion
     await consumer.start();
 
     // A producer sends p-1 with its trace context; the consumer's span becomes its child.
