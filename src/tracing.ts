@@ -65,14 +65,25 @@ export class Tracing {
    * Runs `fn` as a step of the delivery's (or its batch's) scope. `failure` tells from
    * the result whether the step failed: the runners return failures, they do not throw.
    */
-  async step<R>(
+  step<R>(
     delivery: Delivery<unknown>,
     name: TelemetryStep,
     fn: () => Promise<R>,
     failure?: (result: R) => unknown,
   ): Promise<R> {
+    // Not async: without telemetry, a step costs no promise of its own on the hot path.
+    if (this.telemetry === undefined) return fn();
     const scope = this.scopes.get(delivery);
     if (scope === undefined) return fn();
+    return this.traced(scope, name, fn, failure);
+  }
+
+  private async traced<R>(
+    scope: TelemetryScope,
+    name: TelemetryStep,
+    fn: () => Promise<R>,
+    failure: ((result: R) => unknown) | undefined,
+  ): Promise<R> {
     const step = quietly(() => scope.step(name));
     if (step === undefined) return fn();
     let error: unknown;

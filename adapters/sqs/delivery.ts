@@ -85,15 +85,7 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
 
   /** Describes the message for telemetry: queue name, `MessageId`, string attributes. */
   messaging(): MessagingInfo {
-    const carrier: Record<string, string> = {};
-    for (const [name, value] of Object.entries(this.raw.MessageAttributes ?? {}))
-      if (value.StringValue !== undefined) carrier[name] = value.StringValue;
-    return {
-      system: 'aws_sqs',
-      destination: queueName(this.queueUrl),
-      messageId: this.raw.MessageId,
-      carrier,
-    };
+    return sqsMessaging(this.raw, this.queueUrl);
   }
 
   /** @internal Attaches the heartbeat that keeps this message invisible until settled. */
@@ -218,8 +210,13 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
   }
 }
 
-/** The queue's name: the last path segment of its URL. */
-function queueName(queueUrl: string): string {
-  const slash = queueUrl.lastIndexOf('/');
-  return slash === -1 ? queueUrl : queueUrl.slice(slash + 1);
+/** An SQS message described for telemetry: the queue's name, `MessageId`, string attributes. */
+export function sqsMessaging(message: Message, queueUrl: string | undefined): MessagingInfo {
+  const carrier: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.MessageAttributes ?? {}))
+    if (value.StringValue !== undefined) carrier[name] = value.StringValue;
+  // The queue's name is the last path segment of its URL.
+  const destination =
+    queueUrl === undefined ? 'unknown' : queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+  return { system: 'aws_sqs', destination, messageId: message.MessageId, carrier };
 }
