@@ -6,12 +6,14 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import type { Kafka } from 'kafkajs';
+import type { EachMessagePayload, Kafka } from 'kafkajs';
+import { exactlyOnceEachMessage } from '../../../adapters/kafka/index.js';
 import { ATTR, METRIC } from '../../../src/otel/index.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { childrenOf, named, otelHarness, parentOf, type OtelHarness } from '../../helpers/otel.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
+  FAST_GROUP,
   committedOffsets,
   createTopics,
   kafkaTestEnv,
@@ -113,5 +115,47 @@ describe('OpenTelemetry on Kafka', () => {
     });
     // The gauge keeps the last record's value: nothing after offset 3.
     expect(lag[0]!.value).toBe(0);
+  });
+
+  it('traces exactlyOnceEachMessage records the same way', async () => {
+    const topic = unique('otel-each');
+    const groupId = unique('g-otel-each');
+    await createTopics(kafka, [{ topic, partitions: 1 }]);
+    const producer = otel.producer('publish payment');
+    await produce(kafka, topic, [
+      { partition: 0, value: JSON.stringify({ seq: 7 }), headers: producer.headers },
+    ]);
+    const consumer = kafka.consumer({ groupId, ...FAST_GROUP });
+    const deadLetters = kafka.producer();
+    await Promise.all([consumer.connect(), deadLetters.connect()]);
+    const eo = exactlyOnceEachMessage<EachMessagePayload>(
+      async (_payload, { tx }) => {
+        await tx.query('SELECT 1');
+      },
+      {
+        name: 'each-otel',
+        pool: db.pool,
+        schema: db.schema,
+        producer: deadLetters,
+        telemetry: otel.telemetry,
+      },
+    );
+    try {
+      await consumer.subscribe({ topics: [topic], fromBeginning: true });
+      await consumer.run({ eachMessage: eo.eachMessage });
+      await waitFor(() => eo.consumer.stats().processed === 1, { timeoutMs: 30_000 });
+    } finally {
+      await consumer.disconnect();
+      await eo.stop();
+      await deadLetters.disconnect();
+    }
+    const [span] = named(otel.spans(), `process ${topic}`);
+    expect(parentOf(span!)).toBe(producer.span.spanContext().spanId);
+    expect(span!.attributes).toMatchObject({
+      'messaging.system': 'kafka',
+      'messaging.destination.partition.id': '0',
+      'messaging.kafka.offset': 0,
+      [ATTR.outcome]: 'processed',
+    });
   });
 });
