@@ -51,7 +51,8 @@ export const INSTRUMENTATION_NAME = 'effectively-once';
  * batch, linked to each message's producer), child of the producer's span when the
  * message carries a `traceparent`, with a `transaction` child span holding `claim`, `handler` and `commit`
  * spans and the outcome in `effectively_once.outcome`. Metrics: see {@link METRIC}.
- * One instance may serve several consumers.
+ * One instance may serve several consumers. Call it once the SDK registered its providers:
+ * a meter taken from the global provider before that stays a no-op.
  */
 export function otelTelemetry(options: OtelTelemetryOptions = {}): ConsumerTelemetry {
   const tracer = (options.tracerProvider ?? traceApi.getTracerProvider()).getTracer(
