@@ -14,6 +14,7 @@ const common = {
     '^effectively-once/http/express$': '<rootDir>/src/http/express.ts',
     '^effectively-once/http/fastify$': '<rootDir>/src/http/fastify.ts',
     '^effectively-once/outbox$': '<rootDir>/src/outbox/index.ts',
+    '^effectively-once/otel$': '<rootDir>/src/otel/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

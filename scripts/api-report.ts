@@ -32,6 +32,7 @@ export const ENTRY_POINTS = [
   'http-express',
   'http-fastify',
   'outbox',
+  'otel',
 ] as const;
 
 /** The outcome for one entry point. */

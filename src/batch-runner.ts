@@ -10,7 +10,7 @@ import {
 import { guardedCall } from './guarded-call.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
-import { conflictDelay, runAdapterHook } from './runner.js';
+import { conflictDelay, failureOf, runAdapterHook, workFailure } from './runner.js';
 import type { Settler } from './settle.js';
 import { sleep } from './sleep.js';
 import { BatchClaimStatements } from './store/batch-claim.js';
@@ -66,7 +66,15 @@ export class BatchRunner<T> {
    * `held[i]`: delivery i follows one of its ordering key that went back to the broker,
    * so it is released. `hold(key)` is told when a delivery of this batch goes back.
    */
-  async process(
+  process(
+    deliveries: ReadonlyArray<Delivery<T>>,
+    held: readonly boolean[],
+    hold: (key: string) => void,
+  ): Promise<DeliveryOutcome[]> {
+    return this.settler.tracing.batch(deliveries, () => this.processBatch(deliveries, held, hold));
+  }
+
+  private async processBatch(
     deliveries: ReadonlyArray<Delivery<T>>,
     held: readonly boolean[],
     hold: (key: string) => void,
@@ -163,7 +171,19 @@ export class BatchRunner<T> {
   }
 
   /** One transaction: claim every key, run the handler on the new ones, verified COMMIT. */
-  private async attempt(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
+  private attempt(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
+    // Every delivery of the batch shares its scope: the first one finds it.
+    return this.settler.tracing.step(
+      items[0]!.delivery,
+      'transaction',
+      () => this.transaction(items),
+      failureOf,
+    );
+  }
+
+  private async transaction(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
+    const tracing = this.settler.tracing;
+    const lead = items[0]!.delivery;
     const conn = await ClaimConnection.open(this.connections, items[0]!.key);
     if (!(conn instanceof ClaimConnection)) return conn;
     try {
@@ -173,16 +193,19 @@ export class BatchRunner<T> {
       let claim: { claimed: Set<string>; xid: string | null };
       let stored: Map<string, Buffer | null>;
       try {
-        claim = await this.claims.begin(
-          conn.client,
-          this.cfg.name,
-          [...leaders.values()],
-          this.cfg.lockTimeoutMs,
-        );
-        const seenBefore = [...leaders.keys()].filter(
-          (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
-        );
-        stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
+        ({ claim, stored } = await tracing.step(lead, 'claim', async () => {
+          const claim = await this.claims.begin(
+            conn.client,
+            this.cfg.name,
+            [...leaders.values()],
+            this.cfg.lockTimeoutMs,
+          );
+          const seenBefore = [...leaders.keys()].filter(
+            (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
+          );
+          const stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
+          return { claim, stored };
+        }));
       } catch (cause) {
         // A key Postgres cannot store fails its batch; bisection isolates it.
         return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
@@ -194,7 +217,17 @@ export class BatchRunner<T> {
         return { kind: 'committed', verdicts, durationMs: 0, warning: undefined };
       }
       const started = performance.now();
-      const end = await conn.finish(await this.runHandlers(conn, fresh), claim.xid);
+      const xid = claim.xid;
+      const work = await tracing.step(
+        lead,
+        'handler',
+        () => this.runHandlers(conn, fresh),
+        workFailure,
+      );
+      const end =
+        work.kind === 'ok'
+          ? await tracing.step(lead, 'commit', () => conn.finish(work, xid), failureOf)
+          : await conn.finish(work, xid);
       if (end.kind !== 'committed') return end;
       return {
         kind: 'committed',

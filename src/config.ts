@@ -7,6 +7,7 @@ import { DEFAULT_MAX_KEY_LENGTH } from './keys.js';
 import type { ConsumerOptions } from './options.js';
 import type { IsolationLevel } from './store/claim.js';
 import { quoteIdentifier, tableRef, type TableRef } from './store/identifiers.js';
+import type { ConsumerTelemetry } from './telemetry.js';
 import type { BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
 
 /** {@link ConsumerOptions} with every default filled in and every bound checked. */
@@ -36,6 +37,7 @@ export interface ConsumerConfig<T> {
   migrate: boolean;
   retention:
     { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
+  telemetry: ConsumerTelemetry | undefined;
 }
 
 const ISOLATION_LEVELS: readonly IsolationLevel[] = [
@@ -96,8 +98,19 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
   if (options.key !== undefined && typeof options.key !== 'function') {
     throw new ConfigurationError('key', 'must be a function (delivery) => string');
   }
+  const telemetry = options.telemetry;
+  if (
+    telemetry !== undefined &&
+    (typeof telemetry?.startDelivery !== 'function' || typeof telemetry.startBatch !== 'function')
+  ) {
+    throw new ConfigurationError(
+      'telemetry',
+      'must be a ConsumerTelemetry (e.g. otelTelemetry() from effectively-once/otel)',
+    );
+  }
   return {
     name: options.name,
+    telemetry,
     source,
     pool: options.pool,
     handler,

@@ -12,6 +12,7 @@ import type { Lifecycle } from './lifecycle.js';
 import { Runner } from './runner.js';
 import { Settler } from './settle.js';
 import { emptyStats } from './stats.js';
+import { Tracing } from './tracing.js';
 import { migrate } from './store/migrate.js';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from './types.js';
 
@@ -64,6 +65,8 @@ class ConsumerImpl<T> implements Consumer {
   private readonly dispatcher: Dispatcher<T> | Batcher<T>;
   private readonly health: DatabaseHealth;
   private readonly retention: RetentionPruner | undefined;
+  /** Set when each delivery is followed on its own (batch mode follows batches instead). */
+  private readonly tracing: Tracing | undefined;
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
   private runPromise: Promise<void> | undefined;
   private starting: Promise<void> | undefined;
@@ -78,7 +81,8 @@ class ConsumerImpl<T> implements Consumer {
     // once is expected, not a leak.
     setMaxListeners(Infinity, this.hardStop.signal);
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
-    const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle);
+    const tracing = new Tracing(cfg.telemetry, cfg.name);
+    const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle, tracing);
     const connections = {
       pool: cfg.pool,
       health: this.health,
@@ -104,11 +108,13 @@ class ConsumerImpl<T> implements Consumer {
         (d) => settler.holdBack(d),
       );
     }
+    this.tracing = cfg.batch ? undefined : tracing;
     this.retention =
       cfg.retention &&
       consumerRetention(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     warnIfPoolTooSmall(cfg);
+    cfg.telemetry?.attach?.(this, cfg.name);
   }
 
   async start(): Promise<void> {
@@ -136,7 +142,10 @@ class ConsumerImpl<T> implements Consumer {
     const ctx: SourceContext<T> = {
       signal: this.receiveAbort.signal,
       logger: this.cfg.logger,
-      deliver: (delivery) => this.dispatcher.dispatch(delivery),
+      deliver: (delivery) =>
+        this.tracing === undefined
+          ? this.dispatcher.dispatch(delivery)
+          : this.tracing.delivery(delivery, () => this.dispatcher.dispatch(delivery)),
       freeCapacity: () => (this.health.healthy ? this.dispatcher.freeCapacity() : 0),
       waitForCapacity: async () => {
         await this.health.whenHealthy();

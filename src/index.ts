@@ -18,6 +18,13 @@ export type { PruneOptions } from './store/prune.js';
 export { DEFAULT_SCHEMA, DEFAULT_TABLE } from './store/identifiers.js';
 export { DEFAULT_MAX_KEY_LENGTH, MAX_KEY_BYTES } from './keys.js';
 export type { Listener } from './events.js';
+export type {
+  ConsumerTelemetry,
+  TelemetryOutcome,
+  TelemetryScope,
+  TelemetryStep,
+  TelemetryStepScope,
+} from './telemetry.js';
 export {
   EffectivelyOnceError,
   ConfigurationError,
@@ -49,6 +56,7 @@ export type {
   Handler,
   HandlerContext,
   Logger,
+  MessagingInfo,
   MismatchPolicy,
   Source,
   SourceContext,

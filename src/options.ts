@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { IsolationLevel } from './store/claim.js';
+import type { ConsumerTelemetry } from './telemetry.js';
 import type {
   Backoff,
   BatchHandler,
@@ -93,4 +94,10 @@ export interface ConsumerOptions<T> {
    * never pruned.
    */
   retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number; dutyCycle?: number };
+  /**
+   * Tracing and metrics hooks, e.g. `otelTelemetry()` from `effectively-once/otel`
+   * (OpenTelemetry spans per delivery or batch, outcome counters, durations). Default:
+   * none, and nothing is measured.
+   */
+  telemetry?: ConsumerTelemetry;
 }

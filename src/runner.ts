@@ -83,25 +83,44 @@ export class Runner<T> {
   }
 
   /** One transaction: claim, handler, verified COMMIT. */
-  private async attempt(delivery: Delivery<T>, key: string, hash: Buffer | null): Promise<Verdict> {
+  private attempt(delivery: Delivery<T>, key: string, hash: Buffer | null): Promise<Verdict> {
+    return this.settler.tracing.step(
+      delivery,
+      'transaction',
+      () => this.transaction(delivery, key, hash),
+      failureOf,
+    );
+  }
+
+  private async transaction(
+    delivery: Delivery<T>,
+    key: string,
+    hash: Buffer | null,
+  ): Promise<Verdict> {
+    const tracing = this.settler.tracing;
     const conn = await ClaimConnection.open(this.connections, key);
     if (!(conn instanceof ClaimConnection)) return conn;
     try {
       let xid: string | null;
       try {
-        ({ xid } = await this.claims.begin(
-          conn.client,
-          this.cfg.name,
-          key,
-          hash,
-          this.cfg.lockTimeoutMs,
+        ({ xid } = await tracing.step(delivery, 'claim', () =>
+          this.claims.begin(conn.client, this.cfg.name, key, hash, this.cfg.lockTimeoutMs),
         ));
       } catch (cause) {
         return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
       }
       if (xid === null) return await this.seenBefore(conn, key, hash);
       const started = performance.now();
-      const end = await conn.finish(await this.runHandler(conn, delivery, key), xid);
+      const work = await tracing.step(
+        delivery,
+        'handler',
+        () => this.runHandler(conn, delivery, key),
+        workFailure,
+      );
+      const end =
+        work.kind === 'ok'
+          ? await tracing.step(delivery, 'commit', () => conn.finish(work, xid), failureOf)
+          : await conn.finish(work, xid);
       if (end.kind !== 'committed') return end;
       return { kind: 'processed', durationMs: performance.now() - started, warning: end.warning };
     } finally {
@@ -204,5 +223,22 @@ export async function runAdapterHook(
     return { kind: 'ok' };
   } catch (error) {
     return { kind: 'hook-failed', error };
+  }
+}
+
+/** What a step's telemetry reports as its failure: the error of a failed or released end. */
+export function failureOf(end: { kind: string; error?: unknown }): unknown {
+  return end.kind === 'failed' || end.kind === 'released' ? end.error : undefined;
+}
+
+/** The failure of the handler step (the handler threw, timed out, or the hook failed). */
+export function workFailure(work: WorkResult): unknown {
+  switch (work.kind) {
+    case 'ok':
+      return undefined;
+    case 'stopped':
+      return new Error('stopped: the consumer is shutting down');
+    default:
+      return work.error;
   }
 }

@@ -7,6 +7,7 @@ import {
 } from './errors.js';
 import type { ConsumerEventHub } from './events.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { Tracing } from './tracing.js';
 import type { ConsumerStats, Delivery, DeliveryOutcome } from './types.js';
 
 /**
@@ -20,6 +21,8 @@ export class Settler<T> {
     private readonly hub: ConsumerEventHub,
     readonly stats: ConsumerStats,
     private readonly lifecycle: Lifecycle,
+    /** Told of failures and mismatches; the runners run their steps through it. */
+    readonly tracing: Tracing,
   ) {}
 
   /** Releases a delivery held back to keep its ordering key's order (it never ran). */
@@ -52,6 +55,7 @@ export class Settler<T> {
     error: PayloadMismatchError,
   ): Promise<DeliveryOutcome> {
     this.stats.mismatches++;
+    this.tracing.mismatch(delivery, error);
     const { storedHash, payloadHash } = error.details as {
       storedHash: string;
       payloadHash: string;
@@ -77,6 +81,7 @@ export class Settler<T> {
   ): Promise<DeliveryOutcome> {
     this.stats.failed++;
     if (error instanceof ClaimBusyError) this.stats.busy++;
+    this.tracing.failed(delivery, error);
     if (this.lost(delivery)) {
       this.hub.emit('failed', { key, attempt: delivery.attempt, error, willRetry: true });
       return this.release(delivery, key);
@@ -104,6 +109,7 @@ export class Settler<T> {
     key: string | undefined,
     error: EffectivelyOnceError,
   ): Promise<DeliveryOutcome> {
+    this.tracing.failed(delivery, error);
     if (this.lost(delivery)) return this.release(delivery, key);
     try {
       await delivery.deadLetter(error);

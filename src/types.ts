@@ -42,6 +42,37 @@ export interface Delivery<T = unknown> {
    * offset here so it commits atomically with the effect). A throw rolls everything back.
    */
   inTransaction?(tx: PoolClient): Promise<void>;
+  /**
+   * Optional: where the delivery comes from, for telemetry (the OpenTelemetry messaging
+   * attributes and the producer's trace context). Called only when telemetry is on.
+   */
+  messaging?(): MessagingInfo;
+}
+
+/**
+ * Where a delivery comes from, in the terms of the OpenTelemetry messaging semantic
+ * conventions; adapters describe their deliveries with it ({@link Delivery.messaging}).
+ */
+export interface MessagingInfo {
+  /** `messaging.system`: `aws_sqs`, `kafka`, ... */
+  readonly system: string;
+  /** `messaging.destination.name`: the queue's name, the topic. */
+  readonly destination: string;
+  /** `messaging.message.id`: the broker's id of the message (SQS `MessageId`). */
+  readonly messageId?: string | undefined;
+  /** `messaging.consumer.group.name`: the Kafka consumer group. */
+  readonly consumerGroup?: string | undefined;
+  /** `messaging.destination.partition.id`: the Kafka partition. */
+  readonly partition?: number | undefined;
+  /** `messaging.kafka.offset`: the record's offset, as a decimal string. */
+  readonly offset?: string | undefined;
+  /** Records after this one in its partition when it was fetched (Kafka high watermark - offset - 1). */
+  readonly lag?: number | undefined;
+  /**
+   * The producer's message headers or attributes as text: where `traceparent`,
+   * `tracestate` and `baggage` are looked up.
+   */
+  readonly carrier: Readonly<Record<string, string>>;
 }
 
 /** How the runner settled one delivery. */

@@ -9,7 +9,7 @@ import { heartbeatWhile } from './heartbeat.js';
 import { DEFAULT_IDEMPOTENCY_HEADER, recordKey, type KafkaKeyFunction } from './keys.js';
 import { sleep } from '../../src/sleep.js';
 import { toKafkaRecord, type KafkaRecord } from './record.js';
-import type { Settlement } from './record-delivery.js';
+import { headerText, type Settlement } from './record-delivery.js';
 
 /** What kafkajs passes to `eachMessage` (kafkajs `EachMessagePayload`). */
 export interface EachMessagePayloadLike {
@@ -153,6 +153,13 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
         raw: record,
         attempt,
         orderingKey: `${record.topic}/${record.partition}`,
+        messaging: () => ({
+          system: 'kafka',
+          destination: record.topic,
+          partition: record.partition,
+          offset: record.offset,
+          carrier: headerText(record.headers),
+        }),
         ack: async () => settle({ kind: 'finished' }),
         retry: async (delayMs, _reason, attemptSpent = true) =>
           settle({ kind: 'retry', delayMs, attemptSpent }),

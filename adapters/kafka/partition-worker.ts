@@ -45,6 +45,8 @@ export class PartitionWorker<T> implements RecordOwner {
   readonly tracker = new OffsetTracker();
   /** With `offsets: 'postgres'`: the stored next offset; records below it are known duplicates. */
   storedOffset: bigint | undefined;
+  /** The high watermark of the last fetched batch (for the records' lag in telemetry). */
+  highWatermark: bigint | undefined;
   /** Resolves once the worker may take records (stored offset loaded, or revoked). */
   ready: Promise<void> = Promise.resolve();
 
@@ -79,6 +81,11 @@ export class PartitionWorker<T> implements RecordOwner {
 
   get partition(): number {
     return this.deps.partition;
+  }
+
+  /** {@link RecordOwner}: the consumer group. */
+  get groupId(): string {
+    return this.deps.config.groupId;
   }
 
   /** Whether fetched records are still wanted. */

@@ -1,6 +1,7 @@
 import type { EffectivelyOnceError } from '../../src/errors.js';
 import type { KeyResult } from '../../src/keys.js';
-import type { Delivery } from '../../src/types.js';
+import type { Delivery, MessagingInfo } from '../../src/types.js';
+import type { KafkaHeaders } from './client.js';
 import type { Decoded } from './decode.js';
 import type { KafkaRecord } from './record.js';
 
@@ -37,6 +38,10 @@ export interface RecordOwner {
     attempt: number,
   ): Promise<void>;
   readonly redeliveryDelayMs: number;
+  /** The consumer group, for telemetry. */
+  readonly groupId: string;
+  /** The partition's high watermark of the last fetched batch, when kafkajs gave one. */
+  readonly highWatermark: bigint | undefined;
 }
 
 /**
@@ -73,6 +78,21 @@ export class RecordDelivery<T> implements Delivery<T> {
     return this.item.record;
   }
 
+  /** Describes the record for telemetry: topic, partition, offset, group, headers. */
+  messaging(): MessagingInfo {
+    const { record } = this.item;
+    const end = this.owner.highWatermark;
+    return {
+      system: 'kafka',
+      destination: record.topic,
+      consumerGroup: this.owner.groupId,
+      partition: record.partition,
+      offset: record.offset,
+      lag: end === undefined ? undefined : Math.max(0, Number(end - this.item.offset - 1n)),
+      carrier: headerText(record.headers),
+    };
+  }
+
   ack(): Promise<void> {
     this.settle(FINISHED);
     return Promise.resolve();
@@ -107,4 +127,15 @@ export class RecordDelivery<T> implements Delivery<T> {
   private settle(settlement: Settlement): void {
     this.settlement ??= settlement;
   }
+}
+
+/** Kafka headers as text (the first value of a repeated header), for trace context lookup. */
+export function headerText(headers: KafkaHeaders): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const first: unknown = Array.isArray(value) ? (value as unknown[])[0] : value;
+    if (typeof first === 'string') carrier[name] = first;
+    else if (Buffer.isBuffer(first)) carrier[name] = first.toString('utf8');
+  }
+  return carrier;
 }

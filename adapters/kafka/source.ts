@@ -351,6 +351,7 @@ export class KafkaSource<T = unknown> implements Source<T> {
         return;
       }
     }
+    if (batch.highWatermark !== undefined) worker.highWatermark = BigInt(batch.highWatermark);
     let resolved: string | undefined;
     for (const message of batch.messages) {
       if (!payload.isRunning() || payload.isStale() || !worker.accepting) break;

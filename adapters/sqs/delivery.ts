@@ -1,6 +1,6 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { BrokerError, type EffectivelyOnceError } from '../../src/errors.js';
-import type { Delivery, Logger } from '../../src/types.js';
+import type { Delivery, Logger, MessagingInfo } from '../../src/types.js';
 import { isReceiptHandleLost } from './aws-errors.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import type { DeleteBatcher } from './delete-batcher.js';
@@ -81,6 +81,11 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
   /** Aborts when the heartbeat finds the message lost (another receive owns it now). */
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  /** Describes the message for telemetry: queue name, `MessageId`, string attributes. */
+  messaging(): MessagingInfo {
+    return sqsMessaging(this.raw, this.queueUrl);
   }
 
   /** @internal Attaches the heartbeat that keeps this message invisible until settled. */
@@ -203,4 +208,15 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
       },
     });
   }
+}
+
+/** An SQS message described for telemetry: the queue's name, `MessageId`, string attributes. */
+export function sqsMessaging(message: Message, queueUrl: string | undefined): MessagingInfo {
+  const carrier: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.MessageAttributes ?? {}))
+    if (value.StringValue !== undefined) carrier[name] = value.StringValue;
+  // The queue's name is the last path segment of its URL.
+  const destination =
+    queueUrl === undefined ? 'unknown' : queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+  return { system: 'aws_sqs', destination, messageId: message.MessageId, carrier };
 }

@@ -7,7 +7,14 @@ import {
   type EffectivelyOnceError,
 } from '../../src/errors.js';
 import type { ConsumerOptions } from '../../src/options.js';
-import type { BatchContext, Delivery, DeliveryOutcome, HandlerContext } from '../../src/types.js';
+import type {
+  BatchContext,
+  Delivery,
+  DeliveryOutcome,
+  HandlerContext,
+  MessagingInfo,
+} from '../../src/types.js';
+import { sqsMessaging } from './delivery.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import { isAccessDenied } from './aws-errors.js';
 import { defaultKey, groupScoped, messageKey } from './keys.js';
@@ -243,6 +250,10 @@ class PushedDelivery implements Delivery<Message> {
   }
 
   async ack(): Promise<void> {}
+
+  messaging(): MessagingInfo {
+    return sqsMessaging(this.raw, this.options.queueUrl);
+  }
 
   async retry(delayMs: number, reason: EffectivelyOnceError): Promise<void> {
     this.reason = reason;

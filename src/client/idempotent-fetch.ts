@@ -189,6 +189,7 @@ async function prepare(
   request.headers.set(resolved.header, formatKey(key, resolved.keyFormat));
   if (frozen.contentType !== null && !request.headers.has('content-type'))
     request.headers.set('content-type', frozen.contentType);
+  resolved.propagate?.(request.headers);
   try {
     // Fails here, not as a "network error" on every attempt: a GET or HEAD with a body.
     new Request(request, { body: frozen.bytes });

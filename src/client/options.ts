@@ -63,6 +63,12 @@ export interface IdempotentFetchOptions {
    * made and the call rejects with what it threw.
    */
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * Adds trace context headers to the request, once, in the caller's context (every
+   * attempt then carries the same parent): `propagateTraceContext` from
+   * `effectively-once/otel` writes the active OpenTelemetry context's `traceparent`.
+   */
+  propagate?: (headers: Headers) => void;
 }
 
 /** Options with defaults applied, validated. */
@@ -74,6 +80,7 @@ export interface ResolvedOptions {
   attemptTimeoutMs: number;
   backoff: BackoffBounds;
   onRetry: ((event: RetryEvent) => void) | undefined;
+  propagate: ((headers: Headers) => void) | undefined;
 }
 
 /** Stripe prunes keys "after at least 24 hours"; effectively-once/http defaults to 24 h. */
@@ -102,6 +109,8 @@ export function resolveOptions(options: IdempotentFetchOptions): ResolvedOptions
     );
   if (options.onRetry !== undefined && typeof options.onRetry !== 'function')
     throw new ConfigurationError('onRetry', 'must be a function');
+  if (options.propagate !== undefined && typeof options.propagate !== 'function')
+    throw new ConfigurationError('propagate', 'must be a function (headers) => void');
   const initialMs = intOption('backoff.initialMs', options.backoff?.initialMs, 100, 1, 3_600_000);
   return {
     header: options.header ?? 'Idempotency-Key',
@@ -120,6 +129,7 @@ export function resolveOptions(options: IdempotentFetchOptions): ResolvedOptions
       maxMs: intOption('backoff.maxMs', options.backoff?.maxMs, 10_000, initialMs, 3_600_000),
     },
     onRetry: options.onRetry,
+    propagate: options.propagate,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { EffectivelyOnceError } from '../errors.js';
-import type { Delivery, DeliveryOutcome, Source, SourceContext } from '../types.js';
+import type { Delivery, DeliveryOutcome, MessagingInfo, Source, SourceContext } from '../types.js';
 
 /** How a message was sent to a {@link MemorySource}. */
 export interface MemorySendOptions {
@@ -9,6 +9,8 @@ export interface MemorySendOptions {
   orderingKey?: string;
   /** Bytes used for the payload hash. Default: `JSON.stringify(body)`. */
   payload?: string;
+  /** Message headers (e.g. a producer's `traceparent`), as telemetry reads them. */
+  headers?: Readonly<Record<string, string>>;
   /** Make the delivery undecodable: the runner must dead-letter it without running the handler. */
   rejection?: EffectivelyOnceError;
 }
@@ -140,6 +142,12 @@ export class MemorySource<T> implements Source<T> {
       attempt,
       orderingKey: message.options.orderingKey,
       rejection: message.options.rejection,
+      messaging: (): MessagingInfo => ({
+        system: 'memory',
+        destination: this.description,
+        messageId: String(message.id),
+        carrier: message.options.headers ?? {},
+      }),
       ack: async () => {
         if (this.failingAcks > 0) {
           this.failingAcks--;

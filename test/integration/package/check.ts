@@ -32,6 +32,7 @@ import {
 } from 'effectively-once/http';
 import { expressWebhook, idempotentExpress } from 'effectively-once/http/express';
 import { idempotencyPlugin } from 'effectively-once/http/fastify';
+import { otelTelemetry, propagateTraceContext } from 'effectively-once/otel';
 
 interface Order {
   orderId: string;
@@ -45,6 +46,13 @@ async function handler(order: Order, ctx: HandlerContext<Order>): Promise<void> 
 
 export const consumers: Consumer[] = [
   createConsumer<Order>({ name: 'memory', pool, source: memorySource<Order>(), handler }),
+  createConsumer<Order>({
+    name: 'traced',
+    pool,
+    source: memorySource<Order>(),
+    handler,
+    telemetry: otelTelemetry(),
+  }),
   createConsumer<Order>({
     name: 'sqs',
     pool,
@@ -159,3 +167,11 @@ export async function fastifyApp(): Promise<void> {
 createIdempotency({ pool, scope: 's', concurrent: 'queue' });
 // @ts-expect-error: scope is required
 createIdempotency({ pool });
+
+export function traced(): Promise<IdempotentFetchResult> {
+  return idempotentFetch(
+    'https://api.example/charges',
+    { method: 'POST' },
+    { json: { amount: 1 }, propagate: propagateTraceContext },
+  );
+}

@@ -9,6 +9,8 @@ import * as client from 'effectively-once/client';
 import * as httpCore from 'effectively-once/http';
 import * as httpExpress from 'effectively-once/http/express';
 import * as httpFastify from 'effectively-once/http/fastify';
+import * as otel from 'effectively-once/otel';
+import * as outbox from 'effectively-once/outbox';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -34,11 +36,18 @@ for (const [name, value] of Object.entries({
   'http/express.idempotentExpress': httpExpress.idempotentExpress,
   'http/express.expressWebhook': httpExpress.expressWebhook,
   'http/fastify.idempotencyPlugin': httpFastify.idempotencyPlugin,
+  'outbox.enqueue': outbox.enqueue,
+  'outbox.createRelay': outbox.createRelay,
+  'outbox.sqsPublisher': outbox.sqsPublisher,
+  'outbox.kafkaPublisher': outbox.kafkaPublisher,
+  'outbox.httpPublisher': outbox.httpPublisher,
+  'otel.otelTelemetry': otel.otelTelemetry,
+  'otel.propagateTraceContext': otel.propagateTraceContext,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
 
-// Only the eight entry points (and package.json) are public.
+// Only the ten entry points (and package.json) are public.
 try {
   await import('effectively-once/dist/src/runner.js');
   check(false, 'a deep import must be refused by the exports map');
@@ -64,6 +73,8 @@ try {
     schema,
     pool,
     source,
+    // The built otel entry against @opentelemetry/api's no-op providers: observes, changes nothing.
+    telemetry: otel.otelTelemetry(),
     handler: async (message, { tx }) => {
       await tx.query('INSERT INTO effects (k) VALUES ($1)', [message.k]);
     },

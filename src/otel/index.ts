@@ -1,0 +1,11 @@
+/**
+ * `effectively-once/otel`: OpenTelemetry tracing and metrics for consumers, through the
+ * `@opentelemetry/api` peer dependency (no SDK: the application brings its own).
+ * @packageDocumentation
+ * @module effectively-once/otel
+ */
+export { otelTelemetry, INSTRUMENTATION_NAME } from './telemetry.js';
+export type { OtelTelemetryOptions } from './telemetry.js';
+export { METRIC } from './metrics.js';
+export { ATTR } from './attributes.js';
+export { propagateTraceContext } from './propagate.js';
