@@ -140,6 +140,10 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
         `server processes started: ${supervisor.spawned} (${supervisor.failedStarts} failed starts); ` +
         `backends terminated: ${database.backends}`,
     );
+    if (supervisor.crashes > 0)
+      say(
+        `note: the server crashed ${supervisor.crashes} time(s) on its own (stderr above) and was restarted`,
+      );
     for (const line of verdict.problems) say(`PROBLEM: ${line}`);
     for (const line of shortfalls) say(`note: ${line}`);
     const result: HttpRunResult = {
@@ -148,6 +152,7 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       kills: killCount,
       pgRestarts: database.restarts,
       pgTerminations: database.terminations,
+      serverCrashes: supervisor.crashes,
       proxy: proxy.counts(),
       verdict,
       timedOut: verdict.unanswered > 0,

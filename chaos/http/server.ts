@@ -71,7 +71,7 @@ export class ServerSupervisor {
     return this.port;
   }
 
-  /** Stops the last incarnation gracefully once the kill plan is done (or at once when asked). */
+  /** Stops the last incarnation gracefully (the loop ends at once when asked). */
   async stop(): Promise<void> {
     this.stopping = true;
     await this.loop;
@@ -79,58 +79,73 @@ export class ServerSupervisor {
   }
 
   /** Resolves when every planned kill happened (or the supervisor is stopping). */
-  async killsDone(): Promise<void> {
-    await this.loop;
+  killsDone(): Promise<void> {
+    return this.allKilled;
   }
 
+  private markAllKilled: () => void = () => undefined;
+  private readonly allKilled = new Promise<void>((resolve) => (this.markAllKilled = resolve));
+
+  /**
+   * Ends each incarnation as planned and starts the next; an incarnation that died on
+   * its own (a crash: not a SIGKILL) is counted, and replaced with the same kill
+   * still planned. Once the plan is done, the last one is watched the same way.
+   */
   private async supervise(first: PaymentProcess): Promise<void> {
     let running = first;
-    for (const [i, kill] of this.options.kills.entries()) {
-      if (this.stopping) return;
-      await this.end(running, kill);
-      if (this.stopping) return;
+    let next = 0;
+    while (!this.stopping) {
+      const kill = this.options.kills[next];
+      if (kill === undefined) this.markAllKilled();
+      const how = await this.end(running, kill);
+      if (how === 'stopping') break;
+      if (how === 'killed') next++;
       await sleep(this.options.rng.between(100, 1000));
-      running = await this.spawn(this.options.kills[i + 1]);
+      if (this.stopping) break;
+      running = await this.spawn(this.options.kills[next]);
     }
+    this.markAllKilled();
   }
 
   /** Waits for the incarnation's planned end, making it happen from outside if need be. */
-  private async end(process: PaymentProcess, kill: PlannedKill): Promise<void> {
+  private async end(
+    process: PaymentProcess,
+    kill: PlannedKill | undefined,
+  ): Promise<'killed' | 'crashed' | 'stopping'> {
     const { log } = this.options;
+    const exitedWithin = (ms: number) =>
+      Promise.race([process.exited, sleep(ms).then(() => undefined)]);
     const giveUpAt = Date.now() + 30_000;
-    while (!this.stopping && process.committed.length < kill.afterCommits) {
-      if (Date.now() > giveUpAt) break;
-      const exited = await Promise.race([
-        process.exited.then(() => true),
-        sleep(20).then(() => false),
-      ]);
-      if (exited) break;
+    for (;;) {
+      if (this.stopping) return 'stopping';
+      const reached = kill !== undefined && process.committed.length >= kill.afterCommits;
+      if (reached || (kill !== undefined && Date.now() > giveUpAt)) break;
+      if ((await exitedWithin(20)) !== undefined) break;
     }
     // Armed and reached: it kills itself right after printing that COMMIT.
-    const reached = process.committed.length >= kill.afterCommits;
-    const exited = await Promise.race([
-      process.exited.then(() => true),
-      sleep(kill.mode === 'after-commit' && reached ? 5000 : 0).then(() => false),
-    ]);
-    if (kill.mode === 'after-commit' && exited) {
+    const reached = kill !== undefined && process.committed.length >= kill.afterCommits;
+    const how = await exitedWithin(kill?.mode === 'after-commit' && reached ? 5000 : 0);
+    if (how !== undefined && how !== 'SIGKILL') return 'crashed';
+    if (kill === undefined) return 'stopping';
+    if (kill.mode === 'after-commit' && how === 'SIGKILL') {
       this.killed['after-commit']++;
       log(
         `server killed itself right after COMMIT #${process.committed.length} (${process.committed.at(-1)}), before its response`,
       );
-      return;
+      return 'killed';
     }
-    if (this.stopping) return;
+    if (this.stopping) return 'stopping';
     // A random moment: whatever requests are in flight, before or after their COMMIT.
     await sleep(this.options.rng.between(0, 30));
     await process.kill();
-    if (kill.mode === 'random') {
-      this.killed.random++;
+    this.killed.random++;
+    if (kill.mode === 'random')
       log(`server SIGKILLed at a random moment after ${process.committed.length} commits`);
-    } else {
-      this.killed.random++;
+    else {
       this.killed.fallbacks++;
-      log(`armed after-commit kill not reached in 30 s: SIGKILLed from outside`);
+      log('armed after-commit kill not reached in 30 s: SIGKILLed from outside');
     }
+    return 'killed';
   }
 
   /** A new incarnation on the same port, armed for `next` when it is an after-commit kill. */
@@ -148,7 +163,9 @@ export class ServerSupervisor {
       void process.exited.then((how) => {
         if (how !== 'SIGKILL' && !this.stopping) {
           this.crashes++;
-          this.options.log(`SERVER EXITED UNEXPECTEDLY (${how}):\n${process.stderr()}`);
+          this.options.log(
+            `SERVER CRASHED (exit ${how}), restarting it; its stderr:\n${process.stderr()}`,
+          );
         }
       });
       this.current = process;

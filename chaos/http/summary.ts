@@ -8,6 +8,8 @@ export interface HttpRunResult {
   kills: number;
   pgRestarts: number;
   pgTerminations: number;
+  /** Server processes that died on their own (not a planned SIGKILL) and were restarted. */
+  serverCrashes: number;
   /** Exchanges (HTTP requests) through the proxy, by the fault each got. */
   proxy: Record<Fault, number>;
   verdict: HttpVerdict;
@@ -28,6 +30,7 @@ export function httpSummaryLine(r: HttpRunResult): string {
     `kills=${r.kills}`,
     `pg_restarts=${r.pgRestarts}`,
     `pg_terminations=${r.pgTerminations}`,
+    `server_crashes=${r.serverCrashes}`,
     `requests=${requests}`,
     `dropped=${r.proxy.drop}`,
     `reset=${r.proxy.reset}`,
