@@ -28,7 +28,7 @@ export async function ensureServices(broker: BrokerName | null): Promise<Running
   let stop = async (): Promise<void> => {};
   if (missing.length > 0) {
     console.log(
-      `[bench] starting ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`,
+      `[bench] starting ${missing.join(' and ')} (set ${broker === null ? 'DATABASE_URL' : `DATABASE_URL / ${brokerEnv}`} to use your own)`,
     );
     process.env['EO_SERVICES'] = missing.join(',');
     const services = await import('../test/helpers/services/index.js');
