@@ -5,6 +5,7 @@
  * SQS_ENDPOINT / KAFKA_BROKERS are set), then runs every scenario R times, interleaved
  * (a,b,c,d,e,f, a,b,c,...), each in a fresh process against a fresh queue/topic and
  * empty tables, and writes `<out>/latest-<broker>.{json,md}`. See bench/README.md.
+ * `--http` runs the HTTP bench instead (bench/http/main.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -112,6 +113,11 @@ async function runAll(
 }
 
 async function main(): Promise<void> {
+  // The HTTP side (bench/http/): the Idempotency-Key middleware under autocannon.
+  if (process.argv.includes('--http')) {
+    const { runHttpBench } = await import('./http/main.js');
+    return runHttpBench(process.argv.slice(2));
+  }
   // The AWS SDK's "Node 22 from 2027" notice, once per process, is noise in every run.
   process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   if (process.argv.includes('--outbox')) {

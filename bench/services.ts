@@ -17,16 +17,18 @@ export interface RunningServices {
  * Uses DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set; starts what is missing
  * natively (no Docker) with the integration tests' service helpers, and stops it in `stop`.
  */
-export async function ensureServices(broker: BrokerName): Promise<RunningServices> {
-  const brokerEnv = broker === 'sqs' ? 'SQS_ENDPOINT' : 'KAFKA_BROKERS';
+export async function ensureServices(broker: BrokerName | null): Promise<RunningServices> {
+  // null: Postgres alone (the HTTP bench).
+  const brokerEnv =
+    broker === null ? 'DATABASE_URL' : broker === 'sqs' ? 'SQS_ENDPOINT' : 'KAFKA_BROKERS';
   const missing = [
     ...(process.env['DATABASE_URL'] ? [] : ['postgres']),
-    ...(process.env[brokerEnv] ? [] : [broker]),
+    ...(broker === null || process.env[brokerEnv] ? [] : [broker]),
   ];
   let stop = async (): Promise<void> => {};
   if (missing.length > 0) {
     console.log(
-      `[bench] starting ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`,
+      `[bench] starting ${missing.join(' and ')} (set ${broker === null ? 'DATABASE_URL' : `DATABASE_URL / ${brokerEnv}`} to use your own)`,
     );
     process.env['EO_SERVICES'] = missing.join(',');
     const services = await import('../test/helpers/services/index.js');

@@ -49,6 +49,7 @@ export interface ChaosArgs {
 
 export function usage(): string {
   return `usage: tsx chaos/main.ts --broker sqs|kafka [options]
+       tsx chaos/main.ts --target http [options]   (the HTTP side: --target http --help)
 
   --messages N        logical messages, each with its own idempotency key (default 1000)
   --workers W         worker processes (default 3)

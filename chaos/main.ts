@@ -1,16 +1,20 @@
 /**
  * The chaos harness: `tsx chaos/main.ts --broker sqs|kafka --messages N --workers W
- * [--kills K] [--poison P] [--seed S]`. Prints one `chaos: ...` line on stdout (the
+ * [--kills K] [--poison P] [--seed S]`, or `--target http [--payments N ...]` for the
+ * Idempotency-Key side (chaos/http/). Prints one `chaos: ...` line on stdout (the
  * progress log goes to stderr) and exits non-zero on any double, loss or timeout.
  */
 import { UsageError, parseChaosArgs, usage } from './args.js';
+import { httpUsage, parseHttpChaosArgs } from './http/args.js';
 import { runChaos } from './run.js';
 import { exitCode, summaryLine } from './summary.js';
 
 async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  if (argv.some((a) => a === '--target' || a.startsWith('--target='))) return http(argv);
   let args;
   try {
-    args = parseChaosArgs(process.argv.slice(2));
+    args = parseChaosArgs(argv);
   } catch (error) {
     if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
     if (error.message) console.error(`chaos: ${error.message}`);
@@ -20,6 +24,23 @@ async function main(): Promise<number> {
   const result = await runChaos(args);
   console.log(summaryLine(result));
   return exitCode(result);
+}
+
+async function http(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseHttpChaosArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
+    if (error.message) console.error(`chaos: ${error.message}`);
+    console.error(httpUsage());
+    return error.message ? 64 : 0;
+  }
+  const { runHttpChaos } = await import('./http/run.js');
+  const { httpExitCode, httpSummaryLine } = await import('./http/summary.js');
+  const result = await runHttpChaos(args);
+  console.log(httpSummaryLine(result));
+  return httpExitCode(result);
 }
 
 main().then(

@@ -3,7 +3,7 @@ import type { BrokerName } from './args.js';
 /** Postgres and the broker for a chaos run, with what may be restarted. */
 export interface ChaosServices {
   databaseUrl: string;
-  /** SQS endpoint or comma-separated Kafka brokers. */
+  /** SQS endpoint or comma-separated Kafka brokers ('' for the HTTP target: no broker). */
   brokerEndpoint: string;
   /** False when DATABASE_URL was given: someone else's Postgres is not ours to crash. */
   canRestartPostgres: boolean;
@@ -23,25 +23,24 @@ const BROKER_ENV: Record<BrokerName, string> = { sqs: 'SQS_ENDPOINT', kafka: 'KA
 
 /**
  * Uses DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set, and starts what is
- * missing privately with the integration tests' native service helpers (a run
+ * missing privately (`broker` null: Postgres alone, for the HTTP target) with the integration tests' native service helpers (a run
  * directory of its own, free ports), so it can crash and restart them without
  * disturbing anybody else.
  */
 export async function ensureServices(
-  broker: BrokerName,
+  broker: BrokerName | null,
   log: (line: string) => void,
 ): Promise<ChaosServices> {
-  const brokerEnv = BROKER_ENV[broker];
+  const brokerEnv = broker === null ? undefined : BROKER_ENV[broker];
   const missing = [
     ...(process.env['DATABASE_URL'] ? [] : ['postgres']),
-    ...(process.env[brokerEnv] ? [] : [broker]),
+    ...(broker === null || process.env[brokerEnv ?? ''] ? [] : [broker]),
   ];
+  const envNames = ['DATABASE_URL', ...(brokerEnv ? [brokerEnv] : [])].join(' / ');
   const services = await import('../test/helpers/services/index.js');
   let root: string | undefined;
   if (missing.length > 0) {
-    log(
-      `starting private ${missing.join(' and ')} (set DATABASE_URL / ${brokerEnv} to use your own)`,
-    );
+    log(`starting private ${missing.join(' and ')} (set ${envNames} to use your own)`);
     // The helpers read these; a parent's (e.g. jest's) services must not be reused or restarted.
     delete process.env['EO_SERVICES_STATE'];
     process.env['EO_SERVICES'] = missing.join(',');
@@ -50,9 +49,9 @@ export async function ensureServices(
     root = services.servicesState()?.root;
   }
   const databaseUrl = process.env['DATABASE_URL'];
-  const brokerEndpoint = process.env[brokerEnv];
-  if (!databaseUrl || !brokerEndpoint)
-    throw new Error(`DATABASE_URL / ${brokerEnv} still unset after starting services`);
+  const brokerEndpoint = brokerEnv === undefined ? '' : process.env[brokerEnv];
+  if (!databaseUrl || brokerEndpoint === undefined || (brokerEnv && !brokerEndpoint))
+    throw new Error(`${envNames} still unset after starting services`);
   const canRestartPostgres = missing.includes('postgres');
   const canRestartBroker = broker === 'kafka' && missing.includes('kafka');
   return {

@@ -29,6 +29,9 @@ export async function main({
   onListening,
 }: ServerOptions): Promise<void> {
   const pool = new pg.Pool({ connectionString: required(env, 'DATABASE_URL') });
+  // An idle connection that Postgres closes (a restart, a terminated backend) is reported
+  // here; without a listener that error would end the process.
+  pool.on('error', (err) => console.error('idle database connection lost:', err.message));
   await pool.query(`
     CREATE TABLE IF NOT EXISTS charges (
       id           bigserial PRIMARY KEY,

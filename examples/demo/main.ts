@@ -4,6 +4,7 @@
  * point it at real services instead, and KAFKA_BROKERS selects the Kafka variant.
  *
  *   npm run demo -- --messages 2000 --seed 7
+ *   npm run demo -- --http     # the HTTP side: Idempotency-Key endpoint, retrying callers
  */
 import { parseArgs } from 'node:util';
 
@@ -14,12 +15,14 @@ const { values } = parseArgs({
   options: {
     messages: { type: 'string', short: 'n', default: '500' },
     seed: { type: 'string', default: '1' },
+    http: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help) {
   process.stdout.write(
-    'usage: npm run demo -- [--messages N] [--seed S]\n' +
+    'usage: npm run demo -- [--messages N] [--seed S] [--http]\n' +
+      '  --http: a payment API with the Idempotency-Key middleware, callers retrying through a flaky proxy\n' +
       '  env: DATABASE_URL, SQS_ENDPOINT (use these instead of the embedded ones), KAFKA_BROKERS (Kafka variant)\n',
   );
   process.exit(0);
@@ -36,6 +39,10 @@ if (!Number.isInteger(seed)) {
 }
 
 try {
+  if (values.http) {
+    const { runHttpDemo } = await import('./http-demo.js');
+    process.exit((await runHttpDemo({ payments: messages, seed })) ? 0 : 1);
+  }
   const { runDemo } = await import('./demo.js');
   const pass = await runDemo({ messages, seed, deadlineMs: 40_000 });
   process.exit(pass ? 0 : 1);

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
 import type { TableRef } from './identifiers.js';
+import { guardNewClients } from '../tx/acquire.js';
 
 /** The DDL of one table family for one configured name. */
 export interface Ddl {
@@ -44,6 +45,7 @@ export async function applyDdl(
   ddl: Ddl,
   options: { lockKey: number; operation: string; ref: TableRef },
 ): Promise<MigrationResult> {
+  guardNewClients(pool);
   const client = await pool.connect().catch((cause: unknown) => {
     throw new DatabaseError(`connect (${options.operation})`, cause);
   });

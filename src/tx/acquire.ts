@@ -12,6 +12,7 @@ export function acquireClient(
   timeoutMs: number,
   signal: AbortSignal | undefined,
 ): Promise<PoolClient> {
+  guardNewClients(pool);
   // Fast path, most deliveries: pg-pool serves its queue in order from idle clients, so
   // with more idle clients than waiters this request is served at its next tick; no
   // timer or abort listener is needed for a wait that will not happen.
@@ -58,6 +59,24 @@ export function acquireClient(
       },
     );
   });
+}
+
+const guardedPools = new WeakSet<Pool>();
+const ignore = (): void => undefined;
+
+/**
+ * pg-pool hands a newly connected client out from inside its socket's data handler,
+ * after taking its idle error listener off: an error in the same chunk (a backend
+ * terminated while it started, as `pg_terminate_backend` or a Postgres shutdown does)
+ * is emitted before the caller can add a listener, and an 'error' nobody listens to
+ * ends the process. So every client the pool connects from now on keeps a listener
+ * of its own. Losing the connection is still seen: pg marks the client unusable, and
+ * the claim's first statement fails as a database error (retried).
+ */
+export function guardNewClients(pool: Pool): void {
+  if (guardedPools.has(pool) || typeof pool.on !== 'function') return;
+  guardedPools.add(pool);
+  pool.on('connect', (client) => client.on('error', ignore));
 }
 
 function toError(reason: unknown): Error {

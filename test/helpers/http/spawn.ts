@@ -11,8 +11,12 @@ export interface PaymentProcess {
   readonly committed: readonly string[];
   /** Resolves with the exit code or the signal that ended it. */
   readonly exited: Promise<number | NodeJS.Signals>;
+  /** The last 4000 characters it wrote on stderr (why it died, when it did on its own). */
+  stderr(): string;
   /** SIGTERM (graceful) if still running; resolves when it is gone. */
   stop(): Promise<void>;
+  /** SIGKILL at once, wherever it is (the chaos harness's random kill); resolves when it is gone. */
+  kill(): Promise<void>;
 }
 
 export interface PaymentProcessOptions {
@@ -72,8 +76,13 @@ export function spawnPaymentServer(options: PaymentProcessOptions): PaymentProce
     ready,
     committed,
     exited,
+    stderr: () => stderr,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
   };

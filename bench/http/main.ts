@@ -1,0 +1,318 @@
+/**
+ * `npm run bench -- --http [--duration 10] [--connections 16] [--rounds 3] [--pool 16]
+ * [--keys 1000] [--out bench/results] [--name x]`
+ *
+ * The Idempotency-Key middleware side by side with what it replaces, in one run, on
+ * one Fastify server (a child process, bench/http/server.ts) and one Postgres, loaded
+ * by autocannon from this process over loopback:
+ *   (a) plain: the same INSERT in its own transaction, no idempotency;
+ *   (b) seed: the seed text's hand-written claim-then-insert handler, unique keys;
+ *   (c) eo: effectively-once/http, first executions (unique keys);
+ *   (d) replay: effectively-once/http, keys already stored (answered from the record).
+ * Modes are interleaved (a, b, c, d, a, b, ...) for `--rounds`, after a short warm-up;
+ * medians and the median of each round's ratio are reported, with the issue's targets.
+ * Writes `<out>/latest-http[-<name>].{json,md}`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { ensureServices } from '../services.js';
+import { median } from '../stats.js';
+import {
+  httpTargets,
+  MODE_LABELS,
+  renderHttpMarkdown,
+  type HttpReport,
+  type ModeId,
+  type ModeRun,
+} from './report.js';
+
+const SCHEMA = 'eo_bench_http';
+const BODY = JSON.stringify({ customerId: 'cus_42', amountCents: 1999 });
+/** Each mode's route, and which keys its requests carry. */
+const MODES: Record<ModeId, { path: string; keys: 'none' | 'unique' | 'stored' }> = {
+  a: { path: '/plain', keys: 'none' },
+  b: { path: '/seed', keys: 'unique' },
+  c: { path: '/eo', keys: 'unique' },
+  d: { path: '/eo', keys: 'stored' },
+};
+
+interface HttpBenchOptions {
+  durationS: number;
+  connections: number;
+  rounds: number;
+  pool: number;
+  storedKeys: number;
+  out: string;
+  name: string | undefined;
+}
+
+function parse(argv: string[]): HttpBenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      http: { type: 'boolean' },
+      duration: { type: 'string', default: '10' },
+      connections: { type: 'string', default: '16' },
+      rounds: { type: 'string', default: '3' },
+      pool: { type: 'string', default: '16' },
+      keys: { type: 'string', default: '1000' },
+      out: { type: 'string', default: 'bench/results' },
+      name: { type: 'string' },
+    },
+  });
+  const int = (name: string, raw: string, min: number, max: number): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`--${name} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+  return {
+    durationS: int('duration', values.duration, 1, 600),
+    connections: int('connections', values.connections, 1, 1000),
+    rounds: int('rounds', values.rounds, 1, 20),
+    pool: int('pool', values.pool, 1, 200),
+    storedKeys: int('keys', values.keys, 1, 1_000_000),
+    out: values.out,
+    name: values.name === undefined ? undefined : values.name.replace(/[^A-Za-z0-9_-]/g, '-'),
+  };
+}
+
+async function createTables(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+    await client.query(`CREATE SCHEMA ${SCHEMA}`);
+    await client.query(`CREATE TABLE ${SCHEMA}.charges (
+      id bigserial PRIMARY KEY, customer_id text NOT NULL, amount_cents bigint NOT NULL,
+      idem_key text, created_at timestamptz NOT NULL DEFAULT now())`);
+    // The seed text's table, as it gives it.
+    await client.query(`CREATE TABLE ${SCHEMA}.seed_keys (
+      key text PRIMARY KEY, request_hash text NOT NULL, status_code int, response jsonb,
+      created_at timestamptz NOT NULL DEFAULT now())`);
+  } finally {
+    await client.end();
+  }
+}
+
+function startServer(url: string, pool: number): Promise<{ port: number; child: ChildProcess }> {
+  const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: {
+      ...process.env,
+      BENCH_DATABASE_URL: url,
+      BENCH_SCHEMA: SCHEMA,
+      BENCH_POOL: String(pool),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) =>
+      reject(new Error(`bench server exited (${code}) before listening`)),
+    );
+    createInterface({ input: child.stdout }).once('line', (line) => {
+      const { port } = JSON.parse(line) as { port: number };
+      resolve({ port, child });
+    });
+  });
+}
+
+/** CPU time the server process used so far, in ms (Linux /proc; null elsewhere). */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime, fields 14 and 15 of stat (11 and 12 after the command), in ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+async function countCharges(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${SCHEMA}.charges`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** One autocannon run of one mode; `round` 0 is the warm-up. */
+async function load(
+  port: number,
+  mode: ModeId,
+  round: number,
+  durationS: number,
+  connections: number,
+  storedKeys: number,
+): Promise<autocannon.Result> {
+  let n = 0;
+  const spec = MODES[mode];
+  const nextKey = (): string =>
+    spec.keys === 'stored' ? `stored-${n++ % storedKeys}` : `${mode}-${round}-${n++}`;
+  return autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections,
+    duration: durationS,
+    requests: [
+      {
+        method: 'POST',
+        path: spec.path,
+        headers: { 'content-type': 'application/json' },
+        body: BODY,
+        ...(spec.keys === 'none'
+          ? {}
+          : {
+              setupRequest: (request) => ({
+                ...request,
+                headers: { ...request.headers, 'idempotency-key': nextKey() },
+              }),
+            }),
+      },
+    ],
+  });
+}
+
+export async function runHttpBench(argv: string[]): Promise<void> {
+  const options = parse(argv);
+  const command = `npm run bench -- ${argv.join(' ')}`;
+  const loadAverageStart = os.loadavg();
+  const services = await ensureServices(null);
+  let server: ChildProcess | undefined;
+  try {
+    const url = services.endpoints.databaseUrl;
+    await createTables(url);
+    const started = await startServer(url, options.pool);
+    server = started.child;
+    const serverProcess = server;
+    const { port } = started;
+    const admin = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      // The stored keys of (d): executed once each, before anything is measured.
+      for (let i = 0; i < options.storedKeys; i++) {
+        const response = await fetch(`http://127.0.0.1:${port}/eo`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': `stored-${i}` },
+          body: BODY,
+        });
+        if (response.status !== 201) throw new Error(`storing key ${i}: HTTP ${response.status}`);
+        await response.arrayBuffer();
+      }
+      const modes = Object.keys(MODES) as ModeId[];
+      console.log(`[bench] warm-up: 2 s per mode`);
+      for (const mode of modes)
+        await load(port, mode, 0, 2, options.connections, options.storedKeys);
+      const runs: ModeRun[] = [];
+      for (let round = 1; round <= options.rounds; round++) {
+        for (const mode of modes) {
+          const before = await countCharges(admin);
+          const cpuBefore = cpuMs(serverProcess.pid);
+          const result = await load(
+            port,
+            mode,
+            round,
+            options.durationS,
+            options.connections,
+            options.storedKeys,
+          );
+          const cpuAfter = cpuMs(serverProcess.pid);
+          // Requests still in flight when autocannon stopped its clock finish now.
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          const rows = (await countCharges(admin)) - before;
+          const ok = result['2xx'];
+          const problems: string[] = [];
+          if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx answers`);
+          if (result.errors > 0) problems.push(`${result.errors} errors`);
+          // Each first execution writes one charge (those in flight at the end too, up to
+          // one per connection, uncounted by autocannon); a replay writes none.
+          const replay = MODES[mode].keys === 'stored';
+          if (replay ? rows !== 0 : rows < ok || rows > ok + options.connections)
+            problems.push(`${rows} charges written for ${ok} answers`);
+          const run: ModeRun = {
+            mode,
+            round,
+            requests: ok,
+            throughput: ok / options.durationS,
+            p50Ms: result.latency.p50,
+            p99Ms: result.latency.p99,
+            serverCpuUsPerRequest:
+              cpuBefore === null || cpuAfter === null || ok === 0
+                ? null
+                : ((cpuAfter - cpuBefore) * 1000) / ok,
+            problems,
+          };
+          runs.push(run);
+          console.log(
+            `[bench] round ${round} (${mode}): ${Math.round(run.throughput)} req/s, p50 ${run.p50Ms} ms, ` +
+              `p99 ${run.p99Ms} ms, server CPU ${Math.round(run.serverCpuUsPerRequest ?? NaN)} µs/req${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
+          );
+        }
+      }
+      const report: HttpReport = {
+        command,
+        date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+        cpus: `${os.cpus().length}× ${os.cpus()[0]?.model.trim() ?? 'cpu'}`,
+        node: process.versions.node,
+        postgres: await admin
+          .query<{ v: string }>(`SELECT current_setting('server_version') AS v`)
+          .then((r) => `Postgres ${r.rows[0]?.v ?? '?'}`),
+        loadAverageStart,
+        loadAverageEnd: os.loadavg(),
+        options,
+        runs,
+        medians: Object.fromEntries(
+          modes.map((m) => {
+            const of = runs.filter((r) => r.mode === m);
+            return [
+              m,
+              {
+                throughput: median(of.map((r) => r.throughput)),
+                p50Ms: median(of.map((r) => r.p50Ms)),
+                p99Ms: median(of.map((r) => r.p99Ms)),
+                serverCpuUsPerRequest: median(
+                  of.flatMap((r) =>
+                    r.serverCpuUsPerRequest === null ? [] : [r.serverCpuUsPerRequest],
+                  ),
+                ),
+              },
+            ];
+          }),
+        ) as HttpReport['medians'],
+        ratio: (num, den) => {
+          const ratios = [];
+          for (let round = 1; round <= options.rounds; round++) {
+            const n = runs.find((r) => r.mode === num && r.round === round)?.throughput;
+            const d = runs.find((r) => r.mode === den && r.round === round)?.throughput;
+            if (n !== undefined && d !== undefined && d > 0) ratios.push(n / d);
+          }
+          return median(ratios);
+        },
+      };
+      const markdown = renderHttpMarkdown(report);
+      const base = path.join(options.out, `latest-http${options.name ? `-${options.name}` : ''}`);
+      fs.mkdirSync(options.out, { recursive: true });
+      const { ratio: _ratio, ...json } = report;
+      fs.writeFileSync(
+        `${base}.json`,
+        JSON.stringify({ ...json, labels: MODE_LABELS, targets: httpTargets(report) }, null, 2) +
+          '\n',
+      );
+      fs.writeFileSync(`${base}.md`, markdown);
+      console.log(`\n${markdown}\nwritten to ${base}.{md,json}`);
+      if (runs.some((r) => r.problems.length > 0)) process.exitCode = 1;
+    } finally {
+      await admin.end();
+    }
+  } finally {
+    if (server && server.exitCode === null) {
+      const gone = new Promise((resolve) => server!.once('exit', resolve));
+      server.kill('SIGTERM');
+      await gone;
+    }
+    await services.stop();
+  }
+}

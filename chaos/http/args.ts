@@ -1,0 +1,140 @@
+import { parseArgs } from 'node:util';
+import type { Framework } from '../../test/helpers/http/payments.js';
+import { UsageError } from '../args.js';
+
+/** What one HTTP chaos run does; see `httpUsage()`. */
+export interface HttpChaosArgs {
+  target: 'http';
+  /** The payment server's framework (the test payment API on effectively-once/http). */
+  framework: Framework;
+  /** Logical payments, each with one idempotency key reused on every retry. */
+  payments: number;
+  /** Payments in flight at once (each one an idempotentFetch caller). */
+  clients: number;
+  /** Share of payments sent by a second caller at the same time, same key and bytes. */
+  duplicateRatio: number;
+  /** SIGKILLs of the server process (half right after a COMMIT, half at a random moment). */
+  kills: number;
+  /** `pg_terminate_backend` of every server connection, at spread-out moments. */
+  pgTerminations: number;
+  /** Postgres crash-restarts. */
+  pgRestarts: number;
+  /** Shares of request/response exchanges the proxy drops, resets or delays. */
+  drop: number;
+  reset: number;
+  delay: number;
+  /** idempotentFetch's `attemptTimeoutMs`; a delayed answer is held longer than this. */
+  attemptTimeoutMs: number;
+  seed: number;
+  timeoutMs: number;
+  /** Keep the run's schema after a successful run. */
+  keep: boolean;
+}
+
+export function httpUsage(): string {
+  return `usage: tsx chaos/main.ts --target http [options]
+
+A payment server (effectively-once/http) in a child process, callers using
+idempotentFetch through a fault-injecting TCP proxy, the server SIGKILLed and
+restarted, its Postgres connections terminated, Postgres crash-restarted.
+
+  --payments N        logical payments, one idempotency key each (default 1000)
+  --clients C         payments in flight at once (default 16)
+  --duplicates R      share of payments also sent by a second, concurrent caller with
+                      the same key and bytes, 0 to 1 (default 0.1)
+  --kills K           server SIGKILLs, alternately right after a COMMIT (before the
+                      response is written) and at a random moment (default 6)
+  --pg-terminations T pg_terminate_backend of all the server's connections (default 4)
+  --pg-restarts R     Postgres crash-restarts (default 1)
+  --drop F            share of exchanges whose response the proxy drops (default 0.1)
+  --reset F           share of exchanges reset before the request arrives (default 0.05)
+  --delay F           share of exchanges whose response is held past the client's
+                      attempt timeout (default 0.03)
+  --attempt-timeout MS
+                      idempotentFetch attemptTimeoutMs (default 1500)
+  --framework F       hono, express or fastify (default fastify)
+  --seed S            seed of the plan and the proxy's faults (default: random)
+  --timeout SECONDS   fail when the payments are not all answered by then
+                      (default 120 + N/20)
+  --keep              keep the chaos schema after a successful run
+
+Postgres is started privately unless DATABASE_URL is set (then it is not restarted).`;
+}
+
+const FRAMEWORKS: readonly Framework[] = ['hono', 'express', 'fastify'];
+
+export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      target: { type: 'string' },
+      payments: { type: 'string' },
+      clients: { type: 'string' },
+      duplicates: { type: 'string' },
+      kills: { type: 'string' },
+      'pg-terminations': { type: 'string' },
+      'pg-restarts': { type: 'string' },
+      drop: { type: 'string' },
+      reset: { type: 'string' },
+      delay: { type: 'string' },
+      'attempt-timeout': { type: 'string' },
+      framework: { type: 'string' },
+      seed: { type: 'string' },
+      timeout: { type: 'string' },
+      keep: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help === true) throw new UsageError('');
+  if (values.target !== 'http') throw new UsageError('--target must be http');
+  const framework = (values.framework ?? 'fastify') as Framework;
+  if (!FRAMEWORKS.includes(framework))
+    throw new UsageError(`--framework must be one of ${FRAMEWORKS.join(', ')}`);
+  const payments = int('payments', values.payments, 1000, 1, 1_000_000);
+  // Every kill is planned at a commit count below N, so each one can happen.
+  const kills = int('kills', values.kills, 6, 0, Math.max(0, Math.floor(payments / 4)));
+  const drop = share('drop', values.drop, 0.1);
+  const reset = share('reset', values.reset, 0.05);
+  const delay = share('delay', values.delay, 0.03);
+  if (drop + reset + delay > 0.9) throw new UsageError('--drop + --reset + --delay must be <= 0.9');
+  return {
+    target: 'http',
+    framework,
+    payments,
+    clients: int('clients', values.clients, 16, 1, 1000),
+    duplicateRatio: share('duplicates', values.duplicates, 0.1),
+    kills,
+    pgTerminations: int('pg-terminations', values['pg-terminations'], 4, 0, 1000),
+    pgRestarts: int('pg-restarts', values['pg-restarts'], 1, 0, 10),
+    drop,
+    reset,
+    delay,
+    attemptTimeoutMs: int('attempt-timeout', values['attempt-timeout'], 1500, 100, 60_000),
+    seed: int('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
+    timeoutMs: int('timeout', values.timeout, Math.ceil(120 + payments / 20), 1, 86_400) * 1000,
+    keep: values.keep === true,
+  };
+}
+
+function share(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1)
+    throw new UsageError(`--${name} must be a number from 0 to 1`);
+  return value;
+}
+
+function int(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
+  return value;
+}
