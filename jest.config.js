@@ -1,3 +1,4 @@
+/* global process */
 // Jest runs in native ESM mode (p-limit is ESM-only), with ts-jest transpiling.
 // Two projects: unit tests need no services; integration tests get Postgres,
 // an SQS emulator and a Kafka broker from test/helpers/global-setup.ts.
