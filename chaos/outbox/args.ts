@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../args.js';
+import { OUTBOX_CONTROLS, type OutboxControl } from './shared.js';
 
 /** What one outbox chaos run does; see `outboxUsage()`. */
 export interface OutboxChaosArgs {
@@ -23,6 +24,8 @@ export interface OutboxChaosArgs {
   seed: number;
   timeoutMs: number;
   keep: boolean;
+  /** Negative control: break the pipeline on purpose; the run must fail. */
+  control: OutboxControl | undefined;
 }
 
 export function outboxUsage(): string {
@@ -48,6 +51,9 @@ exactly once by A and by B, and B's apply order per account = A's commit order.
   --seed S            seed of the plan (default: random)
   --timeout SECONDS   give up waiting for quiescence then (default 120 + N/50)
   --keep              keep the chaos schema after a successful run
+  --control C         negative control, the run must fail: offset-key (B dedups by
+                      topic/partition/offset, not the outbox id) or unordered (no
+                      ordering key on the outbox rows)
 
 Only Kafka (record key = ordering key keeps the per-key order to the consumer);
 Postgres and Kafka are started privately unless DATABASE_URL / KAFKA_BROKERS are set.`;
@@ -73,6 +79,7 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
       seed: { type: 'string' },
       timeout: { type: 'string' },
       keep: { type: 'boolean' },
+      control: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -80,6 +87,9 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
   if (values.target !== 'outbox') throw new UsageError('--target must be outbox');
   if ((values.broker ?? 'kafka') !== 'kafka')
     throw new UsageError('--target outbox runs on --broker kafka only (see chaos/README.md)');
+  const control = values.control as OutboxControl | undefined;
+  if (control !== undefined && !OUTBOX_CONTROLS.includes(control))
+    throw new UsageError(`--control must be one of ${OUTBOX_CONTROLS.join(', ')}`);
   const operations = int('operations', values.operations, 2000, 1, 1_000_000);
   const duplicates = Number(values.duplicates ?? '0.1');
   if (!Number.isFinite(duplicates) || duplicates < 0 || duplicates > 1)
@@ -100,6 +110,7 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
     seed: int('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
     timeoutMs: int('timeout', values.timeout, Math.ceil(120 + operations / 50), 1, 86_400) * 1000,
     keep: values.keep === true,
+    control,
   };
 }
 

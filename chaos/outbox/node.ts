@@ -13,8 +13,14 @@
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { createConsumer, type Consumer, type Logger } from 'effectively-once';
-import { kafkaSource } from 'effectively-once/kafka';
-import { createRelay, enqueue, kafkaPublisher, type Relay } from 'effectively-once/outbox';
+import { kafkaSource, type KafkaRecord } from 'effectively-once/kafka';
+import {
+  createRelay,
+  enqueue,
+  kafkaPublisher,
+  type Publisher,
+  type Relay,
+} from 'effectively-once/outbox';
 import { WORKER_ENV, type FromWorker, type ToWorker } from '../protocol.js';
 import { outboxTables, type OutboxNodeConfig, type Operation, type Downstream } from './shared.js';
 
@@ -23,6 +29,8 @@ if (config === null) throw new Error(`${WORKER_ENV} is not set: started by chaos
 const cfg: OutboxNodeConfig = config;
 const tag = `[${cfg.role} ${cfg.index} pid ${process.pid}]`;
 const t = outboxTables(cfg.schema);
+/** Relay: SIGKILL itself after its next publish (see killAfterPublish). */
+let armed = false;
 
 const logger: Logger = {
   debug: () => undefined,
@@ -76,6 +84,10 @@ function consumer<T>(
       keyConcurrency: 4,
       commitIntervalMs: 200,
       redeliveryDelayMs: 500,
+      // The offset-key control: a re-published record has a new offset, so a new key.
+      ...(cfg.control === 'offset-key' && topic === cfg.outTopic
+        ? { key: (r: KafkaRecord) => `${r.topic}/${r.partition}/${r.offset}` }
+        : {}),
     }),
     concurrency: 4,
     maxAttempts: 1000,
@@ -108,7 +120,11 @@ async function serviceA(body: Operation, tx: pg.PoolClient): Promise<void> {
   const downstream: Downstream = { op: body.op, account: body.account, seq };
   await enqueue(
     tx,
-    { destination: 'service-b', payload: downstream, orderingKey: body.account },
+    {
+      destination: 'service-b',
+      payload: downstream,
+      ...(cfg.control === 'unordered' ? {} : { orderingKey: body.account }),
+    },
     { schema: cfg.schema },
   );
 }
@@ -131,10 +147,19 @@ async function main(): Promise<void> {
   let stopOne: () => Promise<void>;
   if (cfg.role === 'relay') {
     const publisher = kafkaPublisher({ kafka, topic: cfg.outTopic });
+    // Armed by the parent: die once a batch is on the broker and before the relay marks
+    // it, so another relay must publish it again after the lease (republished > 0).
+    const killAfterPublish: Publisher = {
+      async publish(records, signal) {
+        const result = await publisher.publish(records, signal);
+        if (armed) process.kill(process.pid, 'SIGKILL');
+        return result;
+      },
+    };
     const relay: Relay = createRelay({
       pool,
       schema: cfg.schema,
-      publishers: { 'service-b': publisher },
+      publishers: { 'service-b': killAfterPublish },
       owner: `relay-${cfg.index}-${process.pid}`,
       batchSize: 20,
       // Short, so a killed relay's claimed rows go to another relay within seconds.
@@ -176,6 +201,7 @@ async function main(): Promise<void> {
   process.on('disconnect', () => process.exit(1));
   process.on('message', (message: ToWorker) => {
     if (message.type === 'stop') void stop();
+    else if (message.type === 'arm') armed = true;
   });
   send({ type: 'ready' });
 }

@@ -28,6 +28,8 @@ export interface OutboxRunResult {
   args: OutboxChaosArgs;
   duplicatesSent: number;
   kills: Record<Role, number>;
+  /** Relay kills that landed between a publish and its mark. */
+  relayAfterPublish: number;
   pgRestarts: number;
   /** Records on the output topic beyond one per operation: relays that published again after a kill. */
   republished: number;
@@ -56,7 +58,8 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   say(
     `run ${runId}: target=outbox broker=kafka operations=${args.operations} accounts=${args.accounts} ` +
       `(duplicated ${duplicatesSent}) a=${args.aWorkers} relays=${args.relays} b=${args.bWorkers} ` +
-      `kills=${args.kills} pg_restarts=${args.pgRestarts} seed=${args.seed}`,
+      `kills=${args.kills} pg_restarts=${args.pgRestarts} seed=${args.seed}` +
+      (args.control ? ` control=${args.control}` : ''),
   );
   const abort = new AbortController();
   const cleanups: Array<() => Promise<void>> = [];
@@ -103,6 +106,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       outTopic: output.worker.topic,
       groupB: output.worker.groupId,
       leaseMs: args.leaseMs,
+      control: args.control,
     };
     const counts: Record<Role, number> = { relay: args.relays, a: args.aWorkers, b: args.bWorkers };
     const fleets = Object.fromEntries(
@@ -131,6 +135,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     const kills: Record<Role, number> = { relay: 0, a: 0, b: 0 };
     let pgRestarts = 0;
     let killIndex = 0;
+    let relayAfterPublish = 0;
     const deadline = started + args.timeoutMs;
     const ticker = setInterval(
       () => say(`applied by B ${applied}/${args.operations}, kills ${JSON.stringify(kills)}`),
@@ -147,15 +152,28 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
           pgRestarts++;
           continue;
         }
-        const role = ROLES[killIndex++ % ROLES.length] as Role;
+        const role = ROLES[killIndex % ROLES.length] as Role;
+        // Every other relay kill lands between a publish and its mark (the relay kills
+        // itself there when armed; from outside if it publishes nothing for 5 s).
+        const afterPublish = role === 'relay' && Math.floor(killIndex / ROLES.length) % 2 === 0;
+        killIndex++;
         for (;;) {
           const ready = fleets[role].readySlots();
           if (ready.length > 0) {
             const slot = rng.pick(ready);
-            const exit = await fleets[role].kill(slot);
+            const armedExit = afterPublish
+              ? await fleets[role].armAndWait(slot, 'after-commit', 5000)
+              : undefined;
+            const exit = armedExit ?? (await fleets[role].kill(slot));
             if (exit?.signal === 'SIGKILL') {
               kills[role]++;
-              say(`nemesis: SIGKILL ${role} ${slot} (pid ${exit.pid}) at ${applied}`);
+              if (armedExit !== undefined) relayAfterPublish++;
+              const how = afterPublish
+                ? armedExit !== undefined
+                  ? ' after a publish'
+                  : ' (armed, not reached: from outside)'
+                : '';
+              say(`nemesis: SIGKILL ${role} ${slot} (pid ${exit.pid})${how} at ${applied}`);
               break;
             }
           }
@@ -225,6 +243,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       args,
       duplicatesSent,
       kills,
+      relayAfterPublish,
       pgRestarts,
       republished: Math.max(0, records - verdict.applied),
       verdict,

@@ -17,7 +17,19 @@ export interface OutboxNodeConfig {
   groupB: string;
   /** The relays' lease: how long a killed relay's claimed rows wait. */
   leaseMs: number;
+  /** Negative control (see OutboxControl): break the pipeline on purpose. */
+  control?: OutboxControl | undefined;
 }
+
+/**
+ * Negative controls, to show the checker catches what it claims to: `offset-key`
+ * makes service B deduplicate by the record's topic/partition/offset instead of the
+ * outbox id, so a relay's re-publish is a second delivery B applies again;
+ * `unordered` enqueues without an ordering key, so the relays publish an account's
+ * rows concurrently and to any partition. Either run must fail.
+ */
+export type OutboxControl = 'offset-key' | 'unordered';
+export const OUTBOX_CONTROLS: readonly OutboxControl[] = ['offset-key', 'unordered'];
 
 /** An input message: one logical operation on an account. */
 export interface Operation {

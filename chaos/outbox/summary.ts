@@ -12,6 +12,7 @@ export function outboxSummaryLine(r: OutboxRunResult): string {
     `duplicates_sent=${r.duplicatesSent}`,
     `kills=${r.kills.relay + r.kills.a + r.kills.b}`,
     `relay_kills=${r.kills.relay}`,
+    `relay_after_publish=${r.relayAfterPublish}`,
     `a_kills=${r.kills.a}`,
     `b_kills=${r.kills.b}`,
     `pg_restarts=${r.pgRestarts}`,
