@@ -19,6 +19,8 @@ export interface OutboxChaosArgs {
   /** SIGKILLs, spread over relays, A and B workers in turn. */
   kills: number;
   pgRestarts: number;
+  /** Kafka SIGKILL + restarts (private Kafka only). */
+  brokerRestarts: number;
   partitions: number;
   leaseMs: number;
   seed: number;
@@ -46,6 +48,7 @@ exactly once by A and by B, and B's apply order per account = A's commit order.
   --b-workers W       service B consumer processes (default 2)
   --kills K           SIGKILLs, relay / A / B in turn (default 6)
   --pg-restarts P     Postgres crash-restarts (default 1)
+  --broker-restarts B Kafka SIGKILL + restarts (default 0)
   --partitions P      partitions of each topic (default 4)
   --lease MS          the relays' leaseMs (default 3000)
   --seed S            seed of the plan (default: random)
@@ -74,6 +77,7 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
       'b-workers': { type: 'string' },
       kills: { type: 'string' },
       'pg-restarts': { type: 'string' },
+      'broker-restarts': { type: 'string' },
       partitions: { type: 'string' },
       lease: { type: 'string' },
       seed: { type: 'string' },
@@ -105,6 +109,7 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
     bWorkers: int('b-workers', values['b-workers'], 2, 1, 32),
     kills: int('kills', values.kills, 6, 0, 1000),
     pgRestarts: int('pg-restarts', values['pg-restarts'], 1, 0, 10),
+    brokerRestarts: int('broker-restarts', values['broker-restarts'], 0, 0, 10),
     partitions: int('partitions', values.partitions, 4, 1, 64),
     leaseMs: int('lease', values.lease, 3000, 1000, 3_600_000),
     seed: int('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),

@@ -31,6 +31,7 @@ export interface OutboxRunResult {
   /** Relay kills that landed between a publish and its mark. */
   relayAfterPublish: number;
   pgRestarts: number;
+  brokerRestarts: number;
   /** Records on the output topic beyond one per operation: relays that published again after a kill. */
   republished: number;
   verdict: OutboxVerdict;
@@ -58,7 +59,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   say(
     `run ${runId}: target=outbox broker=kafka operations=${args.operations} accounts=${args.accounts} ` +
       `(duplicated ${duplicatesSent}) a=${args.aWorkers} relays=${args.relays} b=${args.bWorkers} ` +
-      `kills=${args.kills} pg_restarts=${args.pgRestarts} seed=${args.seed}` +
+      `kills=${args.kills} pg_restarts=${args.pgRestarts} broker_restarts=${args.brokerRestarts} seed=${args.seed}` +
       (args.control ? ` control=${args.control}` : ''),
   );
   const abort = new AbortController();
@@ -127,13 +128,14 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     });
 
     // Spread the sends over enough time for the faults to land while operations flow.
-    const seconds = Math.max(8, 4 * args.kills + 8 * args.pgRestarts);
+    const seconds = Math.max(8, 4 * args.kills + 8 * (args.pgRestarts + args.brokerRestarts));
     const producing = produce(input, sends, Math.ceil(sends.length / seconds), abort.signal);
 
     let applied = 0;
-    const events = planEvents(rng, args.kills, args.pgRestarts, 0);
+    const events = planEvents(rng, args.kills, args.pgRestarts, args.brokerRestarts);
     const kills: Record<Role, number> = { relay: 0, a: 0, b: 0 };
     let pgRestarts = 0;
+    let brokerRestarts = 0;
     let killIndex = 0;
     let relayAfterPublish = 0;
     const deadline = started + args.timeoutMs;
@@ -150,6 +152,13 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
           say(`nemesis: Postgres crash-restart (down ${downMs} ms) at ${applied}`);
           await services.restartPostgres(downMs);
           pgRestarts++;
+          continue;
+        }
+        if (event.kind === 'broker-restart') {
+          const downMs = rng.int(500, 3000);
+          say(`nemesis: Kafka SIGKILL + restart (down ${downMs} ms) at ${applied}`);
+          await services.restartBroker(downMs);
+          brokerRestarts++;
           continue;
         }
         const role = ROLES[killIndex % ROLES.length] as Role;
@@ -233,6 +242,8 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     if (killCount < args.kills) shortfalls.push(`kills: ${killCount} of ${args.kills} happened`);
     if (services.canRestartPostgres && pgRestarts < args.pgRestarts)
       shortfalls.push(`Postgres restarts: ${pgRestarts} of ${args.pgRestarts}`);
+    if (services.canRestartBroker && brokerRestarts < args.brokerRestarts)
+      shortfalls.push(`broker restarts: ${brokerRestarts} of ${args.brokerRestarts}`);
     for (const role of ROLES) {
       const f = fleets[role];
       say(`${role}: ${f.spawned} processes started, exits ${summarizeExits(f)}`);
@@ -245,6 +256,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       kills,
       relayAfterPublish,
       pgRestarts,
+      brokerRestarts,
       republished: Math.max(0, records - verdict.applied),
       verdict,
       timedOut,

@@ -16,6 +16,7 @@ export function outboxSummaryLine(r: OutboxRunResult): string {
     `a_kills=${r.kills.a}`,
     `b_kills=${r.kills.b}`,
     `pg_restarts=${r.pgRestarts}`,
+    `broker_restarts=${r.brokerRestarts}`,
     `applied=${v.applied}`,
     `doubles=${v.doubles}`,
     `lost=${v.lost}`,
