@@ -95,7 +95,9 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     cleanups.push(() => input.close(success && !args.keep));
     cleanups.push(() => output.close(success && !args.keep));
     if (input.worker.kind !== 'kafka' || output.worker.kind !== 'kafka') throw new Error('kafka');
-    const logDir = fs.mkdtempSync(path.join(services.root ?? os.tmpdir(), 'outbox-chaos-'));
+    // Outside the services' directory, which is removed at the end: a failed run's logs stay.
+    const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
+    fs.mkdirSync(logDir, { recursive: true });
     say(`process logs in ${logDir}`);
 
     const base = {
