@@ -37,8 +37,11 @@ interface Slot {
  * W worker slots, each running one worker process at a time. A worker that dies
  * (SIGKILL, a failed start while Postgres is down, a receive loop that gave up) is
  * started again after a short random pause until `stop()`. Output goes to `logFile`.
+ * `script` is the child's entry point (default worker.ts); it gets `config(slot)` as
+ * JSON in CHAOS_WORKER and speaks the protocol.ts messages (the outbox target's
+ * processes reuse the fleet this way).
  */
-export class Fleet {
+export class Fleet<C extends object = WorkerConfig> {
   private readonly slots: Slot[] = [];
   private stopping = false;
   private readonly log: fs.WriteStream;
@@ -48,10 +51,11 @@ export class Fleet {
   spawned = 0;
 
   constructor(
-    private readonly config: (index: number) => WorkerConfig,
+    private readonly config: (index: number) => C,
     count: number,
     private readonly rng: Rng,
     logFile: string,
+    private readonly script: string = WORKER,
   ) {
     this.log = fs.createWriteStream(logFile, { flags: 'a' });
     for (let i = 0; i < count; i++) {
@@ -140,7 +144,7 @@ export class Fleet {
   private spawn(slot: Slot): void {
     if (this.stopping) return;
     // fork inherits process.execArgv: tsx's loader, so the worker runs TypeScript too.
-    const child = fork(WORKER, [], {
+    const child = fork(this.script, [], {
       env: { ...process.env, [WORKER_ENV]: JSON.stringify(this.config(slot.index)) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

@@ -1,7 +1,8 @@
 /**
  * The chaos harness: `tsx chaos/main.ts --broker sqs|kafka --messages N --workers W
  * [--kills K] [--poison P] [--seed S]`, or `--target http [--payments N ...]` for the
- * Idempotency-Key side (chaos/http/). Prints one `chaos: ...` line on stdout (the
+ * Idempotency-Key side (chaos/http/), or `--target outbox` for the outbox and its relay
+ * between two services (chaos/outbox/). Prints one `chaos: ...` line on stdout (the
  * progress log goes to stderr) and exits non-zero on any double, loss or timeout.
  */
 import { UsageError, parseChaosArgs, usage } from './args.js';
@@ -11,7 +12,13 @@ import { exitCode, summaryLine } from './summary.js';
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
-  if (argv.some((a) => a === '--target' || a.startsWith('--target='))) return http(argv);
+  const target = argv.findIndex((a) => a === '--target' || a.startsWith('--target='));
+  if (target >= 0) {
+    const value = argv[target]?.startsWith('--target=')
+      ? argv[target].slice('--target='.length)
+      : argv[target + 1];
+    return value === 'outbox' ? outbox(argv) : http(argv);
+  }
   let args;
   try {
     args = parseChaosArgs(argv);
@@ -41,6 +48,24 @@ async function http(argv: string[]): Promise<number> {
   const result = await runHttpChaos(args);
   console.log(httpSummaryLine(result));
   return httpExitCode(result);
+}
+
+async function outbox(argv: string[]): Promise<number> {
+  const { outboxUsage, parseOutboxChaosArgs } = await import('./outbox/args.js');
+  let args;
+  try {
+    args = parseOutboxChaosArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
+    if (error.message) console.error(`chaos: ${error.message}`);
+    console.error(outboxUsage());
+    return error.message ? 64 : 0;
+  }
+  const { runOutboxChaos } = await import('./outbox/run.js');
+  const { outboxExitCode, outboxSummaryLine } = await import('./outbox/summary.js');
+  const result = await runOutboxChaos(args);
+  console.log(outboxSummaryLine(result));
+  return outboxExitCode(result);
 }
 
 main().then(

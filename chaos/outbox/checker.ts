@@ -1,0 +1,102 @@
+import type pg from 'pg';
+import { outboxTables } from './shared.js';
+
+/** What the outbox checker found; `problems` name example operations. */
+export interface OutboxVerdict {
+  /** Operations service B applied at least once. */
+  applied: number;
+  /** Operations applied more than once by A or by B. */
+  doubles: number;
+  /** Operations missing from A's or B's effects. */
+  lost: number;
+  /** Adjacent pairs of B's apply order, per account, whose sequence does not rise by one. */
+  orderViolations: number;
+  problems: string[];
+}
+
+interface Row {
+  op: string;
+  account: string;
+  seq: number;
+}
+
+/**
+ * Reads both services' effects: every operation `op-0 … op-(N-1)` applied exactly once
+ * by A and once by B, with the (account, sequence) A gave it; per account, B's apply
+ * order (its ledger's serial id) is the sequence 1, 2, 3 … that A's commits assigned.
+ */
+export async function checkOutbox(
+  pool: pg.Pool,
+  schema: string,
+  operations: number,
+): Promise<OutboxVerdict> {
+  const t = outboxTables(schema);
+  const a = (await pool.query<Row>(`SELECT op, account, seq FROM ${t.aEffects} ORDER BY id`)).rows;
+  const b = (await pool.query<Row>(`SELECT op, account, seq FROM ${t.bApplied} ORDER BY id`)).rows;
+  const problems: string[] = [];
+  const byOp = (rows: Row[]): Map<string, Row[]> => {
+    const map = new Map<string, Row[]>();
+    for (const row of rows) map.set(row.op, [...(map.get(row.op) ?? []), row]);
+    return map;
+  };
+  const aOps = byOp(a);
+  const bOps = byOp(b);
+  const doubled = new Set<string>();
+  const lost = new Set<string>();
+  const mismatched: string[] = [];
+  for (let i = 0; i < operations; i++) {
+    const op = `op-${i}`;
+    const inA = aOps.get(op) ?? [];
+    const inB = bOps.get(op) ?? [];
+    if (inA.length > 1 || inB.length > 1) doubled.add(op);
+    if (inA.length === 0 || inB.length === 0) lost.add(op);
+    const first = inA[0];
+    if (first !== undefined && inB.some((r) => r.account !== first.account || r.seq !== first.seq))
+      mismatched.push(op);
+  }
+  const unknown = [...aOps.keys(), ...bOps.keys()].filter(
+    (op) => !/^op-\d+$/.test(op) || Number(op.slice(3)) >= operations,
+  );
+  const violations: string[] = [];
+  const last = new Map<string, number>();
+  for (const row of b) {
+    const before = last.get(row.account) ?? 0;
+    if (row.seq !== before + 1) violations.push(`${row.account}: ${before} then ${row.seq}`);
+    last.set(row.account, row.seq);
+  }
+  const sample = (items: Iterable<string>): string => [...items].slice(0, 5).join(', ');
+  if (doubled.size > 0)
+    problems.push(`applied more than once: ${doubled.size} (${sample(doubled)})`);
+  if (lost.size > 0) problems.push(`never applied by A or B: ${lost.size} (${sample(lost)})`);
+  if (mismatched.length > 0)
+    problems.push(
+      `B got another account/sequence than A gave: ${mismatched.length} (${sample(mismatched)})`,
+    );
+  if (unknown.length > 0) problems.push(`effects nobody asked for: ${sample(unknown)}`);
+  if (violations.length > 0)
+    problems.push(`out of order in B: ${violations.length} (${sample(violations)})`);
+  return {
+    applied: bOps.size,
+    doubles: doubled.size,
+    lost: lost.size,
+    orderViolations: violations.length,
+    problems,
+  };
+}
+
+/** Operations A and B have applied so far (progress); undefined while Postgres is down. */
+export async function progress(
+  pool: pg.Pool,
+  schema: string,
+): Promise<{ a: number; b: number } | undefined> {
+  const t = outboxTables(schema);
+  try {
+    const { rows } = await pool.query<{ a: number; b: number }>(
+      `SELECT (SELECT count(DISTINCT op) FROM ${t.aEffects})::int AS a,
+              (SELECT count(DISTINCT op) FROM ${t.bApplied})::int AS b`,
+    );
+    return rows[0];
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,41 @@
+import type { OutboxRunResult } from './run.js';
+
+/** The one line a run prints on stdout, in the broker runs' format. */
+export function outboxSummaryLine(r: OutboxRunResult): string {
+  const v = r.verdict;
+  return [
+    'chaos:',
+    'target=outbox',
+    `broker=${r.args.broker}`,
+    `operations=${r.args.operations}`,
+    `accounts=${r.args.accounts}`,
+    `duplicates_sent=${r.duplicatesSent}`,
+    `kills=${r.kills.relay + r.kills.a + r.kills.b}`,
+    `relay_kills=${r.kills.relay}`,
+    `relay_after_publish=${r.relayAfterPublish}`,
+    `a_kills=${r.kills.a}`,
+    `b_kills=${r.kills.b}`,
+    `pg_restarts=${r.pgRestarts}`,
+    `broker_restarts=${r.brokerRestarts}`,
+    `applied=${v.applied}`,
+    `doubles=${v.doubles}`,
+    `lost=${v.lost}`,
+    `order_violations=${v.orderViolations}`,
+    `republished=${r.republished}`,
+    ...(r.timedOut ? [`unsettled=${r.unsettled}`] : []),
+  ].join(' ');
+}
+
+/** As for the broker runs: 1 a double, loss or order violation; 2 timeout; 3 planned faults missing. */
+export function outboxExitCode(r: OutboxRunResult): number {
+  const v = r.verdict;
+  if (v.doubles > 0 || v.lost > 0 || v.orderViolations > 0) {
+    // A timed-out run's missing operations may still be on their way.
+    if (r.timedOut && v.doubles === 0 && v.orderViolations === 0) return 2;
+    return 1;
+  }
+  if (r.timedOut) return 2;
+  if (v.problems.length > 0) return 1;
+  if (r.shortfalls.length > 0) return 3;
+  return 0;
+}

@@ -1,0 +1,44 @@
+/**
+ * The outbox chaos checker is not vacuous: the same run with the pipeline broken on
+ * purpose (`--control`) must fail.
+ * - unordered: the outbox rows have no ordering key, so the relays publish an account's
+ *   rows concurrently and to any partition: B applies them out of order;
+ * - offset-key: B deduplicates by topic/partition/offset instead of the outbox id, so
+ *   the batch the killed relay published before its mark is applied twice.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { runChaos, transcript } from './run-chaos.js';
+
+describe('outbox chaos negative controls (Kafka)', () => {
+  it.each([
+    ['unordered', 'order_violations'],
+    ['offset-key', 'doubles'],
+  ])(
+    '--control %s makes the run fail with %s > 0',
+    async (control, field) => {
+      const run = await runChaos(
+        [
+          '--target',
+          'outbox',
+          '--operations',
+          '300',
+          '--accounts',
+          '10',
+          '--kills',
+          '3',
+          '--seed',
+          '7',
+          '--timeout',
+          '100',
+          '--control',
+          control,
+        ],
+        120_000,
+      );
+      const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
+      expect({ code: run.code, context }).toEqual({ code: 1, context });
+      expect(Number(run.fields[field] ?? 'NaN')).toBeGreaterThan(0);
+    },
+    150_000,
+  );
+});
