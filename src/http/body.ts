@@ -16,6 +16,17 @@ export async function readRequestBody(request: Request, limit: number): Promise<
   return concat(chunks, size);
 }
 
+/**
+ * The same refusal for a body an adapter has already read: more than `limit` bytes,
+ * declared or actual.
+ */
+export function checkRequestBody(request: Request, body: Uint8Array, limit: number): Uint8Array {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if ((Number.isFinite(declared) && declared > limit) || body.byteLength > limit)
+    throw new RequestTooLargeError(limit);
+  return body;
+}
+
 /** A response body read as far as `limit` bytes. */
 export type ReadBody =
   | { kind: 'complete'; bytes: Uint8Array }

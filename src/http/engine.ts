@@ -15,6 +15,7 @@ import {
   type WorkResult,
 } from '../tx/claim-connection.js';
 import { readResponseBody } from './body.js';
+import { knownBytes } from './known-body.js';
 import type { IdempotencyContext, IdempotentHandler } from './context.js';
 import { IdempotencyKeyReusedError } from './errors.js';
 import type { IdempotencyConfig } from './options.js';
@@ -42,7 +43,12 @@ export interface Job {
   keyed: boolean;
   request: Request;
   body: Uint8Array;
+  /**
+   * The handler, fetch-style, or (`contextOnly`) an adapter's that needs no Request of
+   * its own: then `ctx.request` is only built if something reads it.
+   */
   handler: IdempotentHandler;
+  contextOnly?: boolean;
 }
 
 type HandlerOutcome =
@@ -52,6 +58,8 @@ type HandlerOutcome =
       body: Uint8Array | ReadableStream<Uint8Array> | null;
       omitted: BodyOmitted | null;
       stored: Uint8Array | null;
+      /** The body was not read out of `response`: it can be sent as it is. */
+      unread: boolean;
     }
   | { kind: 'rollback'; response: Response };
 
@@ -122,7 +130,9 @@ export class Engine {
     const { claim } = job;
     let outcome: HandlerOutcome | undefined;
     const tx = conn.guard.tx;
-    const request = copyRequest(job.request, job.body);
+    // One copy per run, made when first asked for (an adapter's handler may never ask).
+    let request: Request | undefined;
+    const requestCopy = (): Request => (request ??= copyRequest(job.request, job.body));
     const streamed = this.streamedResponses;
     const result = await guardedCall(
       async (link) => {
@@ -133,7 +143,9 @@ export class Engine {
           get signal() {
             return link.signal;
           },
-          request,
+          get request() {
+            return requestCopy();
+          },
           body: job.body,
           attempt,
           streamed: (response) => {
@@ -141,7 +153,10 @@ export class Engine {
             return response;
           },
         };
-        const response: unknown = await job.handler(request, ctx);
+        const response: unknown = await job.handler(
+          job.contextOnly === true ? job.request : requestCopy(),
+          ctx,
+        );
         if (!isResponse(response))
           throw new TypeError('an idempotent handler must return a Response');
         outcome = await this.settleBody(response);
@@ -191,7 +206,7 @@ export class Engine {
       await this.committed(claim, outcome.response.status);
       return {
         kind: 'executed',
-        response: withBody(outcome.response, outcome.body),
+        response: outcome.unread ? outcome.response : withBody(outcome.response, outcome.body),
         streaming: outcome.body instanceof ReadableStream,
       };
     }
@@ -205,12 +220,17 @@ export class Engine {
   /** Reads the body (as far as it is kept) inside the transaction's time. */
   private async settleBody(response: Response): Promise<HandlerOutcome> {
     if (this.cfg.rollbackOn(response.status)) return { kind: 'rollback', response };
+    const store = { kind: 'store', response, unread: false } as const;
     if (this.streamedResponses.has(response))
-      return { kind: 'store', response, body: response.body, omitted: 'stream', stored: null };
+      return { ...store, body: response.body, omitted: 'stream', stored: null };
+    // Bytes the adapter serialized itself: no stream to read, no second Response to build.
+    const bytes = knownBytes(response);
+    if (bytes !== undefined && bytes.byteLength <= this.cfg.maxBodyBytes)
+      return { ...store, body: bytes, omitted: null, stored: bytes, unread: true };
     const read = await readResponseBody(response.body, this.cfg.maxBodyBytes);
     if (read.kind === 'complete')
-      return { kind: 'store', response, body: read.bytes, omitted: null, stored: read.bytes };
-    return { kind: 'store', response, body: read.stream, omitted: 'too-large', stored: null };
+      return { ...store, body: read.bytes, omitted: null, stored: read.bytes };
+    return { ...store, body: read.stream, omitted: 'too-large', stored: null };
   }
 
   private async committed(claim: KeyClaim, status: number): Promise<void> {

@@ -13,8 +13,15 @@ import type {
   RouteOptions,
 } from 'fastify';
 import { ConfigurationError } from '../errors.js';
-import type { IdempotencyContext } from './context.js';
-import type { Idempotency, RequestOverrides } from './idempotency.js';
+import type { IdempotencyContext, IdempotentHandler } from './context.js';
+import {
+  executeBuffered,
+  type BufferedExecutor,
+  type Execution,
+  type Idempotency,
+  type RequestOverrides,
+} from './idempotency.js';
+import { bytesResponse, knownBytes } from './known-body.js';
 import { nodeHeaders, requestUrl, webRequest } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
@@ -135,27 +142,31 @@ function wrap(
     if (options.scope !== undefined) overrides.scope = await options.scope(request);
     if (options.route !== undefined) overrides.route = options.route(request);
     if (webhook !== undefined) overrides.webhook = webhook;
-    const raw = (request as WithRawBody)[RAW_BODY];
-    const web = webRequest(
-      requestUrl(request.protocol, request.host, request.url),
-      request.method,
-      request.headers,
-      raw ?? new Uint8Array(0),
-    );
+    const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
+    const url = requestUrl(request.protocol, request.host, request.url);
     const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
-    const execution = await idempotency.execute(
-      web,
-      async (_request, ctx) => {
-        restore(reply, snapshot);
-        request.idempotency = ctx;
-        try {
-          return await run(handler, this, request, reply, ctx);
-        } finally {
-          request.idempotency = null;
-        }
-      },
-      overrides,
-    );
+    const routeHandler: IdempotentHandler = async (_request, ctx) => {
+      restore(reply, snapshot);
+      request.idempotency = ctx;
+      try {
+        return await run(handler, this, request, reply, ctx);
+      } finally {
+        request.idempotency = null;
+      }
+    };
+    // The body is in hand already: the core gets it as is, with a bodyless Request.
+    const execution: Execution = isBufferedExecutor(idempotency)
+      ? await idempotency[executeBuffered](
+          webRequest(url, request.method, request.headers, undefined),
+          raw,
+          routeHandler,
+          overrides,
+        )
+      : await idempotency.execute(
+          webRequest(url, request.method, request.headers, raw),
+          routeHandler,
+          overrides,
+        );
     // A handler abandoned on timeout may still hold these: the answer goes out for real.
     Reflect.deleteProperty(reply, 'send');
     Reflect.deleteProperty(reply, 'then');
@@ -165,8 +176,19 @@ function wrap(
     reply.code(response.status).headers(nodeHeaders(response));
     if (response.body === null) return reply.send();
     if (execution.streaming) return reply.send(Readable.fromWeb(response.body));
+    const bytes = knownBytes(response);
+    // Bytes the library built the response from (serialized here, or replayed): sent as
+    // they are; the body, built from them, holds nothing else and is left to the GC.
+    if (bytes !== undefined)
+      return reply.send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     return reply.send(Buffer.from(await response.arrayBuffer()));
   };
+}
+
+function isBufferedExecutor(
+  idempotency: Idempotency,
+): idempotency is Idempotency & BufferedExecutor {
+  return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
 }
 
 /**
@@ -211,7 +233,7 @@ async function run(
   if (payload === undefined || payload === null) return new Response(null, init);
   if (typeof payload === 'string') {
     type('text/plain; charset=utf-8');
-    return new Response(payload, init);
+    return bytesResponse(Buffer.from(payload), init);
   }
   if (payload instanceof Uint8Array) {
     type('application/octet-stream');
@@ -222,7 +244,15 @@ async function run(
     return ctx.streamed(new Response(Readable.toWeb(payload) as ReadableStream<Uint8Array>, init));
   }
   type('application/json; charset=utf-8');
-  return new Response(reply.serialize(payload), init);
+  const serialized = reply.serialize(payload);
+  return bytesResponse(
+    typeof serialized === 'string'
+      ? Buffer.from(serialized)
+      : serialized instanceof Uint8Array
+        ? serialized
+        : new Uint8Array(serialized),
+    init,
+  );
 }
 
 function restore(

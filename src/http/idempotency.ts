@@ -4,7 +4,7 @@ import { EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
-import { readRequestBody } from './body.js';
+import { checkRequestBody, readRequestBody } from './body.js';
 import type { IdempotentHandler } from './context.js';
 import { Engine, type Verdict } from './engine.js';
 import { IdempotencyKeyMissingError } from './errors.js';
@@ -159,6 +159,24 @@ export interface Idempotency {
 }
 
 /**
+ * The adapters' way in (not part of the public API): the request's head as a bodyless
+ * Request, and its body as the adapter already read it. Saves building a Request
+ * around the bytes, reading them back out, and a copy of it for the handler, who
+ * receives the head and reads `ctx.body` (`ctx.request` is still built if asked for).
+ */
+export const executeBuffered = Symbol('effectively-once.executeBuffered');
+
+/** An {@link Idempotency} from createIdempotency, which adapters call through {@link executeBuffered}. */
+export interface BufferedExecutor {
+  [executeBuffered](
+    head: Request,
+    body: Uint8Array,
+    handler: IdempotentHandler,
+    overrides?: RequestOverrides,
+  ): Promise<Execution>;
+}
+
+/**
  * Makes endpoints idempotent under the `Idempotency-Key` header (IETF httpapi draft,
  * Stripe): each request's key is claimed in `eo_idempotency_keys` inside the
  * transaction the handler writes its effect with, the handler's response is stored in
@@ -241,7 +259,25 @@ class IdempotencyImpl implements Idempotency {
     handler: IdempotentHandler,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
-    const running = this.run(request, handler, overrides);
+    return this.track(this.run(request, handler, overrides));
+  }
+
+  [executeBuffered](
+    head: Request,
+    body: Uint8Array,
+    handler: IdempotentHandler,
+    overrides: RequestOverrides = {},
+  ): Promise<Execution> {
+    if (overrides.webhook !== undefined) {
+      // Verification reads the body from the request: give it one.
+      const bodyless = head.method === 'GET' || head.method === 'HEAD';
+      const request = new Request(head, { body: bodyless ? null : body });
+      return this.execute(request, handler, overrides);
+    }
+    return this.track(this.run(head, handler, overrides, body));
+  }
+
+  private track(running: Promise<Execution>): Promise<Execution> {
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
     return running;
@@ -289,10 +325,12 @@ class IdempotencyImpl implements Idempotency {
     await Promise.allSettled([...this.inFlight]);
   }
 
+  /** `buffered`: the body, already read by an adapter (then `request` is its bodyless head). */
   private async run(
     request: Request,
     handler: IdempotentHandler,
     overrides: RequestOverrides,
+    buffered?: Uint8Array,
   ): Promise<Execution> {
     const cfg = this.cfg;
     if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
@@ -316,7 +354,10 @@ class IdempotencyImpl implements Idempotency {
       return this.problem(new IdempotencyKeyMissingError(`${cfg.header} header`), 'refused');
     let body: Uint8Array;
     try {
-      body = await readRequestBody(request, cfg.maxRequestBytes);
+      body =
+        buffered === undefined
+          ? await readRequestBody(request, cfg.maxRequestBytes)
+          : checkRequestBody(request, buffered, cfg.maxRequestBytes);
     } catch (error) {
       if (error instanceof EffectivelyOnceError) return this.problem(error, 'refused');
       return this.threw(error);
@@ -353,6 +394,7 @@ class IdempotencyImpl implements Idempotency {
       request,
       body,
       handler,
+      contextOnly: buffered !== undefined,
     });
     return this.answer(verdict);
   }

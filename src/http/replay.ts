@@ -1,3 +1,4 @@
+import { bytesResponse } from './known-body.js';
 import type { BodyOmitted, ResponseRecord, StoredRecord } from './store.js';
 
 /** Set on every replayed response (Stripe's header). */
@@ -34,7 +35,7 @@ export function replayOf(record: StoredRecord & { status: number }): Response {
   }
   // No body at all when none was kept: an empty one would get a default Content-Type.
   const body = NULL_BODY.has(record.status) || record.body === null ? null : record.body;
-  return new Response(body, { status: record.status, headers });
+  return bytesResponse(body, { status: record.status, headers });
 }
 
 /** The handler's response as first sent: every header it set, and the body. */
