@@ -24,6 +24,7 @@ import {
   type IdempotencyOptions,
 } from './options.js';
 import { handlerFailedResponse, problemResponse } from './problem.js';
+import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import {
   KeyStatements,
   migrateKeyTable,
@@ -241,7 +242,11 @@ class IdempotencyImpl implements Idempotency {
     handler: IdempotentHandler,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
-    const running = this.run(request, handler, overrides);
+    const scope = this.startTelemetry(request);
+    const running =
+      scope === undefined
+        ? this.run(request, handler, overrides)
+        : this.traced(scope, () => this.run(request, handler, overrides, scope));
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
     return running;
@@ -289,10 +294,52 @@ class IdempotencyImpl implements Idempotency {
     await Promise.allSettled([...this.inFlight]);
   }
 
+  /** The telemetry scope of a request; a throwing hook only costs the request its telemetry. */
+  private startTelemetry(request: Request): HttpRequestScope | undefined {
+    const telemetry = this.cfg.telemetry;
+    if (telemetry === undefined) return undefined;
+    try {
+      return telemetry.startRequest(request);
+    } catch (err) {
+      this.cfg.logger.warn({ err }, 'effectively-once: telemetry startRequest threw');
+      return undefined;
+    }
+  }
+
+  /** Runs a request inside its telemetry scope and reports how it ended (one place for all). */
+  private async traced(scope: HttpRequestScope, run: () => Promise<Execution>): Promise<Execution> {
+    let started: Promise<Execution> | undefined;
+    const once = (): Promise<Execution> => (started ??= run());
+    let execution: Execution;
+    try {
+      execution = await scope.run(once);
+    } catch (err) {
+      // run() never rejects: this is the hook. The request still runs, once.
+      this.cfg.logger.warn({ err }, 'effectively-once: telemetry run threw');
+      execution = await once();
+    }
+    const status = execution.response.status;
+    let outcome: HttpTelemetryOutcome;
+    if (execution.kind === 'threw') outcome = 'failed';
+    else if (execution.outcome === 'refused') outcome = status === 409 ? 'in-progress' : 'refused';
+    else outcome = execution.outcome;
+    try {
+      scope.end({
+        outcome,
+        status,
+        ...(execution.kind === 'threw' ? { error: execution.error } : {}),
+      });
+    } catch (err) {
+      this.cfg.logger.warn({ err }, 'effectively-once: telemetry end threw');
+    }
+    return execution;
+  }
+
   private async run(
     request: Request,
     handler: IdempotentHandler,
     overrides: RequestOverrides,
+    telemetry?: HttpRequestScope,
   ): Promise<Execution> {
     const cfg = this.cfg;
     if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
@@ -302,7 +349,12 @@ class IdempotencyImpl implements Idempotency {
       if (admission.kind === 'threw') return this.threw(admission.error);
       const { key, scope, fingerprint: mode } = admission;
       const rest = { ...overrides, webhook: undefined, key, scope };
-      return this.run(admission.request, handler, mode ? { ...rest, fingerprint: mode } : rest);
+      return this.run(
+        admission.request,
+        handler,
+        mode ? { ...rest, fingerprint: mode } : rest,
+        telemetry,
+      );
     }
     let key: string | undefined;
     try {
@@ -340,6 +392,11 @@ class IdempotencyImpl implements Idempotency {
       );
     } catch (error) {
       return this.threw(error);
+    }
+    try {
+      telemetry?.identified({ key, route });
+    } catch (err) {
+      cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');
     }
     try {
       await this.prepare();
