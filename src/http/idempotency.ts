@@ -321,7 +321,9 @@ class IdempotencyImpl implements Idempotency {
     const status = execution.response.status;
     let outcome: HttpTelemetryOutcome;
     if (execution.kind === 'threw') outcome = 'failed';
-    else if (execution.outcome === 'refused') outcome = status === 409 ? 'in-progress' : 'refused';
+    // A problem answer of 409 is the claim still held by the original (ClaimBusyError).
+    else if (execution.outcome === 'refused' || execution.outcome === 'failed')
+      outcome = status === 409 ? 'in-progress' : execution.outcome;
     else outcome = execution.outcome;
     try {
       scope.end({
