@@ -16,6 +16,7 @@ export interface HttpRequestIdentity {
 
 /** How a request ended, for {@link HttpRequestScope.end}. */
 export interface HttpRequestEnd {
+  /** How it was answered. */
   outcome: HttpTelemetryOutcome;
   /** The status answered. */
   status: number;
