@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { IdempotencyTelemetry } from 'effectively-once/http';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
 import { childrenOf, otelHarness, parentOf, type OtelHarness } from '../../helpers/otel.js';
 import { gate, paymentFixture, post } from '../http/support.js';
@@ -107,5 +108,42 @@ describe.each(FRAMEWORKS)('%s: OpenTelemetry on idempotent endpoints', (framewor
     const durations = await otel.points(HTTP_METRIC.duration);
     const total = durations.reduce((n, p) => n + (p.value as { count: number }).count, 0);
     expect(total).toBe(7);
+  });
+
+  it('a throwing telemetry hook costs the request nothing: it runs once and answers', async () => {
+    const broken: IdempotencyTelemetry[] = [
+      {
+        startRequest: () => {
+          throw new Error('telemetry down');
+        },
+      },
+      {
+        startRequest: () => ({
+          run: () => {
+            throw new Error('telemetry down');
+          },
+          identified: () => undefined,
+          end: () => undefined,
+        }),
+      },
+      {
+        startRequest: (request) => ({
+          run: (fn) => fn(),
+          identified: () => {
+            throw new Error(`telemetry down for ${request.method}`);
+          },
+          end: () => {
+            throw new Error('telemetry down');
+          },
+        }),
+      },
+    ];
+    for (const telemetry of broken) {
+      const server = await fixture.start({ framework, idempotency: { telemetry } });
+      const key = randomUUID();
+      const sent = await post(`${server.url}/charges`, key, { customerId: 'c', amountCents: 1 });
+      expect(sent.status).toBe(201);
+      expect(await fixture.effects(key)).toBe(1);
+    }
   });
 });
