@@ -15,6 +15,7 @@ import {
   migrateOutbox,
   PublishError,
   type Publisher,
+  type RelayTelemetry,
 } from 'effectively-once/outbox';
 import {
   ATTR,
@@ -196,6 +197,53 @@ describe('OpenTelemetry on the outbox', () => {
       expect(span.attributes[ATTR.messageId]).toBe(id);
       expect(span.status.code).toBe(SpanStatusCode.ERROR);
       expect(span.attributes['error.type']).toBe('EO_OUTBOX_PUBLISH');
+    }
+  });
+
+  it('a throwing telemetry hook leaves publishing as it was', async () => {
+    await migrateOutbox(db.pool, { schema: db.schema });
+    const destination = unique('plain');
+    const sent: string[] = [];
+    const recording: Publisher = {
+      publish: (records) => {
+        sent.push(...records.map((r) => r.id));
+        return Promise.resolve();
+      },
+    };
+    const broken: RelayTelemetry[] = [
+      {
+        attach: () => {
+          throw new Error('telemetry down');
+        },
+        startPublish: () => {
+          throw new Error('telemetry down');
+        },
+      },
+      {
+        startPublish: (_destination, records) => ({
+          records,
+          end: () => {
+            throw new Error('telemetry down');
+          },
+        }),
+      },
+    ];
+    for (const telemetry of broken) {
+      const { id } = await enqueueTraced('place order', { seq: 7 }, destination);
+      const relay = createRelay({
+        pool: db.pool,
+        schema: db.schema,
+        publishers: { [destination]: recording },
+        telemetry,
+      });
+      await relay.start();
+      try {
+        await waitFor(() => relay.metrics().published === 1, { what: 'the row published' });
+      } finally {
+        await relay.stop();
+      }
+      expect(sent.filter((s) => s === id)).toHaveLength(1);
+      expect(relay.metrics()).toMatchObject({ published: 1, failed: 0 });
     }
   });
 });
