@@ -24,6 +24,7 @@ import {
   type IdempotencyOptions,
 } from './options.js';
 import { handlerFailedResponse, problemResponse } from './problem.js';
+import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import {
   KeyStatements,
   migrateKeyTable,
@@ -259,7 +260,7 @@ class IdempotencyImpl implements Idempotency {
     handler: IdempotentHandler,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
-    return this.track(this.run(request, handler, overrides));
+    return this.track(request, (scope) => this.run(request, handler, overrides, undefined, scope));
   }
 
   [executeBuffered](
@@ -274,10 +275,16 @@ class IdempotencyImpl implements Idempotency {
       const request = new Request(head, { body: bodyless ? null : body });
       return this.execute(request, handler, overrides);
     }
-    return this.track(this.run(head, handler, overrides, body));
+    return this.track(head, (scope) => this.run(head, handler, overrides, body, scope));
   }
 
-  private track(running: Promise<Execution>): Promise<Execution> {
+  /** Runs a request in its telemetry scope (if any) and counts it in flight until it ends. */
+  private track(
+    request: Request,
+    start: (scope: HttpRequestScope | undefined) => Promise<Execution>,
+  ): Promise<Execution> {
+    const scope = this.startTelemetry(request);
+    const running = scope === undefined ? start(undefined) : this.traced(scope, () => start(scope));
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
     return running;
@@ -325,12 +332,59 @@ class IdempotencyImpl implements Idempotency {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** `buffered`: the body, already read by an adapter (then `request` is its bodyless head). */
+  /** The telemetry scope of a request; a throwing hook only costs the request its telemetry. */
+  private startTelemetry(request: Request): HttpRequestScope | undefined {
+    const telemetry = this.cfg.telemetry;
+    if (telemetry === undefined) return undefined;
+    try {
+      return telemetry.startRequest(request);
+    } catch (err) {
+      this.cfg.logger.warn({ err }, 'effectively-once: telemetry startRequest threw');
+      return undefined;
+    }
+  }
+
+  /** Runs a request inside its telemetry scope and reports how it ended (one place for all). */
+  private async traced(scope: HttpRequestScope, run: () => Promise<Execution>): Promise<Execution> {
+    let started: Promise<Execution> | undefined;
+    const once = (): Promise<Execution> => (started ??= run());
+    let execution: Execution;
+    try {
+      execution = await scope.run(once);
+    } catch (err) {
+      // run() never rejects: this is the hook. The request still runs, once.
+      this.cfg.logger.warn({ err }, 'effectively-once: telemetry run threw');
+      execution = await once();
+    }
+    const status = execution.response.status;
+    let outcome: HttpTelemetryOutcome;
+    if (execution.kind === 'threw') outcome = 'failed';
+    // A problem answer of 409 is the claim still held by the original (ClaimBusyError).
+    else if (execution.outcome === 'refused' || execution.outcome === 'failed')
+      outcome = status === 409 ? 'in-progress' : execution.outcome;
+    else outcome = execution.outcome;
+    try {
+      scope.end({
+        outcome,
+        status,
+        ...(execution.kind === 'threw' ? { error: execution.error } : {}),
+      });
+    } catch (err) {
+      this.cfg.logger.warn({ err }, 'effectively-once: telemetry end threw');
+    }
+    return execution;
+  }
+
+  /**
+   * One request: admission, claim, handler. `buffered`: the body, already read by an
+   * adapter (then `request` is its bodyless head).
+   */
   private async run(
     request: Request,
     handler: IdempotentHandler,
     overrides: RequestOverrides,
     buffered?: Uint8Array,
+    telemetry?: HttpRequestScope,
   ): Promise<Execution> {
     const cfg = this.cfg;
     if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
@@ -340,7 +394,13 @@ class IdempotencyImpl implements Idempotency {
       if (admission.kind === 'threw') return this.threw(admission.error);
       const { key, scope, fingerprint: mode } = admission;
       const rest = { ...overrides, webhook: undefined, key, scope };
-      return this.run(admission.request, handler, mode ? { ...rest, fingerprint: mode } : rest);
+      return this.run(
+        admission.request,
+        handler,
+        mode ? { ...rest, fingerprint: mode } : rest,
+        undefined,
+        telemetry,
+      );
     }
     let key: string | undefined;
     try {
@@ -381,6 +441,11 @@ class IdempotencyImpl implements Idempotency {
       );
     } catch (error) {
       return this.threw(error);
+    }
+    try {
+      telemetry?.identified({ key, route });
+    } catch (err) {
+      cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');
     }
     try {
       await this.prepare();

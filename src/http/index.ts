@@ -13,6 +13,13 @@ export type {
 } from './idempotency.js';
 export type { IdempotencyContext, IdempotentHandler } from './context.js';
 export type { CommittedEvent, IdempotencyOptions } from './options.js';
+export type {
+  HttpRequestEnd,
+  HttpRequestIdentity,
+  HttpRequestScope,
+  HttpTelemetryOutcome,
+  IdempotencyTelemetry,
+} from './telemetry.js';
 export { DEFAULT_STORED_HEADERS, DEFAULT_KEY_LIFETIME_MS } from './options.js';
 export { webhookSources, headerSource, bodyFieldSource } from './webhooks.js';
 export type { WebhookHandler, WebhookOptions, WebhookSource } from './webhooks.js';

@@ -7,6 +7,7 @@ import { quoteIdentifier, type TableRef } from '../store/identifiers.js';
 import type { Logger } from '../types.js';
 import type { FingerprintMode } from './fingerprint.js';
 import { DEFAULT_MAX_KEY_LENGTH } from './key.js';
+import type { IdempotencyTelemetry } from './telemetry.js';
 
 /** What {@link IdempotencyOptions.onCommitted} is told. */
 export interface CommittedEvent {
@@ -122,6 +123,11 @@ export interface IdempotencyOptions {
   /** pino-compatible logger. Default: silent. */
   logger?: Logger;
   /**
+   * Tracing and metrics hooks: `otelIdempotencyTelemetry()` from `effectively-once/otel`
+   * gives each request a span with its outcome and counts replays and 409s.
+   */
+  telemetry?: IdempotencyTelemetry;
+  /**
    * Prefix of the `type` URI of problem+json answers (`<prefix>key-missing` …). Default
    * `urn:effectively-once:problem:`; point it at your API's documentation.
    */
@@ -154,6 +160,7 @@ export interface IdempotencyConfig {
     { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
   onCommitted: ((event: CommittedEvent) => void | Promise<void>) | undefined;
   logger: Logger;
+  telemetry: IdempotencyTelemetry | undefined;
   problemTypeBase: string;
 }
 
@@ -217,6 +224,11 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     if (value !== undefined && typeof value !== 'function')
       throw new ConfigurationError(name, 'must be a function');
   }
+  if (
+    options.telemetry !== undefined &&
+    typeof (options.telemetry as Partial<IdempotencyTelemetry> | null)?.startRequest !== 'function'
+  )
+    throw new ConfigurationError('telemetry', 'must have a startRequest function');
   const fp = options.fingerprint ?? 'raw';
   if (fp !== 'raw' && fp !== 'json' && typeof fp !== 'function')
     throw new ConfigurationError('fingerprint', "must be 'raw', 'json' or a function");
@@ -265,6 +277,7 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     retention: resolveRetention(options.retention),
     onCommitted: options.onCommitted,
     logger: options.logger ?? silentLogger,
+    telemetry: options.telemetry,
     problemTypeBase: options.problemTypeBase ?? 'urn:effectively-once:problem:',
   };
 }

@@ -30,7 +30,9 @@ export const METRIC = {
 } as const;
 
 /** Bucket bounds in seconds: from a fast claim (1 ms) to a slow handler (a minute). */
-const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+export const SECONDS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
 
 /** The instruments of one `otelTelemetry()`, shared by every consumer it is given to. */
 export class Metrics {

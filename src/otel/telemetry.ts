@@ -27,6 +27,7 @@ import type {
 } from '../telemetry.js';
 import type { Delivery, MessagingInfo } from '../types.js';
 import { ATTR, consumerAttributes, messageAttributes, messagingOf } from './attributes.js';
+import { carrierGetter } from './carrier.js';
 import { Metrics } from './metrics.js';
 
 /** Options of {@link otelTelemetry}. */
@@ -135,19 +136,6 @@ class OtelTelemetry implements ConsumerTelemetry {
     return spanContext !== undefined && isSpanContextValid(spanContext) ? extracted : undefined;
   }
 }
-
-/** Header names are matched case-insensitively (SQS attributes keep the producer's case). */
-const carrierGetter = {
-  keys: (carrier: Readonly<Record<string, string>>) => Object.keys(carrier),
-  get: (carrier: Readonly<Record<string, string>>, key: string): string | undefined => {
-    const exact = carrier[key];
-    if (exact !== undefined) return exact;
-    const lower = key.toLowerCase();
-    for (const [name, value] of Object.entries(carrier))
-      if (name.toLowerCase() === lower) return value;
-    return undefined;
-  },
-};
 
 /** One delivery's (or batch's) span and its steps. */
 class Scope implements TelemetryScope {

@@ -20,6 +20,7 @@ import { outboxStats, type OutboxStats } from './parked.js';
 import type { OutboxRecord, Publisher } from './record.js';
 import { RelayStatements, type ClaimedBatch, type Failure } from './statements.js';
 import { outboxRef, pruneOutbox, type OutboxTableOptions } from './table.js';
+import type { RelayPublishScope, RelayTelemetry } from './telemetry.js';
 
 /** Options of {@link createRelay}. */
 export interface RelayOptions extends OutboxTableOptions {
@@ -63,6 +64,11 @@ export interface RelayOptions extends OutboxTableOptions {
   owner?: string;
   /** Where unhandled errors go. Default: nowhere. */
   logger?: Logger;
+  /**
+   * Tracing and metrics hooks: `otelRelayTelemetry()` from `effectively-once/otel`
+   * gives each published row a producer span and counts the relay's outcomes.
+   */
+  telemetry?: RelayTelemetry;
 }
 
 /** Counters of one relay since it was created; monotonic. */
@@ -118,6 +124,11 @@ function resolve(options: RelayOptions): Resolved {
     throw new ConfigurationError('pool', 'is required');
   if (options.publishers === null || typeof options.publishers !== 'object')
     throw new ConfigurationError('publishers', 'must map each destination to a publisher');
+  if (
+    options.telemetry !== undefined &&
+    typeof (options.telemetry as Partial<RelayTelemetry> | null)?.startPublish !== 'function'
+  )
+    throw new ConfigurationError('telemetry', 'must have a startPublish function');
   for (const [destination, publisher] of Object.entries(options.publishers)) {
     if (typeof (publisher as Partial<Publisher> | undefined)?.publish !== 'function')
       throw new ConfigurationError('publishers', `"${destination}" has no publish function`);
@@ -179,6 +190,8 @@ export function createRelay(options: RelayOptions): Relay {
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const publishers = new Map(Object.entries(options.publishers));
   const counters: RelayMetrics = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
+  const logger = options.logger ?? silentLogger;
+  const telemetry = options.telemetry;
 
   let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   let loop: Promise<void> | undefined;
@@ -217,9 +230,44 @@ export function createRelay(options: RelayOptions): Relay {
     );
   };
 
-  async function publishGroup(
+  /** Telemetry's view of one publisher call; a throwing hook must not stop publishing. */
+  function observePublish(
     destination: string,
     records: OutboxRecord[],
+  ): { records: readonly OutboxRecord[]; end(failures: ReadonlyMap<string, unknown>): void } {
+    if (telemetry === undefined) return { records, end: () => undefined };
+    let scope: RelayPublishScope;
+    try {
+      scope = telemetry.startPublish(destination, records);
+    } catch (err) {
+      logger.warn({ err }, 'effectively-once: relay telemetry startPublish threw');
+      return { records, end: () => undefined };
+    }
+    return {
+      records: scope.records.length === records.length ? scope.records : records,
+      end: (failures) => {
+        try {
+          scope.end(failures);
+        } catch (err) {
+          logger.warn({ err }, 'effectively-once: relay telemetry end threw');
+        }
+      },
+    };
+  }
+
+  async function publishGroup(
+    destination: string,
+    claimed: OutboxRecord[],
+  ): Promise<Map<string, unknown>> {
+    const observed = observePublish(destination, claimed);
+    const failures = await publishObserved(destination, observed.records);
+    observed.end(failures);
+    return failures;
+  }
+
+  async function publishObserved(
+    destination: string,
+    records: readonly OutboxRecord[],
   ): Promise<Map<string, unknown>> {
     const failures = new Map<string, unknown>();
     const publisher = publishers.get(destination);
@@ -415,5 +463,10 @@ export function createRelay(options: RelayOptions): Relay {
     metrics: () => ({ ...counters }),
     stats: () => outboxStats(options.pool, ref),
   };
+  try {
+    telemetry?.attach?.(relay);
+  } catch (err) {
+    logger.warn({ err }, 'effectively-once: relay telemetry attach threw');
+  }
   return relay;
 }

@@ -31,6 +31,9 @@ import type { ConsumerTelemetry } from '../../src/index.js';
  */
 export interface OtelHarness {
   telemetry: ConsumerTelemetry;
+  /** The SDK's providers, for the relay's and the HTTP side's telemetry. */
+  tracerProvider: BasicTracerProvider;
+  meterProvider: MeterProvider;
   /** The W3C propagator the telemetry reads `traceparent` with. */
   propagator: W3CTraceContextPropagator;
   spans(): ReadableSpan[];
@@ -69,6 +72,8 @@ export function otelHarness(): OtelHarness {
   const tracer = tracerProvider.getTracer('producer');
   return {
     telemetry: otelTelemetry({ tracerProvider, meterProvider, propagator }),
+    tracerProvider,
+    meterProvider,
     propagator,
     spans: () => spanExporter.getFinishedSpans(),
     tracer: (name) => tracerProvider.getTracer(name),

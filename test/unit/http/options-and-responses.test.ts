@@ -75,6 +75,7 @@ describe('createIdempotency options', () => {
     [{ retention: { dutyCycle: 2 } }, 'retention.dutyCycle'],
     [{ isolationLevel: 'snapshot' }, 'isolationLevel'],
     [{ onCommitted: 'log' }, 'onCommitted'],
+    [{ telemetry: {} }, 'telemetry'],
   ])('refuses %j', (bad, option) => {
     const attempt = () => createIdempotency({ ...valid, ...bad } as unknown as IdempotencyOptions);
     expect(attempt).toThrow(ConfigurationError);
