@@ -26,6 +26,7 @@ import { defaultRate, produce } from './producer.js';
 import { Rng } from './rng.js';
 import { ensureServices, type ChaosServices } from './services.js';
 import type { HandlerFaultReport, RunResult } from './summary.js';
+import { openRunScope } from './run-scope.js';
 
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 
@@ -60,36 +61,25 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
   fs.mkdirSync(logDir, { recursive: true });
 
-  const abort = new AbortController();
-  const cleanups: Array<() => Promise<void>> = [];
-  const cleanup = async (): Promise<void> => {
-    for (const fn of cleanups.splice(0).reverse())
-      await fn().catch((e: unknown) => say(`cleanup: ${String(e)}`));
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    say(`${signal}: stopping workers and services`);
-    abort.abort();
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const scope = openRunScope(say, 'workers and services');
+  const { abort } = scope;
 
   let success = false;
   try {
     const services = await ensureServices(args.broker, say);
-    cleanups.push(() => services.stop());
+    scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const shortfalls = impossibleFaults(args, services);
     const pool = adminPool(services.databaseUrl);
-    cleanups.push(() => pool.end());
+    scope.defer(() => pool.end());
     const schema = `chaos_${runId}`;
     await createChaosSchema(pool, schema);
-    cleanups.push(async () => {
+    scope.defer(async () => {
       if (success && !args.keep) await dropChaosSchema(pool, schema);
       else say(`kept schema ${schema}`);
     });
     const broker = await createBroker(args, services.brokerEndpoint, runId);
-    cleanups.push(() => broker.close(success && !args.keep));
+    scope.defer(() => broker.close(success && !args.keep));
 
     const fleet = new Fleet(
       (index) => ({
@@ -110,7 +100,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     );
     say(`worker logs: ${path.join(logDir, 'workers.log')}`);
     fleet.start();
-    cleanups.push(() => fleet.stop(2000));
+    scope.defer(() => fleet.stop(2000));
 
     const events = planEvents(
       rng,
@@ -195,10 +185,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     else say(`worker logs kept in ${logDir}`);
     return result;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    abort.abort();
-    await cleanup();
+    await scope.close();
   }
 }
 

@@ -14,6 +14,7 @@ import { checkHttp, readCharges, readStored } from './checker.js';
 import { planPayments, runPayments, type Answer, type Payment } from './clients.js';
 import { planKills, SERVER_APPLICATION, ServerSupervisor } from './server.js';
 import type { HttpRunResult } from './summary.js';
+import { openRunScope } from '../run-scope.js';
 
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 
@@ -39,35 +40,24 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       `proxy drop=${args.drop} reset=${args.reset} delay=${args.delay} seed=${args.seed}`,
   );
 
-  const abort = new AbortController();
+  const scope = openRunScope(say, 'the server and services');
+  const { abort } = scope;
   // Every caller's idempotentFetch listens on it.
   setMaxListeners(args.clients * 2 + 16, abort.signal);
-  const cleanups: Array<() => Promise<void>> = [];
-  const cleanup = async (): Promise<void> => {
-    for (const fn of cleanups.splice(0).reverse())
-      await fn().catch((e: unknown) => say(`cleanup: ${String(e)}`));
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    say(`${signal}: stopping the server and services`);
-    abort.abort();
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
 
   let success = false;
   try {
     const services = await ensureServices(null, say);
-    cleanups.push(() => services.stop());
+    scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const shortfalls: string[] = [];
     if (args.pgRestarts > 0 && !services.canRestartPostgres)
       say('note: DATABASE_URL was given, so Postgres restarts are impossible (pg_restarts=0)');
     const pool = adminPool(services.databaseUrl);
-    cleanups.push(() => pool.end());
+    scope.defer(() => pool.end());
     const schema = `chaos_http_${runId}`;
     await pool.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
-    cleanups.push(async () => {
+    scope.defer(async () => {
       if (success && !args.keep) await dropChaosSchema(pool, schema);
       else say(`kept schema ${schema}`);
     });
@@ -81,7 +71,7 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       log: (line) => say(`nemesis: ${line}`),
     });
     const port = await supervisor.start();
-    cleanups.push(() => supervisor.stop());
+    scope.defer(() => supervisor.stop());
     const proxy = await FaultProxy.start({
       target: { host: '127.0.0.1', port },
       faults: { drop: args.drop, reset: args.reset, delay: args.delay },
@@ -90,7 +80,7 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       // Bounded, so every payment can finish; the server's faults are not bounded.
       maxFaultsPerKey: 4,
     });
-    cleanups.push(() => proxy.close());
+    scope.defer(() => proxy.close());
     say(`server on 127.0.0.1:${port}, callers through the proxy at ${proxy.url}`);
 
     const database = new DatabaseNemesis(rng, args, services, pool, () => supervisor.committed());
@@ -167,10 +157,7 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     return result;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    abort.abort();
-    await cleanup();
+    await scope.close();
   }
 }
 

@@ -17,6 +17,7 @@ import { ensureServices } from '../services.js';
 import type { OutboxChaosArgs } from './args.js';
 import { checkOutbox, progress, type OutboxVerdict } from './checker.js';
 import { createOutboxChaosSchema, type OutboxNodeConfig, type Operation } from './shared.js';
+import { openRunScope } from '../run-scope.js';
 
 const NODE = fileURLToPath(new URL('./node.ts', import.meta.url));
 const ROLES = ['relay', 'a', 'b'] as const;
@@ -62,38 +63,27 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       `kills=${args.kills} pg_restarts=${args.pgRestarts} broker_restarts=${args.brokerRestarts} seed=${args.seed}` +
       (args.control ? ` control=${args.control}` : ''),
   );
-  const abort = new AbortController();
-  const cleanups: Array<() => Promise<void>> = [];
-  const cleanup = async (): Promise<void> => {
-    for (const fn of cleanups.splice(0).reverse())
-      await fn().catch((e: unknown) => say(`cleanup: ${String(e)}`));
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    say(`${signal}: stopping the processes and services`);
-    abort.abort();
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const scope = openRunScope(say, 'the processes and services');
+  const { abort } = scope;
   let success = false;
   try {
     const services = await ensureServices('kafka', say);
-    cleanups.push(() => services.stop());
+    scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const brokers = services.brokerEndpoint.split(',');
     const pool = adminPool(services.databaseUrl);
-    cleanups.push(() => pool.end());
+    scope.defer(() => pool.end());
     const schema = `chaos_outbox_${runId}`;
     await createOutboxChaosSchema(pool, schema);
     await migrateOutbox(pool, { schema });
-    cleanups.push(async () => {
+    scope.defer(async () => {
       if (success && !args.keep) await dropChaosSchema(pool, schema);
       else say(`kept schema ${schema}`);
     });
     const input = await createKafkaBroker(brokers, `${runId}-a`, args.partitions);
     const output = await createKafkaBroker(brokers, `${runId}-b`, args.partitions);
-    cleanups.push(() => input.close(success && !args.keep));
-    cleanups.push(() => output.close(success && !args.keep));
+    scope.defer(() => input.close(success && !args.keep));
+    scope.defer(() => output.close(success && !args.keep));
     if (input.worker.kind !== 'kafka' || output.worker.kind !== 'kafka') throw new Error('kafka');
     // Outside the services' directory, which is removed at the end: a failed run's logs stay.
     const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
@@ -125,7 +115,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       ]),
     ) as Record<Role, Fleet<OutboxNodeConfig>>;
     for (const role of ROLES) fleets[role].start();
-    cleanups.push(async () => {
+    scope.defer(async () => {
       await Promise.all(ROLES.map((role) => fleets[role].stop()));
     });
 
@@ -275,10 +265,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     say(`output topic holds ${records} records; took ${(result.durationMs / 1000).toFixed(1)} s`);
     return result;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    abort.abort();
-    await cleanup();
+    await scope.close();
   }
 }
 
