@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Consumer } from 'sqs-consumer';
 import { withDedup, withDedupBatch } from '../../../adapters/sqs/index.js';
+import type { Consumer as DedupConsumer } from '../../../src/index.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, recordEffect, sqsIntegration } from './harness.js';
 
@@ -11,6 +12,25 @@ function stopApp(app: Consumer): Promise<void> {
   return new Promise((resolve) => {
     app.once('stopped', () => resolve());
     app.stop({ abort: true });
+  });
+}
+
+/**
+ * Waits for the work (three keys processed, two duplicates), then for the deletes. The
+ * work first: a queue's depth is approximate (AWS: eventually consistent), and
+ * LocalStack can report 0 right after the sends, before anything was received.
+ */
+async function drained(consumer: DedupConsumer, url: string): Promise<void> {
+  await waitFor(
+    () => {
+      const stats = consumer.stats();
+      return stats.processed === 3 && stats.duplicates === 2;
+    },
+    { what: 'three processed, two duplicates', timeoutMs: 30_000 },
+  );
+  await waitFor(async () => (await it_.queues.depth(url)).total === 0, {
+    what: 'queue empty',
+    timeoutMs: 30_000,
   });
 }
 
@@ -68,10 +88,7 @@ describe('withDedup around sqs-consumer', () => {
       app.on('error', () => undefined);
       app.start();
       try {
-        await waitFor(async () => (await it_.queues.depth(url)).total === 0, {
-          what: 'queue empty',
-          timeoutMs: 30_000,
-        });
+        await drained(worker.consumer, url);
       } finally {
         await stopApp(app);
         await worker.stop();
@@ -122,10 +139,7 @@ describe('withDedup around sqs-consumer', () => {
       app.on('error', () => undefined);
       app.start();
       try {
-        await waitFor(async () => (await it_.queues.depth(url)).total === 0, {
-          what: 'queue empty',
-          timeoutMs: 30_000,
-        });
+        await drained(worker.consumer, url);
       } finally {
         await stopApp(app);
         await worker.stop();
