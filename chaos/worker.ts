@@ -15,7 +15,6 @@ import {
   type BatchItem,
   type Consumer,
   type HandlerContext,
-  type Logger,
   type Source,
 } from 'effectively-once';
 import { kafkaSource } from 'effectively-once/kafka';
@@ -31,6 +30,7 @@ import {
   type ToWorker,
   type WorkerConfig,
 } from './protocol.js';
+import { stderrLogger } from './stderr-logger.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (config === null)
@@ -42,18 +42,7 @@ const faults = new Faults();
 type Queryable = Pick<pg.Pool, 'query'>;
 const tag = `[worker ${cfg.index} pid ${process.pid}]`;
 
-/** Warnings and errors to stderr (the parent keeps them in the run's worker log). */
-const logger: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (obj, msg) => console.error(tag, 'warn', msg ?? '', brief(obj)),
-  error: (obj, msg) => console.error(tag, 'error', msg ?? '', brief(obj)),
-};
-
-function brief(obj: object): string {
-  const err = (obj as { err?: unknown }).err;
-  return err instanceof Error ? `${err.name}: ${err.message}` : '';
-}
+const logger = stderrLogger(tag);
 
 function send(message: FromWorker): void {
   process.send?.(message);

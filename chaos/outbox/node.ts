@@ -12,7 +12,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { createConsumer, type Consumer, type Logger } from 'effectively-once';
+import { createConsumer, type Consumer } from 'effectively-once';
 import { kafkaSource, type KafkaRecord } from 'effectively-once/kafka';
 import {
   createRelay,
@@ -23,6 +23,7 @@ import {
 } from 'effectively-once/outbox';
 import { WORKER_ENV, type FromWorker, type ToWorker } from '../protocol.js';
 import { outboxTables, type OutboxNodeConfig, type Operation, type Downstream } from './shared.js';
+import { stderrLogger } from '../stderr-logger.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as OutboxNodeConfig | null;
 if (config === null) throw new Error(`${WORKER_ENV} is not set: started by chaos/outbox/run.ts`);
@@ -32,17 +33,7 @@ const t = outboxTables(cfg.schema);
 /** Relay: SIGKILL itself after its next publish (see killAfterPublish). */
 let armed = false;
 
-const logger: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (obj, msg) => console.error(tag, 'warn', msg ?? '', brief(obj)),
-  error: (obj, msg) => console.error(tag, 'error', msg ?? '', brief(obj)),
-};
-
-function brief(obj: object): string {
-  const err = (obj as { err?: unknown }).err;
-  return err instanceof Error ? `${err.name}: ${err.message}` : '';
-}
+const logger = stderrLogger(tag);
 
 function send(message: FromWorker): void {
   process.send?.(message);
