@@ -1,5 +1,11 @@
 import type { Pool } from 'pg';
-import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from '../store/identifiers.js';
+import {
+  derivedName,
+  qualifiedTable,
+  quoteIdentifier,
+  tableRef,
+  type TableRef,
+} from '../store/identifiers.js';
 import { MIGRATION_LOCK_KEY } from '../store/migrate.js';
 import { pruneTable } from '../store/prune.js';
 import { applyDdl, type Ddl, type TableFamily } from '../store/table-family.js';
@@ -53,7 +59,7 @@ export function outboxRelations(ref: TableRef): {
 } {
   const schema = quoteIdentifier(ref.schema, 'schema');
   const name = (suffix: string): string =>
-    `${schema}.${quoteIdentifier(shortened(ref.table, suffix), 'table')}`;
+    `${schema}.${quoteIdentifier(derivedName(ref.table, suffix), 'table')}`;
   return {
     table: qualifiedTable(ref),
     sequence: name('_lease_seq'),
@@ -124,11 +130,4 @@ export function pruneOutbox(pool: Pool, options: PruneOutboxOptions): Promise<nu
     { ref: outboxRef(options), keyColumns: ['id'], timeColumn: 'published_at' },
     options,
   );
-}
-
-function shortened(table: string, suffix: string): string {
-  // Keep within 63 bytes while staying deterministic for one table name.
-  let base = table;
-  while (Buffer.byteLength(base + suffix, 'utf8') > 63) base = base.slice(0, -1);
-  return base + suffix;
 }

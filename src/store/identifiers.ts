@@ -26,6 +26,16 @@ export function quoteIdentifier(name: string, option = 'identifier'): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+/**
+ * The name of a relation or function derived from a table's (`<table><suffix>`), cut
+ * to Postgres's 63 bytes, deterministically for one table name.
+ */
+export function derivedName(table: string, suffix: string): string {
+  let base = table;
+  while (Buffer.byteLength(base + suffix, 'utf8') > 63) base = base.slice(0, -1);
+  return base + suffix;
+}
+
 /** `"schema"."table"`, validated. */
 export function qualifiedTable(ref: TableRef): string {
   return `${quoteIdentifier(ref.schema, 'schema')}.${quoteIdentifier(ref.table, 'table')}`;

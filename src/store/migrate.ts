@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import {
   DEFAULT_TABLE,
+  derivedName,
   qualifiedTable,
   quoteIdentifier,
   tableRef,
@@ -35,7 +36,7 @@ export const MIGRATION_LOCK_KEY = 0x6566_6f6e; // "efon"
 export function tableDdl(spec: TableSpec): Ddl {
   const table = qualifiedTable(spec.ref);
   const schema = quoteIdentifier(spec.ref.schema, 'schema');
-  const index = quoteIdentifier(indexName(spec.ref.table, spec.timeColumn), 'table');
+  const index = quoteIdentifier(derivedName(spec.ref.table, `_${spec.timeColumn}_idx`), 'table');
   return {
     statements: [
       `CREATE SCHEMA IF NOT EXISTS ${schema}`,
@@ -108,12 +109,4 @@ export const dedupTables: TableFamily = prunedTableFamily({
  */
 export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<void> {
   await dedupTables.migrate(pool, tableRef(options));
-}
-
-function indexName(table: string, column: string): string {
-  const suffix = `_${column}_idx`;
-  // Keep within 63 bytes while staying deterministic for one table name.
-  let base = table;
-  while (Buffer.byteLength(base + suffix, 'utf8') > 63) base = base.slice(0, -1);
-  return base + suffix;
 }
