@@ -1,5 +1,7 @@
--- What migrateKeyTable() creates for the defaults (schema public, table eo_idempotency_keys).
--- test/integration/examples/postgres-examples.test.ts compares it with migrateKeyTable()'s result.
+-- What migrateKeyTable() creates for the defaults (schema public, table eo_idempotency_keys):
+-- the table, its pruning index, and the two functions the requests call (plans cached per
+-- session). test/integration/examples/postgres-examples.test.ts compares it with
+-- migrateKeyTable()'s result.
 CREATE TABLE eo_idempotency_keys (
   scope           text        NOT NULL,
   idempotency_key text        NOT NULL,
@@ -14,3 +16,42 @@ CREATE TABLE eo_idempotency_keys (
   PRIMARY KEY (scope, idempotency_key)
 );
 CREATE INDEX eo_idempotency_keys_created_at_idx ON eo_idempotency_keys (created_at);
+
+-- Claims the key (BEGIN first): the transaction id, or the stored row, or all NULL.
+CREATE OR REPLACE FUNCTION "public"."eo_idempotency_keys_claim_v1"(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text)
+RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
+LANGUAGE plpgsql VOLATILE AS $eo$
+#variable_conflict use_column
+DECLARE
+  saved text := current_setting('lock_timeout');
+BEGIN
+  PERFORM set_config('lock_timeout', p_lock_timeout, true);
+  INSERT INTO "public"."eo_idempotency_keys" (scope, idempotency_key, method, route, fingerprint)
+    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint) ON CONFLICT DO NOTHING;
+  IF FOUND THEN
+    PERFORM set_config('lock_timeout', saved, true);
+    RETURN QUERY SELECT pg_current_xact_id_if_assigned()::text, NULL::text, NULL::text, NULL::bytea, NULL::smallint, NULL::jsonb, NULL::bytea, NULL::text;
+    RETURN;
+  END IF;
+  PERFORM set_config('lock_timeout', saved, true);
+  RETURN QUERY SELECT NULL::text, k.method, k.route, k.fingerprint, k.status, k.headers, k.body, k.body_omitted
+    FROM "public"."eo_idempotency_keys" AS k WHERE k.scope = p_scope AND k.idempotency_key = p_key;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::bytea, NULL::smallint, NULL::jsonb, NULL::bytea, NULL::text;
+  END IF;
+END
+$eo$;
+
+-- Completes the claimed row with the response, in the COMMIT's round trip.
+CREATE OR REPLACE FUNCTION "public"."eo_idempotency_keys_store_v1"(p_scope text, p_key text, p_status smallint, p_headers jsonb, p_body bytea, p_body_omitted text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $eo$
+BEGIN
+  UPDATE "public"."eo_idempotency_keys" SET status = p_status, headers = p_headers, body = p_body, body_omitted = p_body_omitted
+    WHERE scope = p_scope AND idempotency_key = p_key;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'effectively-once: the row of key % (scope %) is gone', p_key, p_scope
+      USING ERRCODE = 'no_data_found';
+  END IF;
+END
+$eo$;

@@ -1,14 +1,16 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
+import { DatabaseError } from '../errors.js';
+import type { IsolationLevel } from '../store/claim.js';
 import {
-  CLAIM_EPILOGUE,
-  claimPrologue,
-  claimResults,
-  type IsolationLevel,
-} from '../store/claim.js';
-import { qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
+  derivedName,
+  qualifiedTable,
+  quoteIdentifier,
+  tableRef,
+  type TableRef,
+} from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { prunedTableFamily } from '../store/migrate.js';
-import type { TableFamily } from '../store/table-family.js';
+import { MIGRATION_LOCK_KEY, tableDdl } from '../store/migrate.js';
+import { applyDdl, type Ddl, type TableFamily } from '../store/table-family.js';
 import { pruneTable } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
 
@@ -63,18 +65,93 @@ const COLUMNS = `  scope           text        NOT NULL,
   created_at      timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (scope, idempotency_key)`;
 
-/** The HTTP idempotency keys' table (`eo_idempotency_keys`), as a {@link TableFamily}. */
-export const idempotencyKeyTables: TableFamily = prunedTableFamily({
+// The claim and the stored response are PL/pgSQL functions beside the table, not
+// statements sent as text: their plans are cached per session, where five statements
+// parsed and planned on every request made the database do twice the seed handler's
+// work per request (`npm run bench -- --http-sql`). `_v1`: a later version that changes
+// them creates its own beside these, so instances of both versions can run at once.
+const CLAIM_SUFFIX = '_claim_v1';
+const STORE_SUFFIX = '_store_v1';
+const CLAIM_ARGS = '(text, text, text, text, bytea, text)';
+const STORE_ARGS = '(text, text, smallint, jsonb, bytea, text)';
+
+/** The two functions of a key table, qualified and quoted. */
+function functionNames(ref: TableRef): { claim: string; store: string } {
+  const schema = quoteIdentifier(ref.schema, 'schema');
+  return {
+    claim: `${schema}.${quoteIdentifier(derivedName(ref.table, CLAIM_SUFFIX), 'table')}`,
+    store: `${schema}.${quoteIdentifier(derivedName(ref.table, STORE_SUFFIX), 'table')}`,
+  };
+}
+
+/**
+ * The key table's DDL: the table, its pruning index, and the two functions.
+ * - claim: inserts the key row under the request's `lock_timeout` (then puts the
+ *   session's back); one row back: the transaction id when it inserted, else the stored
+ *   row (read by a statement of its own, so in READ COMMITTED it sees a row the other
+ *   transaction committed while this one waited), else all NULL (pruned meanwhile).
+ * - store: completes the claimed row with the response; raises when the row is gone,
+ *   so the COMMIT after it never commits an effect without its response.
+ */
+function keyTableDdl(ref: TableRef): Ddl {
+  const base = tableDdl({ ref, columns: COLUMNS, timeColumn: 'created_at' });
+  const table = qualifiedTable(ref);
+  const fn = functionNames(ref);
+  const none =
+    'NULL::text, NULL::text, NULL::bytea, NULL::smallint, NULL::jsonb, NULL::bytea, NULL::text';
+  return {
+    statements: [
+      ...base.statements,
+      `CREATE OR REPLACE FUNCTION ${fn.claim}(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text)
+RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
+LANGUAGE plpgsql VOLATILE AS $eo$
+#variable_conflict use_column
+DECLARE
+  saved text := current_setting('lock_timeout');
+BEGIN
+  PERFORM set_config('lock_timeout', p_lock_timeout, true);
+  INSERT INTO ${table} (scope, idempotency_key, method, route, fingerprint)
+    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint) ON CONFLICT DO NOTHING;
+  IF FOUND THEN
+    PERFORM set_config('lock_timeout', saved, true);
+    RETURN QUERY SELECT pg_current_xact_id_if_assigned()::text, ${none};
+    RETURN;
+  END IF;
+  PERFORM set_config('lock_timeout', saved, true);
+  RETURN QUERY SELECT NULL::text, k.method, k.route, k.fingerprint, k.status, k.headers, k.body, k.body_omitted
+    FROM ${table} AS k WHERE k.scope = p_scope AND k.idempotency_key = p_key;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT NULL::text, ${none};
+  END IF;
+END
+$eo$`,
+      `CREATE OR REPLACE FUNCTION ${fn.store}(p_scope text, p_key text, p_status smallint, p_headers jsonb, p_body bytea, p_body_omitted text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $eo$
+BEGIN
+  UPDATE ${table} SET status = p_status, headers = p_headers, body = p_body, body_omitted = p_body_omitted
+    WHERE scope = p_scope AND idempotency_key = p_key;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'effectively-once: the row of key % (scope %) is gone', p_key, p_scope
+      USING ERRCODE = 'no_data_found';
+  END IF;
+END
+$eo$`,
+    ],
+    relations: base.relations,
+    functions: [`${fn.claim}${CLAIM_ARGS}`, `${fn.store}${STORE_ARGS}`],
+  };
+}
+
+/** The HTTP idempotency keys' table (`eo_idempotency_keys`) and its functions, as a {@link TableFamily}. */
+export const idempotencyKeyTables: TableFamily = {
   name: 'http-keys',
   summary: 'the HTTP Idempotency-Key table (one row per key, with its stored response)',
   defaultTable: DEFAULT_TABLE,
-  columns: COLUMNS,
-  timeColumn: 'created_at',
-});
-
-// Raised (42704, unrecognized setting) when the response could not be stored because
-// the key's row is not there: the COMMIT after it is skipped, everything rolls back.
-const ROW_MISSING = 'effectively_once.idempotency_row_missing';
+  ddl: keyTableDdl,
+  migrate: (pool, ref) =>
+    applyDdl(pool, keyTableDdl(ref), { lockKey: MIGRATION_LOCK_KEY, operation: 'migrate', ref }),
+};
 
 /**
  * Creates the key table (default `public.eo_idempotency_keys`) and its `created_at`
@@ -129,18 +206,20 @@ export function pruneIdempotencyKeys(pool: Pool, options: PruneKeysOptions): Pro
 }
 
 /**
- * The key table's statements. Like the consumer's claim, they go out as simple-protocol
- * round trips with escaped literals: the claim (and the stored row, for a retry) in one,
- * the stored response and the COMMIT in another.
+ * The key table's statements. They go out as simple-protocol round trips with escaped
+ * literals, calling the table's functions: BEGIN and the claim in one, the stored
+ * response and the verified COMMIT in another (commitClaim's).
  */
 export class KeyStatements {
   private readonly table: string;
+  private readonly fn: { claim: string; store: string };
 
   constructor(
     ref: TableRef,
     private readonly isolation: IsolationLevel | undefined,
   ) {
     this.table = qualifiedTable(ref);
+    this.fn = functionNames(ref);
   }
 
   /**
@@ -149,30 +228,34 @@ export class KeyStatements {
    * the other committed is read back in the same round trip.
    */
   async claim(client: PoolClient, claim: KeyClaim, waitMs: number): Promise<ClaimFound> {
-    const where = this.where(claim);
-    const sql =
-      claimPrologue(waitMs, this.isolation) +
-      ` INSERT INTO ${this.table} (scope, idempotency_key, method, route, fingerprint)` +
-      ` VALUES (${sqlLiteral(claim.scope)}, ${sqlLiteral(claim.key)}, ${sqlLiteral(claim.method)},` +
-      ` ${sqlLiteral(claim.route)}, ${bytea(claim.fingerprint)}) ON CONFLICT DO NOTHING;` +
-      CLAIM_EPILOGUE +
-      ` SELECT method, route, fingerprint, status, headers, body, body_omitted FROM ${this.table} WHERE ${where};`;
-    const { insert, xid, rest } = claimResults(await client.query(sql), 1, 1);
-    if (insert.rowCount === 1 && xid !== null) return { kind: 'claimed', xid };
-    const row = (rest[0] as QueryResult<RawRow> | undefined)?.rows[0];
-    if (row === undefined) return { kind: 'vanished' };
+    const row = claimRow(await client.query(this.claimSql(claim, waitMs)));
+    if (row.xid !== null) return { kind: 'claimed', xid: row.xid };
+    if (row.method === null) return { kind: 'vanished' };
     return {
       kind: 'stored',
       record: {
         method: row.method,
-        route: row.route,
-        fingerprint: row.fingerprint,
+        route: row.route ?? '',
+        fingerprint: row.fingerprint ?? Buffer.alloc(0),
         status: row.status,
         headers: row.headers,
         body: row.body,
         bodyOmitted: row.body_omitted,
       },
     };
+  }
+
+  /** The claim's round trip, as `claim` sends it (the HTTP bench replays it with pgbench). */
+  claimSql(claim: KeyClaim, waitMs: number): string {
+    const begin =
+      this.isolation === undefined
+        ? 'BEGIN'
+        : `BEGIN ISOLATION LEVEL ${this.isolation.toUpperCase()}`;
+    return (
+      `${begin}; SELECT * FROM ${this.fn.claim}(${sqlLiteral(claim.scope)}, ${sqlLiteral(claim.key)},` +
+      ` ${sqlLiteral(claim.method)}, ${sqlLiteral(claim.route)}, ${bytea(claim.fingerprint)},` +
+      ` '${Math.max(1, Math.floor(waitMs))}');`
+    );
   }
 
   /**
@@ -183,27 +266,50 @@ export class KeyStatements {
     const body = response.body === null ? 'NULL' : bytea(response.body);
     const omitted = response.bodyOmitted === null ? 'NULL' : sqlLiteral(response.bodyOmitted);
     return (
-      `WITH stored AS (UPDATE ${this.table} SET status = ${Math.trunc(response.status)},` +
-      ` headers = ${sqlLiteral(JSON.stringify(response.headers))}::jsonb, body = ${body},` +
-      ` body_omitted = ${omitted} WHERE ${this.where(claim)} RETURNING 1)` +
-      ` SELECT CASE WHEN count(*) = 1 THEN '' ELSE current_setting('${ROW_MISSING}') END FROM stored`
+      `SELECT ${this.fn.store}(${sqlLiteral(claim.scope)}, ${sqlLiteral(claim.key)},` +
+      ` ${Math.trunc(response.status)}::smallint, ${sqlLiteral(JSON.stringify(response.headers))}::jsonb,` +
+      ` ${body}, ${omitted})`
     );
   }
 
   /** Drops the row of a request that had no key of its own (nothing to replay). */
   forget(claim: Pick<KeyClaim, 'scope' | 'key'>): string {
-    return `DELETE FROM ${this.table} WHERE ${this.where(claim)}`;
-  }
-
-  private where(claim: Pick<KeyClaim, 'scope' | 'key'>): string {
-    return `scope = ${sqlLiteral(claim.scope)} AND idempotency_key = ${sqlLiteral(claim.key)}`;
+    return (
+      `DELETE FROM ${this.table} WHERE scope = ${sqlLiteral(claim.scope)}` +
+      ` AND idempotency_key = ${sqlLiteral(claim.key)}`
+    );
   }
 }
 
-interface RawRow {
-  method: string;
-  route: string;
-  fingerprint: Buffer;
+/**
+ * The claim function's one row out of the round trip (BEGIN, then the SELECT).
+ * Anything else fails CLOSED: reading an odd answer as "stored" or "claimed" could
+ * answer a request whose effect never ran.
+ */
+function claimRow(results: unknown): ClaimRow {
+  const list = results as Array<QueryResult<ClaimRow>>;
+  const select = Array.isArray(list) && list.length === 2 ? list[1] : undefined;
+  const row = select?.command === 'SELECT' && select.rows.length === 1 ? select.rows[0] : undefined;
+  if (
+    list?.[0]?.command !== 'BEGIN' ||
+    row === undefined ||
+    (row.xid !== null && !/^\d+$/.test(String(row.xid))) ||
+    (row.xid === null && row.method !== null && !Buffer.isBuffer(row.fingerprint))
+  )
+    throw new DatabaseError(
+      'claim',
+      new Error(
+        `unexpected answer to the claim (${Array.isArray(list) ? list.map((r) => r?.command).join(', ') : typeof list}); nothing is answered on it`,
+      ),
+    );
+  return row;
+}
+
+interface ClaimRow {
+  xid: string | null;
+  method: string | null;
+  route: string | null;
+  fingerprint: Buffer | null;
   status: number | null;
   headers: Record<string, string> | null;
   body: Buffer | null;

@@ -9,6 +9,8 @@ export interface Ddl {
   statements: string[];
   /** Qualified names of every relation the statements create (tables, indexes). */
   relations: string[];
+  /** Signatures (`"schema"."name"(text, bytea)`) of the functions they create. */
+  functions?: string[];
 }
 
 /** Whether a migration found everything in place or created what was missing. */
@@ -35,7 +37,7 @@ export interface TableFamily {
 /**
  * Runs a family's DDL under a transaction-scoped advisory lock (concurrent
  * `CREATE ... IF NOT EXISTS` can still collide on the catalog). When every relation
- * exists it runs nothing at all: `CREATE INDEX IF NOT EXISTS` takes a table lock even
+ * and function exists it runs nothing at all: `CREATE INDEX IF NOT EXISTS` takes a table lock even
  * when the index exists, and would queue behind every open claim (a long handler),
  * stalling the claims queued behind it; a worker starting next to a busy fleet must not
  * touch the DDL.
@@ -51,8 +53,10 @@ export async function applyDdl(
   });
   const ready = async (): Promise<boolean> => {
     const { rows } = await client.query<{ ready: boolean }>(
-      'SELECT bool_and(to_regclass(r) IS NOT NULL) AS ready FROM unnest($1::text[]) AS r',
-      [ddl.relations],
+      `SELECT (SELECT bool_and(to_regclass(r) IS NOT NULL) FROM unnest($1::text[]) AS r)
+          AND (SELECT coalesce(bool_and(to_regprocedure(f) IS NOT NULL), true)
+                 FROM unnest($2::text[]) AS f) AS ready`,
+      [ddl.relations, ddl.functions ?? []],
     );
     return rows[0]?.ready === true;
   };

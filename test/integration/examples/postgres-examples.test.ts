@@ -168,22 +168,14 @@ describe('Postgres-only examples quoted by the docs', () => {
     });
   });
 
-  it('sql/idempotency-keys-table.sql: the same table and index as migrateKeyTable() creates', async () => {
+  it('sql/idempotency-keys-table.sql: the same table, index and functions as migrateKeyTable() creates', async () => {
     await withDatabase('sql_http_keys', async (db) => {
       const ddl = fs.readFileSync(
         path.join(repoRoot, 'examples/sql/idempotency-keys-table.sql'),
         'utf8',
       );
       await migrateKeyTable(db.pool, { schema: 'by_migrate' });
-      await db.pool.query('CREATE SCHEMA by_sql');
-      const client = await db.pool.connect();
-      try {
-        await client.query('SET search_path = by_sql');
-        await client.query(ddl);
-      } finally {
-        await client.query('RESET search_path');
-        client.release();
-      }
+      await db.pool.query(ddl); // in public, as the file says
       const shape = async (schema: string) => {
         const columns = await db.pool.query(
           `SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns
@@ -199,15 +191,24 @@ describe('Postgres-only examples quoted by the docs', () => {
           `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
           [schema],
         );
+        const functions = await db.pool.query<{ def: string }>(
+          `SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY p.proname`,
+          [schema],
+        );
+        const local = (text: string) =>
+          text.replaceAll(`"${schema}".`, '').replaceAll(`${schema}.`, '');
         return {
           columns: columns.rows,
           constraints: constraints.rows.map((r) => r.def),
-          indexes: indexes.rows.map((r) => r.indexdef.replaceAll(`${schema}.`, '')),
+          indexes: indexes.rows.map((r) => local(r.indexdef)),
+          functions: functions.rows.map((r) => local(r.def)),
         };
       };
       const expected = await shape('by_migrate');
       expect(expected.columns).toHaveLength(10);
-      expect(await shape('by_sql')).toEqual(expected);
+      expect(expected.functions).toHaveLength(2);
+      expect(await shape('public')).toEqual(expected);
     });
   });
 

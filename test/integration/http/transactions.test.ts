@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createIdempotency, type IdempotencyOptions } from 'effectively-once/http';
+import {
+  createIdempotency,
+  type IdempotencyContext,
+  type IdempotencyOptions,
+} from 'effectively-once/http';
+import { idempotencyKeyTables } from '../../../src/http/store.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
 import { gate, paymentFixture, post } from './support.js';
@@ -173,6 +178,60 @@ describe('the core, called directly', () => {
     const again = await idempotency.handle(request(key), handler);
     expect(again.headers.get('idempotent-replayed')).toBeNull();
     expect(await effects(key)).toBe(2);
+    await idempotency.close();
+  });
+
+  it('a key table from before the functions: migrate adds them, then requests run', async () => {
+    const table = 'eo_keys_before_functions';
+    const idempotency = endpoint({ table });
+    // The table and index alone, as an earlier version created them.
+    const ddl = idempotencyKeyTables.ddl({ schema: db.schema, table });
+    for (const statement of ddl.statements.filter((s) => !s.includes('FUNCTION')))
+      await db.pool.query(statement);
+    const functions = async () =>
+      (
+        await db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname = $1 AND p.proname LIKE $2`,
+          [db.schema, `${table}_%_v1`],
+        )
+      ).rows[0]?.n;
+    expect(await functions()).toBe(0);
+    const key = randomUUID();
+    const handler = async (_r: Request, ctx: IdempotencyContext) => {
+      await ctx.tx.query('INSERT INTO effects (k) VALUES ($1)', [ctx.key]);
+      return new Response('ok', { status: 201 });
+    };
+    expect((await idempotency.handle(request(key), handler)).status).toBe(201);
+    expect(await functions()).toBe(2);
+    const replay = await idempotency.handle(request(key), handler);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await effects(key)).toBe(1);
+    await idempotency.close();
+  });
+
+  it('a key row deleted under the handler: the store refuses it, nothing commits, the retry applies once', async () => {
+    const idempotency = endpoint();
+    const key = randomUUID();
+    let runs = 0;
+    const handler = async (_r: Request, ctx: IdempotencyContext) => {
+      runs++;
+      await ctx.tx.query('INSERT INTO effects (k) VALUES ($1)', [ctx.key]);
+      // The row the claim inserted, gone from this transaction (as a prune could not,
+      // but a hand-written DELETE in the handler could).
+      if (runs === 1)
+        await ctx.tx.query(
+          `DELETE FROM ${db.table('eo_idempotency_keys')} WHERE idempotency_key = $1`,
+          [ctx.key],
+        );
+      return new Response('ok', { status: 201 });
+    };
+    const first = await idempotency.handle(request(key), handler);
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    expect(await effects(key)).toBe(0);
+    const retry = await idempotency.handle(request(key), handler);
+    expect(retry.status).toBe(201);
+    expect(await effects(key)).toBe(1);
     await idempotency.close();
   });
 
