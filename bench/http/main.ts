@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- --http [--duration 10] [--connections 16] [--rounds 3] [--pool 16]
- * [--keys 1000] [--out bench/results] [--name x]`
+ * `npm run bench -- --http [--duration 10] [--warmup 10] [--connections 16] [--rounds 3]
+ * [--pool 16] [--keys 1000] [--out bench/results] [--name x]`
  *
  * The Idempotency-Key middleware side by side with what it replaces, in one run, on
  * one Fastify server (a child process, bench/http/server.ts) and one Postgres, loaded
@@ -9,11 +9,12 @@
  *   (b) seed: the seed text's hand-written claim-then-insert handler, unique keys;
  *   (c) eo: effectively-once/http, first executions (unique keys);
  *   (d) replay: effectively-once/http, keys already stored (answered from the record).
- * Modes are interleaved (a, b, c, d, a, b, ...) for `--rounds`, after a short warm-up;
+ * Modes are interleaved (a, b, c, d, a, b, ...) for `--rounds`, after `--warmup` seconds of
+ * each (long enough for the slowest mode's code to be optimized by V8 before it is timed);
  * medians and the median of each round's ratio are reported, with the issue's targets.
  * Writes `<out>/latest-http[-<name>].{json,md}`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,6 +46,7 @@ const MODES: Record<ModeId, { path: string; keys: 'none' | 'unique' | 'stored' }
 
 interface HttpBenchOptions {
   durationS: number;
+  warmupS: number;
   connections: number;
   rounds: number;
   pool: number;
@@ -60,6 +62,7 @@ function parse(argv: string[]): HttpBenchOptions {
     options: {
       http: { type: 'boolean' },
       duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '10' },
       connections: { type: 'string', default: '16' },
       rounds: { type: 'string', default: '3' },
       pool: { type: 'string', default: '16' },
@@ -76,6 +79,7 @@ function parse(argv: string[]): HttpBenchOptions {
   };
   return {
     durationS: int('duration', values.duration, 1, 600),
+    warmupS: int('warmup', values.warmup, 0, 600),
     connections: int('connections', values.connections, 1, 1000),
     rounds: int('rounds', values.rounds, 1, 20),
     pool: int('pool', values.pool, 1, 200),
@@ -103,11 +107,23 @@ async function createTables(url: string): Promise<void> {
   }
 }
 
+/**
+ * The server runs the library as users do, compiled (tsc, `npm run build`): resolved
+ * through package.json's exports to dist/ instead of tsconfig's paths to src/, whose
+ * on-the-fly transform adds a helper call per function created.
+ */
+function buildLibrary(): void {
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const built = spawnSync(npm, ['run', '--silent', 'build'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error(`npm run build failed (${built.status ?? built.signal})`);
+}
+
 function startServer(url: string, pool: number): Promise<{ port: number; child: ChildProcess }> {
   const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     env: {
       ...process.env,
+      TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.dist.json', import.meta.url)),
       BENCH_DATABASE_URL: url,
       BENCH_SCHEMA: SCHEMA,
       BENCH_POOL: String(pool),
@@ -119,8 +135,11 @@ function startServer(url: string, pool: number): Promise<{ port: number; child: 
       reject(new Error(`bench server exited (${code}) before listening`)),
     );
     createInterface({ input: child.stdout }).once('line', (line) => {
-      const { port } = JSON.parse(line) as { port: number };
-      resolve({ port, child });
+      const { port, library } = JSON.parse(line) as { port: number; library: string };
+      if (!library.includes('/dist/')) {
+        child.kill('SIGTERM');
+        reject(new Error(`bench server loaded the library from ${library}, not the build`));
+      } else resolve({ port, child });
     });
   });
 }
@@ -186,6 +205,7 @@ export async function runHttpBench(argv: string[]): Promise<void> {
   try {
     const url = services.endpoints.databaseUrl;
     await createTables(url);
+    buildLibrary();
     const started = await startServer(url, options.pool);
     server = started.child;
     const serverProcess = server;
@@ -203,9 +223,10 @@ export async function runHttpBench(argv: string[]): Promise<void> {
         await response.arrayBuffer();
       }
       const modes = Object.keys(MODES) as ModeId[];
-      console.log(`[bench] warm-up: 2 s per mode`);
-      for (const mode of modes)
-        await load(port, mode, 0, 2, options.connections, options.storedKeys);
+      console.log(`[bench] warm-up: ${options.warmupS} s per mode`);
+      if (options.warmupS > 0)
+        for (const mode of modes)
+          await load(port, mode, 0, options.warmupS, options.connections, options.storedKeys);
       const runs: ModeRun[] = [];
       for (let round = 1; round <= options.rounds; round++) {
         for (const mode of modes) {

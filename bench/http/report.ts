@@ -34,6 +34,7 @@ export interface HttpReport {
   loadAverageEnd: number[];
   options: {
     durationS: number;
+    warmupS: number;
     connections: number;
     rounds: number;
     pool: number;
@@ -77,7 +78,7 @@ export function renderHttpMarkdown(report: HttpReport): string {
     '',
     `\`${report.command}\` — ${report.date}; ${report.cpus}, Node ${report.node}, ${report.postgres}; ` +
       `Fastify 5, pg pool ${o.pool}, autocannon ${o.connections} connections × ${o.durationS} s per run, ` +
-      `${o.rounds} interleaved rounds after a 2 s warm-up per mode; ${o.storedKeys} stored keys cycled in (d). ` +
+      `${o.rounds} interleaved rounds after a ${o.warmupS} s warm-up per mode; ${o.storedKeys} stored keys cycled in (d). ` +
       `Load average ${load(report.loadAverageStart)} at the start, ${load(report.loadAverageEnd)} at the end.`,
     '',
     '| mode | req/s (median) | min–max | p50 ms | p99 ms | server CPU µs/req | × (a) |',

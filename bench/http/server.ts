@@ -10,7 +10,8 @@
  * - `POST /eo`: (c, d) effectively-once/http's Fastify plugin: the claim, the INSERT
  *   through `ctx.tx`, the stored response and the COMMIT; a stored key is replayed.
  *
- * Env: BENCH_DATABASE_URL, BENCH_SCHEMA, BENCH_POOL. Prints `{"port":N}` once listening.
+ * Env: BENCH_DATABASE_URL, BENCH_SCHEMA, BENCH_POOL. Prints `{"port":N,"library":url}` once
+ * listening (`library`: the module effectively-once/http resolved to).
  */
 import { createHash } from 'node:crypto';
 import { writeSync } from 'node:fs';
@@ -127,7 +128,13 @@ app.post<{ Body: ChargeBody }>('/eo', async (request, reply) => {
 await idempotency.migrate();
 await app.listen({ port: 0, host: '127.0.0.1' });
 const address = app.server.address();
-writeSync(1, `${JSON.stringify({ port: typeof address === 'object' ? address?.port : null })}\n`);
+writeSync(
+  1,
+  `${JSON.stringify({
+    port: typeof address === 'object' ? address?.port : null,
+    library: import.meta.resolve('effectively-once/http'),
+  })}\n`,
+);
 
 const stop = (): void => {
   void app
