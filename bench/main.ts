@@ -5,7 +5,8 @@
  * SQS_ENDPOINT / KAFKA_BROKERS are set), then runs every scenario R times, interleaved
  * (a,b,c,d,e,f, a,b,c,...), each in a fresh process against a fresh queue/topic and
  * empty tables, and writes `<out>/latest-<broker>.{json,md}`. See bench/README.md.
- * `--http` runs the HTTP bench instead (bench/http/main.ts).
+ * `--http` runs the HTTP bench instead (bench/http/main.ts); `--http-sql` its SQL alone under
+ * pgbench (bench/http/sql-ceiling.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -114,6 +115,10 @@ async function runAll(
 
 async function main(): Promise<void> {
   // The HTTP side (bench/http/): the Idempotency-Key middleware under autocannon.
+  if (process.argv.includes('--http-sql')) {
+    const { runHttpSqlCeiling } = await import('./http/sql-ceiling.js');
+    return runHttpSqlCeiling(process.argv.slice(2));
+  }
   if (process.argv.includes('--http')) {
     const { runHttpBench } = await import('./http/main.js');
     return runHttpBench(process.argv.slice(2));

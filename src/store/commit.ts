@@ -42,12 +42,9 @@ export async function commitClaim(
   last?: string,
 ): Promise<CommitOutcome> {
   if (!/^\d+$/.test(xid)) return { kind: 'unknown', error: new Error(`odd xid "${xid}"`) };
-  const sql =
-    `SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NOT DISTINCT FROM '${xid}'::xid8` +
-    ` THEN '' ELSE current_setting('${NOT_OURS}') END;${last === undefined ? '' : ` ${last};`} COMMIT;`;
   let results: unknown;
   try {
-    results = await client.query(sql);
+    results = await client.query(commitClaimSql(xid, last));
   } catch (error) {
     return afterError(client, error, xid);
   }
@@ -58,6 +55,17 @@ export async function commitClaim(
   if (tag === 'COMMIT') return { kind: 'committed' };
   if (tag === 'ROLLBACK') return { kind: 'aborted' };
   return { kind: 'unknown', error: new Error(`unexpected answer to COMMIT (${String(tag)})`) };
+}
+
+/**
+ * The round trip commitClaim sends: the check that `xid` (digits, checked by the
+ * caller) still runs, `last`, COMMIT. Exported for the HTTP bench's pgbench replay.
+ */
+export function commitClaimSql(xid: string, last?: string): string {
+  return (
+    `SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NOT DISTINCT FROM '${xid}'::xid8` +
+    ` THEN '' ELSE current_setting('${NOT_OURS}') END;${last === undefined ? '' : ` ${last};`} COMMIT;`
+  );
 }
 
 async function afterError(client: PoolClient, error: unknown, xid: string): Promise<CommitOutcome> {

@@ -1,0 +1,318 @@
+/**
+ * `npm run bench -- --http-sql [--duration 5] [--rounds 3] [--clients 16] [--out bench/results]`
+ *
+ * The HTTP bench's four modes with Node taken out: the SQL each one sends, replayed by
+ * pgbench (Postgres's own load generator, simple protocol, one round trip per line as
+ * the server sends them) against one Postgres, interleaved for `--rounds`. Its ratios
+ * are the ceiling of the HTTP bench's: what (c) ÷ (a) could reach if the server's own
+ * CPU cost nothing.
+ *   (a) BEGIN / the INSERT / COMMIT;
+ *   (b) the seed handler's five statements;
+ *   (c) the library's claim round trip, the INSERT, the stored response + verified
+ *       COMMIT round trip, rendered by the library's own builders (KeyStatements,
+ *       commitClaimSql);
+ *   (d) the claim round trip on a stored key, then ROLLBACK.
+ * Writes `<out>/latest-http-sql.{json,md}`.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { KeyStatements, migrateKeyTable } from '../../src/http/store.js';
+import { DEFAULT_TABLE } from '../../src/http/options.js';
+import { commitClaimSql } from '../../src/store/commit.js';
+import { ensureServices } from '../services.js';
+import { median } from '../stats.js';
+import { MODE_LABELS, type ModeId } from './report.js';
+
+const SCHEMA = 'eo_bench_http_sql';
+const STORED_KEYS = 1000;
+const CHARGE = { customerId: 'cus_42', amountCents: 1999 };
+const MODES: ModeId[] = ['a', 'b', 'c', 'd'];
+
+interface SqlRun {
+  mode: ModeId;
+  round: number;
+  tps: number;
+  transactions: number;
+  chargesWritten: number;
+}
+
+function parse(argv: string[]): {
+  durationS: number;
+  rounds: number;
+  clients: number;
+  out: string;
+} {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      'http-sql': { type: 'boolean' },
+      duration: { type: 'string', default: '5' },
+      rounds: { type: 'string', default: '3' },
+      clients: { type: 'string', default: '16' },
+      out: { type: 'string', default: 'bench/results' },
+    },
+  });
+  const int = (name: string, raw: string, min: number, max: number): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`--${name} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+  return {
+    durationS: int('duration', values.duration, 1, 600),
+    rounds: int('rounds', values.rounds, 1, 20),
+    clients: int('clients', values.clients, 1, 200),
+    out: values.out,
+  };
+}
+
+/**
+ * One pgbench command from a multi-statement round trip: pgbench ends a command at an
+ * unquoted `;`, so the inner ones become `\;` (one compound query, one round trip).
+ */
+export function compound(sql: string): string {
+  let out = '';
+  let quoted = false;
+  const trimmed = sql.trim().replace(/;$/, '');
+  for (const ch of trimmed) {
+    if (ch === "'") quoted = !quoted;
+    out += ch === ';' && !quoted ? '\\;' : ch;
+  }
+  return `${out};`;
+}
+
+/** The four scripts, keyed per client and random draw (pgbench substitutes `:name`). */
+function scripts(): Record<ModeId, string> {
+  const table = `${SCHEMA}.charges`;
+  const insert = (key: string): string =>
+    `INSERT INTO ${table} (customer_id, amount_cents, idem_key) VALUES ('${CHARGE.customerId}', ${CHARGE.amountCents}, ${key}) RETURNING id;`;
+  const unique = `\\set k random(1, 1000000000000)`;
+  const keys = new KeyStatements({ schema: SCHEMA, table: DEFAULT_TABLE }, undefined);
+  const body = JSON.stringify({ id: '1', ...CHARGE });
+  const claimOf = (key: string) => ({
+    scope: 'bench',
+    key,
+    method: 'POST',
+    route: '/eo',
+    fingerprint: createHash('sha256').update(body).digest(),
+  });
+  const PLACEHOLDER = 'eo-bench-key';
+  const claimSql = (key: string): string =>
+    compound(keys.claimSql(claimOf(PLACEHOLDER), 5000)).replaceAll(PLACEHOLDER, key);
+  const stored = keys.storeResponse(claimOf(PLACEHOLDER), {
+    status: 201,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: Buffer.from(body),
+    bodyOmitted: null,
+  });
+  // The xid the claim read (its epilogue's `xid` column), kept by \aset for the check.
+  const commit = compound(commitClaimSql(':xid', stored)).replaceAll(
+    PLACEHOLDER,
+    'c-:client_id-:k',
+  );
+  const seed = `${SCHEMA}.seed_keys`;
+  return {
+    a: ['BEGIN;', insert('NULL'), 'COMMIT;'].join('\n'),
+    b: [
+      unique,
+      'BEGIN;',
+      `INSERT INTO ${seed} (key, request_hash) VALUES ('b-:client_id-:k', '${createHash('sha256').update(body).digest('hex')}') ON CONFLICT (key) DO NOTHING RETURNING key;`,
+      insert(`'b-:client_id-:k'`),
+      `UPDATE ${seed} SET status_code = 201, response = '${body}'::jsonb WHERE key = 'b-:client_id-:k';`,
+      'COMMIT;',
+    ].join('\n'),
+    c: [unique, claimSql('c-:client_id-:k'), '\\aset', insert(`'c-:client_id-:k'`), commit].join(
+      '\n',
+    ),
+    d: [`\\set k random(0, ${STORED_KEYS - 1})`, claimSql('stored-:k'), 'ROLLBACK;'].join('\n'),
+  };
+}
+
+async function resetTables(client: pg.Client): Promise<void> {
+  await client.query(`TRUNCATE ${SCHEMA}.charges, ${SCHEMA}.seed_keys`);
+  await client.query(
+    `DELETE FROM ${SCHEMA}.${DEFAULT_TABLE} WHERE idempotency_key NOT LIKE 'stored-%'`,
+  );
+  await client.query(`VACUUM ${SCHEMA}.charges, ${SCHEMA}.seed_keys, ${SCHEMA}.${DEFAULT_TABLE}`);
+}
+
+async function createTables(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+    await client.query(`CREATE SCHEMA ${SCHEMA}`);
+    await client.query(`CREATE TABLE ${SCHEMA}.charges (
+      id bigserial PRIMARY KEY, customer_id text NOT NULL, amount_cents bigint NOT NULL,
+      idem_key text, created_at timestamptz NOT NULL DEFAULT now())`);
+    await client.query(`CREATE TABLE ${SCHEMA}.seed_keys (
+      key text PRIMARY KEY, request_hash text NOT NULL, status_code int, response jsonb,
+      created_at timestamptz NOT NULL DEFAULT now())`);
+  } finally {
+    await client.end();
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await migrateKeyTable(pool, { schema: SCHEMA });
+    // (d)'s keys, stored as the library stores them (claim, response, COMMIT).
+    const client = await pool.connect();
+    try {
+      const script = scripts();
+      const c = script.c.split('\n');
+      for (let k = 0; k < STORED_KEYS; k++) {
+        const key = (s: string): string =>
+          s.replaceAll('c-:client_id-:k', `stored-${k}`).replaceAll('\\;', ';');
+        const results = (await client.query(key(c[1]!))) as unknown as pg.QueryResult[];
+        const xid = (results.at(-1)?.rows[0] as { xid?: string | null } | undefined)?.xid;
+        if (typeof xid !== 'string') throw new Error(`storing key ${k}: no xid from the claim`);
+        await client.query(key(c[3]!));
+        await client.query(key(c[4]!).replaceAll("':xid'", `'${xid}'`));
+      }
+    } finally {
+      client.release();
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+function pgbench(
+  bin: string,
+  url: string,
+  file: string,
+  durationS: number,
+  clients: number,
+): { tps: number; transactions: number } {
+  const result = spawnSync(
+    bin,
+    [
+      '-n',
+      '-M',
+      'simple',
+      '-c',
+      String(clients),
+      '-j',
+      '2',
+      '-T',
+      String(durationS),
+      '-f',
+      file,
+      url,
+    ],
+    { encoding: 'utf8' },
+  );
+  const out = `${result.stdout}\n${result.stderr}`;
+  const tps = /tps = ([\d.]+)/.exec(out)?.[1];
+  const transactions = /actually processed: (\d+)/.exec(out)?.[1];
+  const failed = /number of failed transactions: (\d+)/.exec(out)?.[1];
+  if (result.status !== 0 || tps === undefined || transactions === undefined)
+    throw new Error(`pgbench failed (${result.status}):\n${out.slice(-2000)}`);
+  if (failed !== undefined && failed !== '0')
+    throw new Error(`pgbench: ${failed} failed transactions:\n${out.slice(-2000)}`);
+  return { tps: Number(tps), transactions: Number(transactions) };
+}
+
+export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
+  const options = parse(argv);
+  const services = await ensureServices(null);
+  try {
+    const { findBindir } = await import('../../test/helpers/services/postgres.js');
+    const bin = path.join(await findBindir(), 'pgbench');
+    if (!fs.existsSync(bin))
+      throw new Error(
+        `no pgbench next to the Postgres binaries (${bin}): install Postgres's client tools`,
+      );
+    const url = services.endpoints.databaseUrl;
+    await createTables(url);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'eo-http-sql-'));
+    const files = Object.fromEntries(
+      Object.entries(scripts()).map(([mode, text]) => {
+        const file = path.join(dir, `${mode}.sql`);
+        fs.writeFileSync(file, `${text}\n`);
+        return [mode, file];
+      }),
+    ) as Record<ModeId, string>;
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    const runs: SqlRun[] = [];
+    try {
+      for (let round = 1; round <= options.rounds; round++)
+        for (const mode of MODES) {
+          await resetTables(admin);
+          const { tps, transactions } = pgbench(
+            bin,
+            url,
+            files[mode],
+            options.durationS,
+            options.clients,
+          );
+          const { rows } = await admin.query<{ n: string }>(
+            `SELECT count(*) AS n FROM ${SCHEMA}.charges`,
+          );
+          const chargesWritten = Number(rows[0]?.n ?? 0);
+          // The scripts must do the work they stand for: one charge per transaction, none on replay.
+          if (chargesWritten !== (mode === 'd' ? 0 : transactions))
+            throw new Error(
+              `(${mode}): ${chargesWritten} charges for ${transactions} transactions`,
+            );
+          runs.push({ mode, round, tps, transactions, chargesWritten });
+          console.log(`[bench] round ${round} (${mode}): ${Math.round(tps)} transactions/s`);
+        }
+    } finally {
+      await admin.end();
+    }
+    const tpsOf = (mode: ModeId): number =>
+      median(runs.filter((r) => r.mode === mode).map((r) => r.tps)) ?? NaN;
+    const ratio = (num: ModeId, den: ModeId): number => {
+      const perRound = [];
+      for (let round = 1; round <= options.rounds; round++) {
+        const n = runs.find((r) => r.mode === num && r.round === round)?.tps;
+        const d = runs.find((r) => r.mode === den && r.round === round)?.tps;
+        if (n !== undefined && d !== undefined) perRound.push(n / d);
+      }
+      return median(perRound) ?? NaN;
+    };
+    const command = `npm run bench -- ${argv.join(' ')}`;
+    const lines = [
+      '# HTTP bench, SQL only: the ceiling of its ratios',
+      '',
+      `\`${command}\` — ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length}× ${os.cpus()[0]?.model.trim() ?? 'cpu'}; pgbench, simple protocol, ${options.clients} clients × ${options.durationS} s per run, ${options.rounds} interleaved rounds; tables emptied and vacuumed before each run. Load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} at the end.`,
+      '',
+      '| mode | transactions/s (median) | × (a) |',
+      '| ---- | ----------------------: | ----: |',
+      ...MODES.map(
+        (m) =>
+          `| ${MODE_LABELS[m]}, its SQL | ${Math.round(tpsOf(m)).toLocaleString('en-US')} | ${ratio(m, 'a').toFixed(2)} |`,
+      ),
+      '',
+      '| ratio | SQL only (median of rounds) | the HTTP target |',
+      '| --- | ---: | ---: |',
+      `| (c) ÷ (a) | ${ratio('c', 'a').toFixed(2)} | ≥ 0.7 |`,
+      `| (c) ÷ (b) | ${ratio('c', 'b').toFixed(2)} | ≥ 1.0 |`,
+      `| (d) ÷ (a) | ${ratio('d', 'a').toFixed(2)} | ≥ 1.0 |`,
+      '',
+      'Checks: (a)-(c) wrote one charge per transaction, (d) none.',
+      '',
+    ];
+    const markdown = lines.join('\n');
+    fs.mkdirSync(options.out, { recursive: true });
+    const base = path.join(options.out, 'latest-http-sql');
+    fs.writeFileSync(`${base}.md`, markdown);
+    fs.writeFileSync(
+      `${base}.json`,
+      JSON.stringify({ command, options, runs, scripts: scripts() }, null, 2) + '\n',
+    );
+    console.log(`\n${markdown}\nwritten to ${base}.{md,json}`);
+  } finally {
+    await services.stop();
+  }
+}
