@@ -48,6 +48,10 @@ export interface Job {
    * its own: then `ctx.request` is only built if something reads it.
    */
   handler: IdempotentHandler;
+  /**
+   * An adapter's job: its handler needs no Request of its own, and the responses
+   * answered (the handler's, replays) may be carriers, whose bytes it sends itself.
+   */
   contextOnly?: boolean;
 }
 
@@ -113,7 +117,9 @@ export class Engine {
       }
       if (found.kind !== 'claimed') {
         await conn.rollback();
-        return found.kind === 'vanished' ? found : this.replay(claim, found.record);
+        return found.kind === 'vanished'
+          ? found
+          : this.replay(claim, found.record, job.contextOnly === true);
       }
       return await this.execute(conn, job, attempt, found.xid);
     } finally {
@@ -223,10 +229,13 @@ export class Engine {
     const store = { kind: 'store', response, unread: false } as const;
     if (this.streamedResponses.has(response))
       return { ...store, body: response.body, omitted: 'stream', stored: null };
-    // Bytes the adapter serialized itself: no stream to read, no second Response to build.
+    // Bytes the adapter serialized itself: no stream to read, no second Response to
+    // build; the response goes out as it is (a carrier has no body to read anyway).
     const bytes = knownBytes(response);
-    if (bytes !== undefined && bytes.byteLength <= this.cfg.maxBodyBytes)
-      return { ...store, body: bytes, omitted: null, stored: bytes, unread: true };
+    if (bytes !== undefined)
+      return bytes.byteLength <= this.cfg.maxBodyBytes
+        ? { ...store, body: bytes, omitted: null, stored: bytes, unread: true }
+        : { ...store, body: bytes, omitted: 'too-large', stored: null, unread: true };
     const read = await readResponseBody(response.body, this.cfg.maxBodyBytes);
     if (read.kind === 'complete')
       return { ...store, body: read.bytes, omitted: null, stored: read.bytes };
@@ -248,7 +257,7 @@ export class Engine {
   }
 
   /** A key committed before: its response, unless the request is not the one it was for. */
-  private replay(claim: KeyClaim, record: StoredRecord): Verdict {
+  private replay(claim: KeyClaim, record: StoredRecord, carrier: boolean): Verdict {
     if (record.method !== claim.method || record.route !== claim.route)
       return {
         kind: 'refused',
@@ -272,7 +281,7 @@ export class Engine {
           },
         ),
       );
-    return { kind: 'replayed', response: replayOf({ ...record, status }) };
+    return { kind: 'replayed', response: replayOf({ ...record, status }, carrier) };
   }
 
   private failed(error: EffectivelyOnceError): FailedAttempt {

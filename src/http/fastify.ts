@@ -21,7 +21,7 @@ import {
   type Idempotency,
   type RequestOverrides,
 } from './idempotency.js';
-import { bytesResponse, knownBytes } from './known-body.js';
+import { carrierResponse, knownBytes } from './known-body.js';
 import { nodeHeaders, requestUrl, webRequest } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
@@ -174,13 +174,13 @@ function wrap(
     if (execution.kind === 'threw') throw execution.error;
     const { response } = execution;
     reply.code(response.status).headers(nodeHeaders(response));
-    if (response.body === null) return reply.send();
-    if (execution.streaming) return reply.send(Readable.fromWeb(response.body));
+    // Bytes the library holds (serialized here, or replayed; carried beside a bodyless
+    // Response, or the body built from them, left to the GC): sent as they are.
     const bytes = knownBytes(response);
-    // Bytes the library built the response from (serialized here, or replayed): sent as
-    // they are; the body, built from them, holds nothing else and is left to the GC.
     if (bytes !== undefined)
       return reply.send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    if (response.body === null) return reply.send();
+    if (execution.streaming) return reply.send(Readable.fromWeb(response.body));
     return reply.send(Buffer.from(await response.arrayBuffer()));
   };
 }
@@ -233,7 +233,7 @@ async function run(
   if (payload === undefined || payload === null) return new Response(null, init);
   if (typeof payload === 'string') {
     type('text/plain; charset=utf-8');
-    return bytesResponse(Buffer.from(payload), init);
+    return carrierResponse(Buffer.from(payload), init);
   }
   if (payload instanceof Uint8Array) {
     type('application/octet-stream');
@@ -245,7 +245,7 @@ async function run(
   }
   type('application/json; charset=utf-8');
   const serialized = reply.serialize(payload);
-  return bytesResponse(
+  return carrierResponse(
     typeof serialized === 'string'
       ? Buffer.from(serialized)
       : serialized instanceof Uint8Array

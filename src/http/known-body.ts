@@ -14,8 +14,20 @@ export function bytesResponse(bytes: Uint8Array | null, init: ResponseInit): Res
 }
 
 /**
+ * For an adapter that sends bytes itself: a Response with status and headers but no
+ * body, carrying `bytes` on the side (read them with knownBytes). Building a body
+ * stream costs ten times the rest of a Response, for a stream nobody would read.
+ * Never hand one to user code: its `body` is null.
+ */
+export function carrierResponse(bytes: Uint8Array, init: ResponseInit): Response {
+  const response = new Response(null, init);
+  known.set(response, bytes);
+  return response;
+}
+
+/**
  * The bytes `response` was built with, while its body is unread (so it still holds
- * exactly them); undefined for any other Response.
+ * exactly them), or the bytes a carrier carries; undefined for any other Response.
  */
 export function knownBytes(response: Response): Uint8Array | undefined {
   if (response.bodyUsed) return undefined;

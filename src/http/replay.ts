@@ -1,4 +1,4 @@
-import { bytesResponse } from './known-body.js';
+import { bytesResponse, carrierResponse } from './known-body.js';
 import type { BodyOmitted, ResponseRecord, StoredRecord } from './store.js';
 
 /** Set on every replayed response (Stripe's header). */
@@ -25,8 +25,11 @@ export function recordOf(
   return { status: response.status, headers, body, bodyOmitted: omitted };
 }
 
-/** The stored response, byte for byte, with `Idempotent-Replayed: true`. */
-export function replayOf(record: StoredRecord & { status: number }): Response {
+/**
+ * The stored response, byte for byte, with `Idempotent-Replayed: true`; as a carrier
+ * (see carrierResponse) for an adapter that sends the bytes itself.
+ */
+export function replayOf(record: StoredRecord & { status: number }, carrier = false): Response {
   const headers = new Headers(record.headers ?? {});
   headers.set(REPLAYED_HEADER, 'true');
   if (record.bodyOmitted !== null) {
@@ -35,7 +38,8 @@ export function replayOf(record: StoredRecord & { status: number }): Response {
   }
   // No body at all when none was kept: an empty one would get a default Content-Type.
   const body = NULL_BODY.has(record.status) || record.body === null ? null : record.body;
-  return bytesResponse(body, { status: record.status, headers });
+  const init = { status: record.status, headers };
+  return carrier && body !== null ? carrierResponse(body, init) : bytesResponse(body, init);
 }
 
 /** The handler's response as first sent: every header it set, and the body. */
