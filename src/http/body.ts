@@ -18,10 +18,14 @@ export async function readRequestBody(request: Request, limit: number): Promise<
 
 /**
  * The same refusal for a body an adapter has already read: more than `limit` bytes,
- * declared or actual.
+ * declared (`contentLength`, the header) or actual.
  */
-export function checkRequestBody(request: Request, body: Uint8Array, limit: number): Uint8Array {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
+export function checkRequestBody(
+  contentLength: string | null,
+  body: Uint8Array,
+  limit: number,
+): Uint8Array {
+  const declared = Number(contentLength ?? NaN);
   if ((Number.isFinite(declared) && declared > limit) || body.byteLength > limit)
     throw new RequestTooLargeError(limit);
   return body;

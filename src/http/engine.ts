@@ -16,7 +16,7 @@ import {
 } from '../tx/claim-connection.js';
 import { readResponseBody } from './body.js';
 import { knownBytes } from './known-body.js';
-import type { IdempotencyContext, IdempotentHandler } from './context.js';
+import type { IdempotencyContext } from './context.js';
 import { IdempotencyKeyReusedError } from './errors.js';
 import type { IdempotencyConfig } from './options.js';
 import { recordOf, replayOf, withBody } from './replay.js';
@@ -36,18 +36,25 @@ export type Verdict =
   | FailedAttempt
   | Released;
 
+/**
+ * A job's handler: the context, and `request()`, a fresh copy of the request with its
+ * buffered body for this run, built when called (a fetch-style handler calls it; an
+ * adapter's does not).
+ */
+export type JobHandler = (
+  ctx: IdempotencyContext,
+  request: () => Request,
+) => Response | Promise<Response>;
+
 /** One request, everything that stays the same across its transaction's runs. */
 export interface Job {
   claim: KeyClaim;
   /** False for a request that had no key of its own: its row is dropped before COMMIT. */
   keyed: boolean;
-  request: Request;
+  /** The request (bodyless for an adapter's buffered one), built when first asked for. */
+  request: () => Request;
   body: Uint8Array;
-  /**
-   * The handler, fetch-style, or (`contextOnly`) an adapter's that needs no Request of
-   * its own: then `ctx.request` is only built if something reads it.
-   */
-  handler: IdempotentHandler;
+  handler: JobHandler;
   /**
    * An adapter's job: its handler needs no Request of its own, and the responses
    * answered (the handler's, replays) may be carriers, whose bytes it sends itself.
@@ -138,7 +145,7 @@ export class Engine {
     const tx = conn.guard.tx;
     // One copy per run, made when first asked for (an adapter's handler may never ask).
     let request: Request | undefined;
-    const requestCopy = (): Request => (request ??= copyRequest(job.request, job.body));
+    const requestCopy = (): Request => (request ??= copyRequest(job.request(), job.body));
     const streamed = this.streamedResponses;
     const result = await guardedCall(
       async (link) => {
@@ -159,10 +166,7 @@ export class Engine {
             return response;
           },
         };
-        const response: unknown = await job.handler(
-          job.contextOnly === true ? job.request : requestCopy(),
-          ctx,
-        );
+        const response: unknown = await job.handler(ctx, requestCopy);
         if (!isResponse(response))
           throw new TypeError('an idempotent handler must return a Response');
         outcome = await this.settleBody(response);

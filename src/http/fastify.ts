@@ -13,7 +13,7 @@ import type {
   RouteOptions,
 } from 'fastify';
 import { ConfigurationError } from '../errors.js';
-import type { IdempotencyContext, IdempotentHandler } from './context.js';
+import type { IdempotencyContext } from './context.js';
 import {
   executeBuffered,
   type BufferedExecutor,
@@ -22,7 +22,7 @@ import {
   type RequestOverrides,
 } from './idempotency.js';
 import { carrierResponse, knownBytes } from './known-body.js';
-import { nodeHeaders, requestUrl, webRequest } from './node-bridge.js';
+import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
 /** A route's own setting, in its `config.idempotency`. */
@@ -145,7 +145,7 @@ function wrap(
     const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
     const url = requestUrl(request.protocol, request.host, request.url);
     const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
-    const routeHandler: IdempotentHandler = async (_request, ctx) => {
+    const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
       restore(reply, snapshot);
       request.idempotency = ctx;
       try {
@@ -157,14 +157,14 @@ function wrap(
     // The body is in hand already: the core gets it as is, with a bodyless Request.
     const execution: Execution = isBufferedExecutor(idempotency)
       ? await idempotency[executeBuffered](
-          webRequest(url, request.method, request.headers, undefined),
+          nodeRequestHead(url, request.method, request.headers),
           raw,
           routeHandler,
           overrides,
         )
       : await idempotency.execute(
           webRequest(url, request.method, request.headers, raw),
-          routeHandler,
+          (_request, ctx) => routeHandler(ctx),
           overrides,
         );
     // A handler abandoned on timeout may still hold these: the answer goes out for real.

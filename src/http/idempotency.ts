@@ -5,8 +5,8 @@ import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
 import { checkRequestBody, readRequestBody } from './body.js';
-import type { IdempotentHandler } from './context.js';
-import { Engine, type Verdict } from './engine.js';
+import type { IdempotencyContext, IdempotentHandler } from './context.js';
+import { Engine, type JobHandler, type Verdict } from './engine.js';
 import { IdempotencyKeyMissingError } from './errors.js';
 import { fingerprint, type FingerprintMode } from './fingerprint.js';
 import {
@@ -167,12 +167,40 @@ export interface Idempotency {
  */
 export const executeBuffered = Symbol('effectively-once.executeBuffered');
 
+/**
+ * What a request's handling reads of it: the head, and the web Request itself only
+ * when something asks for it (a `scope` or `route` function, telemetry, `ctx.request`).
+ * An adapter builds one from its framework's request (building a Request costs more
+ * than the rest of the head).
+ */
+export interface RequestHead {
+  readonly method: string;
+  readonly url: string;
+  /** A header's value, case-insensitively, as `Headers.get` gives it. */
+  header(name: string): string | null;
+  /** The web Request (bodyless for an adapter's buffered request), built once. */
+  request(): Request;
+}
+
+/** The head of a web Request. */
+export function headOf(request: Request): RequestHead {
+  return {
+    method: request.method,
+    url: request.url,
+    header: (name) => request.headers.get(name),
+    request: () => request,
+  };
+}
+
+/** An adapter's handler: it holds its own request and needs only the context. */
+export type ContextHandler = (ctx: IdempotencyContext) => Response | Promise<Response>;
+
 /** An {@link Idempotency} from createIdempotency, which adapters call through {@link executeBuffered}. */
 export interface BufferedExecutor {
   [executeBuffered](
-    head: Request,
+    head: RequestHead,
     body: Uint8Array,
-    handler: IdempotentHandler,
+    handler: ContextHandler,
     overrides?: RequestOverrides,
   ): Promise<Execution>;
 }
@@ -260,30 +288,33 @@ class IdempotencyImpl implements Idempotency {
     handler: IdempotentHandler,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
-    return this.track(request, (scope) => this.run(request, handler, overrides, undefined, scope));
+    const head = headOf(request);
+    const run: JobHandler = (ctx, copy) => handler(copy(), ctx);
+    return this.track(head, (scope) => this.run(head, run, overrides, undefined, scope));
   }
 
   [executeBuffered](
-    head: Request,
+    head: RequestHead,
     body: Uint8Array,
-    handler: IdempotentHandler,
+    handler: ContextHandler,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
     if (overrides.webhook !== undefined) {
       // Verification reads the body from the request: give it one.
       const bodyless = head.method === 'GET' || head.method === 'HEAD';
-      const request = new Request(head, { body: bodyless ? null : body });
-      return this.execute(request, handler, overrides);
+      const request = new Request(head.request(), { body: bodyless ? null : body });
+      return this.execute(request, (_request, ctx) => handler(ctx), overrides);
     }
-    return this.track(head, (scope) => this.run(head, handler, overrides, body, scope));
+    const run: JobHandler = (ctx) => handler(ctx);
+    return this.track(head, (scope) => this.run(head, run, overrides, body, scope));
   }
 
   /** Runs a request in its telemetry scope (if any) and counts it in flight until it ends. */
   private track(
-    request: Request,
+    head: RequestHead,
     start: (scope: HttpRequestScope | undefined) => Promise<Execution>,
   ): Promise<Execution> {
-    const scope = this.startTelemetry(request);
+    const scope = this.startTelemetry(head);
     const running = scope === undefined ? start(undefined) : this.traced(scope, () => start(scope));
     this.inFlight.add(running);
     void running.finally(() => this.inFlight.delete(running));
@@ -333,11 +364,11 @@ class IdempotencyImpl implements Idempotency {
   }
 
   /** The telemetry scope of a request; a throwing hook only costs the request its telemetry. */
-  private startTelemetry(request: Request): HttpRequestScope | undefined {
+  private startTelemetry(head: RequestHead): HttpRequestScope | undefined {
     const telemetry = this.cfg.telemetry;
     if (telemetry === undefined) return undefined;
     try {
-      return telemetry.startRequest(request);
+      return telemetry.startRequest(head.request());
     } catch (err) {
       this.cfg.logger.warn({ err }, 'effectively-once: telemetry startRequest threw');
       return undefined;
@@ -380,8 +411,8 @@ class IdempotencyImpl implements Idempotency {
    * adapter (then `request` is its bodyless head).
    */
   private async run(
-    request: Request,
-    handler: IdempotentHandler,
+    head: RequestHead,
+    handler: JobHandler,
     overrides: RequestOverrides,
     buffered?: Uint8Array,
     telemetry?: HttpRequestScope,
@@ -389,13 +420,13 @@ class IdempotencyImpl implements Idempotency {
     const cfg = this.cfg;
     if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
     if (overrides.webhook !== undefined) {
-      const admission = await admitDelivery(overrides.webhook, request, cfg.maxRequestBytes);
+      const admission = await admitDelivery(overrides.webhook, head.request(), cfg.maxRequestBytes);
       if (admission.kind === 'refused') return this.problem(admission.error, 'refused');
       if (admission.kind === 'threw') return this.threw(admission.error);
       const { key, scope, fingerprint: mode } = admission;
       const rest = { ...overrides, webhook: undefined, key, scope };
       return this.run(
-        admission.request,
+        headOf(admission.request),
         handler,
         mode ? { ...rest, fingerprint: mode } : rest,
         undefined,
@@ -404,20 +435,20 @@ class IdempotencyImpl implements Idempotency {
     }
     let key: string | undefined;
     try {
-      const raw = overrides.key ?? request.headers.get(cfg.header);
+      const raw = overrides.key ?? head.header(cfg.header);
       key = parseIdempotencyKey(raw, cfg.header, cfg.maxKeyLength);
     } catch (error) {
       return this.problem(error as EffectivelyOnceError, 'refused');
     }
-    const method = request.method.toUpperCase();
+    const method = head.method.toUpperCase();
     if (key === undefined && cfg.methods.has(method))
       return this.problem(new IdempotencyKeyMissingError(`${cfg.header} header`), 'refused');
     let body: Uint8Array;
     try {
       body =
         buffered === undefined
-          ? await readRequestBody(request, cfg.maxRequestBytes)
-          : checkRequestBody(request, buffered, cfg.maxRequestBytes);
+          ? await readRequestBody(head.request(), cfg.maxRequestBytes)
+          : checkRequestBody(head.header('content-length'), buffered, cfg.maxRequestBytes);
     } catch (error) {
       if (error instanceof EffectivelyOnceError) return this.problem(error, 'refused');
       return this.threw(error);
@@ -426,16 +457,17 @@ class IdempotencyImpl implements Idempotency {
     let route: string;
     let fp: Buffer;
     try {
-      scope = checkScope(overrides.scope ?? (await cfg.scope(request)));
-      route = overrides.route ?? cfg.route(request);
+      const url = new URL(head.url);
+      scope = checkScope(overrides.scope ?? cfg.constantScope ?? (await cfg.scope(head.request())));
+      route = overrides.route ?? (cfg.routeIsPath ? url.pathname : cfg.route(head.request()));
       if (typeof route !== 'string') throw new TypeError('route() must return a string');
       fp = fingerprint(
         {
           method,
           route,
-          search: new URL(request.url).search,
+          search: url.search,
           body,
-          contentType: request.headers.get('content-type'),
+          contentType: head.header('content-type'),
         },
         overrides.fingerprint ?? cfg.fingerprint,
       );
@@ -456,7 +488,7 @@ class IdempotencyImpl implements Idempotency {
     const verdict = await this.engine.run({
       claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
       keyed: key !== undefined,
-      request,
+      request: () => head.request(),
       body,
       handler,
       contextOnly: buffered !== undefined,

@@ -6,6 +6,7 @@ import type {
 } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { RequestHead } from './idempotency.js';
 
 /**
  * What the Node adapters (Express, Fastify) share: a web Request from a Node request,
@@ -31,6 +32,28 @@ export function webRequest(
     }
   }
   return new Request(url, init);
+}
+
+/**
+ * The head of a Node request whose body an adapter has read: headers looked up in
+ * Node's object, the (bodyless) web Request built only if asked for.
+ */
+export function nodeRequestHead(
+  url: string,
+  method: string,
+  headers: IncomingHttpHeaders,
+): RequestHead {
+  let request: Request | undefined;
+  return {
+    method,
+    url,
+    header: (name) => {
+      const value = headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+    request: () => (request ??= webRequest(url, method, headers, undefined)),
+  };
 }
 
 /** `scheme://host/path?query`, with a placeholder host when the request names none we can parse. */

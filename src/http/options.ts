@@ -138,10 +138,14 @@ export interface IdempotencyOptions {
 export interface IdempotencyConfig {
   pool: Pool;
   scope: (request: Request) => string | Promise<string>;
+  /** The scope when it is a constant: no Request needs building to ask for it. */
+  constantScope: string | undefined;
   header: string;
   methods: ReadonlySet<string>;
   maxKeyLength: number;
   route: (request: Request) => string;
+  /** `route` is the default, the URL's path: no Request needs building to ask for it. */
+  routeIsPath: boolean;
   fingerprint: FingerprintMode;
   mismatchStatus: number;
   waitMs: number;
@@ -249,10 +253,12 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
   return {
     pool: options.pool,
     scope: typeof scope === 'string' ? constantScope(scope) : scope,
+    constantScope: typeof scope === 'string' ? scope : undefined,
     header,
     methods: new Set(methods.map((m: string) => m.toUpperCase())),
     maxKeyLength: intOption('maxKeyLength', options.maxKeyLength, DEFAULT_MAX_KEY_LENGTH, 1, 1024),
     route: options.route ?? ((request) => new URL(request.url).pathname),
+    routeIsPath: options.route === undefined,
     fingerprint: fp,
     mismatchStatus: intOption('mismatchStatus', options.mismatchStatus, 422, 400, 499),
     // 'reject' still waits a millisecond: lock_timeout 0 would mean "wait forever".
