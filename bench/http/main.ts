@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureServices } from '../services.js';
+import { createBenchTables } from './tables.js';
 import { median } from '../stats.js';
 import {
   httpTargets,
@@ -87,24 +88,6 @@ function parse(argv: string[]): HttpBenchOptions {
     out: values.out,
     name: values.name === undefined ? undefined : values.name.replace(/[^A-Za-z0-9_-]/g, '-'),
   };
-}
-
-async function createTables(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-    await client.query(`CREATE SCHEMA ${SCHEMA}`);
-    await client.query(`CREATE TABLE ${SCHEMA}.charges (
-      id bigserial PRIMARY KEY, customer_id text NOT NULL, amount_cents bigint NOT NULL,
-      idem_key text, created_at timestamptz NOT NULL DEFAULT now())`);
-    // The seed text's table, as it gives it.
-    await client.query(`CREATE TABLE ${SCHEMA}.seed_keys (
-      key text PRIMARY KEY, request_hash text NOT NULL, status_code int, response jsonb,
-      created_at timestamptz NOT NULL DEFAULT now())`);
-  } finally {
-    await client.end();
-  }
 }
 
 /**
@@ -204,7 +187,7 @@ export async function runHttpBench(argv: string[]): Promise<void> {
   let server: ChildProcess | undefined;
   try {
     const url = services.endpoints.databaseUrl;
-    await createTables(url);
+    await createBenchTables(url, SCHEMA);
     buildLibrary();
     const started = await startServer(url, options.pool);
     server = started.child;

@@ -27,6 +27,7 @@ import { commitClaimSql } from '../../src/store/commit.js';
 import { ensureServices } from '../services.js';
 import { median } from '../stats.js';
 import { MODE_LABELS, type ModeId } from './report.js';
+import { createBenchTables } from './tables.js';
 
 const SCHEMA = 'eo_bench_http_sql';
 const STORED_KEYS = 1000;
@@ -143,20 +144,7 @@ async function resetTables(client: pg.Client): Promise<void> {
 }
 
 async function createTables(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-    await client.query(`CREATE SCHEMA ${SCHEMA}`);
-    await client.query(`CREATE TABLE ${SCHEMA}.charges (
-      id bigserial PRIMARY KEY, customer_id text NOT NULL, amount_cents bigint NOT NULL,
-      idem_key text, created_at timestamptz NOT NULL DEFAULT now())`);
-    await client.query(`CREATE TABLE ${SCHEMA}.seed_keys (
-      key text PRIMARY KEY, request_hash text NOT NULL, status_code int, response jsonb,
-      created_at timestamptz NOT NULL DEFAULT now())`);
-  } finally {
-    await client.end();
-  }
+  await createBenchTables(url, SCHEMA);
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   try {
     await migrateKeyTable(pool, { schema: SCHEMA });
