@@ -104,7 +104,7 @@ function keyTableDdl(ref: TableRef): Ddl {
       ...base.statements,
       `CREATE OR REPLACE FUNCTION ${fn.claim}(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text)
 RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
-LANGUAGE plpgsql VOLATILE AS $eo$
+LANGUAGE plpgsql VOLATILE AS ${dollarQuoted(`
 #variable_conflict use_column
 DECLARE
   saved text := current_setting('lock_timeout');
@@ -124,10 +124,10 @@ BEGIN
     RETURN QUERY SELECT NULL::text, ${none};
   END IF;
 END
-$eo$`,
+`)}`,
       `CREATE OR REPLACE FUNCTION ${fn.store}(p_scope text, p_key text, p_status smallint, p_headers jsonb, p_body bytea, p_body_omitted text)
 RETURNS void
-LANGUAGE plpgsql VOLATILE AS $eo$
+LANGUAGE plpgsql VOLATILE AS ${dollarQuoted(`
 BEGIN
   UPDATE ${table} SET status = p_status, headers = p_headers, body = p_body, body_omitted = p_body_omitted
     WHERE scope = p_scope AND idempotency_key = p_key;
@@ -136,11 +136,21 @@ BEGIN
       USING ERRCODE = 'no_data_found';
   END IF;
 END
-$eo$`,
+`)}`,
     ],
     relations: base.relations,
     functions: [`${fn.claim}${CLAIM_ARGS}`, `${fn.store}${STORE_ARGS}`],
   };
+}
+
+/**
+ * A function body between dollar quotes whose tag it does not contain: the table's
+ * name is in the body, and a name holding `$eo$` must not end the quoting.
+ */
+function dollarQuoted(body: string): string {
+  let tag = '$eo$';
+  while (body.includes(tag)) tag = `${tag.slice(0, -1)}_$`;
+  return `${tag}${body}${tag}`;
 }
 
 /** The HTTP idempotency keys' table (`eo_idempotency_keys`) and its functions, as a {@link TableFamily}. */

@@ -210,6 +210,20 @@ describe('the core, called directly', () => {
     await idempotency.close();
   });
 
+  it("a table name holding the functions' dollar-quote tag still gets working functions", async () => {
+    const idempotency = endpoint({ table: 'keys$eo$odd' });
+    const key = randomUUID();
+    const handler = async (_r: Request, ctx: IdempotencyContext) => {
+      await ctx.tx.query('INSERT INTO effects (k) VALUES ($1)', [ctx.key]);
+      return new Response('ok', { status: 201 });
+    };
+    expect((await idempotency.handle(request(key), handler)).status).toBe(201);
+    const replay = await idempotency.handle(request(key), handler);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await effects(key)).toBe(1);
+    await idempotency.close();
+  });
+
   it('a key row deleted under the handler: the store refuses it, nothing commits, the retry applies once', async () => {
     const idempotency = endpoint();
     const key = randomUUID();
