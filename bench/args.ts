@@ -113,11 +113,20 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   };
 }
 
-function int(name: string, raw: string, min: number, max: number): number {
+/** `--name`'s value as an integer in [min, max]; throws an Error saying the range otherwise. */
+export function integerOption(name: string, raw: string, min: number, max: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max)
-    fail(`--${name} must be an integer from ${min} to ${max}`);
+    throw new Error(`--${name} must be an integer from ${min} to ${max}`);
   return value;
+}
+
+function int(name: string, raw: string, min: number, max: number): number {
+  try {
+    return integerOption(name, raw, min, max);
+  } catch (error) {
+    return fail((error as Error).message);
+  }
 }
 
 function safeName(name: string): string {

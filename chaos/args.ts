@@ -117,8 +117,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   if (values.help === true) throw new UsageError('');
   const broker = values.broker;
   if (broker !== 'sqs' && broker !== 'kafka') throw new UsageError('--broker must be sqs or kafka');
-  const messages = int('messages', values.messages, 1000, 1, 10_000_000);
-  const brokerRestarts = int(
+  const messages = intOption('messages', values.messages, 1000, 1, 10_000_000);
+  const brokerRestarts = intOption(
     'broker-restarts',
     values['broker-restarts'],
     broker === 'kafka' ? 1 : 0,
@@ -141,7 +141,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     throw new UsageError(
       '--control losses is for sqs (a Kafka ack inside the handler would confuse the offset tracker, not lose the record)',
     );
-  const handlerFaults = int(
+  const handlerFaults = intOption(
     'handler-faults',
     values['handler-faults'],
     Math.min(400, Math.max(16, Math.ceil(messages / 100)), Math.floor(messages / 4)),
@@ -160,18 +160,19 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     isolation,
     broker,
     messages,
-    workers: int('workers', values.workers, 3, 1, 64),
-    kills: int('kills', values.kills, 5, 0, 100_000),
-    poison: int('poison', values.poison, 0, 0, 100_000),
-    seed: int('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
+    workers: intOption('workers', values.workers, 3, 1, 64),
+    kills: intOption('kills', values.kills, 5, 0, 100_000),
+    poison: intOption('poison', values.poison, 0, 0, 100_000),
+    seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
     duplicateRatio,
-    pgRestarts: int('pg-restarts', values['pg-restarts'], 1, 0, 10),
+    pgRestarts: intOption('pg-restarts', values['pg-restarts'], 1, 0, 10),
     brokerRestarts,
-    concurrency: int('concurrency', values.concurrency, 8, 1, 1000),
-    batch: values.batch === undefined ? undefined : int('batch', values.batch, 10, 1, 1000),
-    partitions: int('partitions', values.partitions, 6, 1, 1000),
-    rate: values.rate === undefined ? undefined : int('rate', values.rate, 0, 0, 1_000_000),
-    timeoutMs: int('timeout', values.timeout, Math.ceil(120 + messages / 40), 1, 86_400) * 1000,
+    concurrency: intOption('concurrency', values.concurrency, 8, 1, 1000),
+    batch: values.batch === undefined ? undefined : intOption('batch', values.batch, 10, 1, 1000),
+    partitions: intOption('partitions', values.partitions, 6, 1, 1000),
+    rate: values.rate === undefined ? undefined : intOption('rate', values.rate, 0, 0, 1_000_000),
+    timeoutMs:
+      intOption('timeout', values.timeout, Math.ceil(120 + messages / 40), 1, 86_400) * 1000,
     keep: values.keep === true,
   };
 }
@@ -206,7 +207,8 @@ function isolationOf(
   return level;
 }
 
-function int(
+/** `--name`'s value as an integer in [min, max], `fallback` when absent; UsageError otherwise. */
+export function intOption(
   name: string,
   raw: string | undefined,
   fallback: number,

@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { integerOption } from '../args.js';
 import { ensureServices } from '../services.js';
 import { createBenchTables } from './tables.js';
 import { median } from '../stats.js';
@@ -72,19 +73,13 @@ function parse(argv: string[]): HttpBenchOptions {
       name: { type: 'string' },
     },
   });
-  const int = (name: string, raw: string, min: number, max: number): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max)
-      throw new Error(`--${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
   return {
-    durationS: int('duration', values.duration, 1, 600),
-    warmupS: int('warmup', values.warmup, 0, 600),
-    connections: int('connections', values.connections, 1, 1000),
-    rounds: int('rounds', values.rounds, 1, 20),
-    pool: int('pool', values.pool, 1, 200),
-    storedKeys: int('keys', values.keys, 1, 1_000_000),
+    durationS: integerOption('duration', values.duration, 1, 600),
+    warmupS: integerOption('warmup', values.warmup, 0, 600),
+    connections: integerOption('connections', values.connections, 1, 1000),
+    rounds: integerOption('rounds', values.rounds, 1, 20),
+    pool: integerOption('pool', values.pool, 1, 200),
+    storedKeys: integerOption('keys', values.keys, 1, 1_000_000),
     out: values.out,
     name: values.name === undefined ? undefined : values.name.replace(/[^A-Za-z0-9_-]/g, '-'),
   };

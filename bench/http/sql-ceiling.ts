@@ -24,6 +24,7 @@ import pg from 'pg';
 import { KeyStatements, migrateKeyTable } from '../../src/http/store.js';
 import { DEFAULT_TABLE } from '../../src/http/options.js';
 import { commitClaimSql } from '../../src/store/commit.js';
+import { integerOption } from '../args.js';
 import { ensureServices } from '../services.js';
 import { median } from '../stats.js';
 import { MODE_LABELS, type ModeId } from './report.js';
@@ -59,16 +60,10 @@ function parse(argv: string[]): {
       out: { type: 'string', default: 'bench/results' },
     },
   });
-  const int = (name: string, raw: string, min: number, max: number): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max)
-      throw new Error(`--${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
   return {
-    durationS: int('duration', values.duration, 1, 600),
-    rounds: int('rounds', values.rounds, 1, 20),
-    clients: int('clients', values.clients, 1, 200),
+    durationS: integerOption('duration', values.duration, 1, 600),
+    rounds: integerOption('rounds', values.rounds, 1, 20),
+    clients: integerOption('clients', values.clients, 1, 200),
     out: values.out,
   };
 }

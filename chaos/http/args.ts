@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Framework } from '../../test/helpers/http/payments.js';
-import { UsageError } from '../args.js';
+import { intOption, UsageError } from '../args.js';
 
 /** What one HTTP chaos run does; see `httpUsage()`. */
 export interface HttpChaosArgs {
@@ -91,9 +91,9 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
   const framework = (values.framework ?? 'fastify') as Framework;
   if (!FRAMEWORKS.includes(framework))
     throw new UsageError(`--framework must be one of ${FRAMEWORKS.join(', ')}`);
-  const payments = int('payments', values.payments, 1000, 1, 1_000_000);
+  const payments = intOption('payments', values.payments, 1000, 1, 1_000_000);
   // Every kill is planned at a commit count below N, so each one can happen.
-  const kills = int('kills', values.kills, 6, 0, Math.max(0, Math.floor(payments / 4)));
+  const kills = intOption('kills', values.kills, 6, 0, Math.max(0, Math.floor(payments / 4)));
   const drop = share('drop', values.drop, 0.1);
   const reset = share('reset', values.reset, 0.05);
   const delay = share('delay', values.delay, 0.03);
@@ -102,17 +102,18 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
     target: 'http',
     framework,
     payments,
-    clients: int('clients', values.clients, 16, 1, 1000),
+    clients: intOption('clients', values.clients, 16, 1, 1000),
     duplicateRatio: share('duplicates', values.duplicates, 0.1),
     kills,
-    pgTerminations: int('pg-terminations', values['pg-terminations'], 4, 0, 1000),
-    pgRestarts: int('pg-restarts', values['pg-restarts'], 1, 0, 10),
+    pgTerminations: intOption('pg-terminations', values['pg-terminations'], 4, 0, 1000),
+    pgRestarts: intOption('pg-restarts', values['pg-restarts'], 1, 0, 10),
     drop,
     reset,
     delay,
-    attemptTimeoutMs: int('attempt-timeout', values['attempt-timeout'], 1500, 100, 60_000),
-    seed: int('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
-    timeoutMs: int('timeout', values.timeout, Math.ceil(120 + payments / 20), 1, 86_400) * 1000,
+    attemptTimeoutMs: intOption('attempt-timeout', values['attempt-timeout'], 1500, 100, 60_000),
+    seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
+    timeoutMs:
+      intOption('timeout', values.timeout, Math.ceil(120 + payments / 20), 1, 86_400) * 1000,
     keep: values.keep === true,
   };
 }
@@ -122,19 +123,5 @@ function share(name: string, raw: string | undefined, fallback: number): number 
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0 || value > 1)
     throw new UsageError(`--${name} must be a number from 0 to 1`);
-  return value;
-}
-
-function int(
-  name: string,
-  raw: string | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max)
-    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
   return value;
 }

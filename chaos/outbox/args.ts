@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { UsageError } from '../args.js';
+import { intOption, UsageError } from '../args.js';
 import { OUTBOX_CONTROLS, type OutboxControl } from './shared.js';
 
 /** What one outbox chaos run does; see `outboxUsage()`. */
@@ -94,7 +94,7 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
   const control = values.control as OutboxControl | undefined;
   if (control !== undefined && !OUTBOX_CONTROLS.includes(control))
     throw new UsageError(`--control must be one of ${OUTBOX_CONTROLS.join(', ')}`);
-  const operations = int('operations', values.operations, 2000, 1, 1_000_000);
+  const operations = intOption('operations', values.operations, 2000, 1, 1_000_000);
   const duplicates = Number(values.duplicates ?? '0.1');
   if (!Number.isFinite(duplicates) || duplicates < 0 || duplicates > 1)
     throw new UsageError('--duplicates must be a number from 0 to 1');
@@ -102,33 +102,20 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
     target: 'outbox',
     broker: 'kafka',
     operations,
-    accounts: int('accounts', values.accounts, 20, 1, 100_000),
+    accounts: intOption('accounts', values.accounts, 20, 1, 100_000),
     duplicateRatio: duplicates,
-    aWorkers: int('a-workers', values['a-workers'], 2, 1, 32),
-    relays: int('relays', values.relays, 2, 1, 32),
-    bWorkers: int('b-workers', values['b-workers'], 2, 1, 32),
-    kills: int('kills', values.kills, 6, 0, 1000),
-    pgRestarts: int('pg-restarts', values['pg-restarts'], 1, 0, 10),
-    brokerRestarts: int('broker-restarts', values['broker-restarts'], 0, 0, 10),
-    partitions: int('partitions', values.partitions, 4, 1, 64),
-    leaseMs: int('lease', values.lease, 3000, 1000, 3_600_000),
-    seed: int('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
-    timeoutMs: int('timeout', values.timeout, Math.ceil(120 + operations / 50), 1, 86_400) * 1000,
+    aWorkers: intOption('a-workers', values['a-workers'], 2, 1, 32),
+    relays: intOption('relays', values.relays, 2, 1, 32),
+    bWorkers: intOption('b-workers', values['b-workers'], 2, 1, 32),
+    kills: intOption('kills', values.kills, 6, 0, 1000),
+    pgRestarts: intOption('pg-restarts', values['pg-restarts'], 1, 0, 10),
+    brokerRestarts: intOption('broker-restarts', values['broker-restarts'], 0, 0, 10),
+    partitions: intOption('partitions', values.partitions, 4, 1, 64),
+    leaseMs: intOption('lease', values.lease, 3000, 1000, 3_600_000),
+    seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
+    timeoutMs:
+      intOption('timeout', values.timeout, Math.ceil(120 + operations / 50), 1, 86_400) * 1000,
     keep: values.keep === true,
     control,
   };
-}
-
-function int(
-  name: string,
-  raw: string | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max)
-    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
-  return value;
 }
