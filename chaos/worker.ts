@@ -20,6 +20,7 @@ import {
 import { kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
 import { tables } from './db.js';
+import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from './kafka-source-timings.js';
 import { HandlerFaults } from './fault-effects.js';
 import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
 import type { ChaosBody } from './plan.js';
@@ -73,27 +74,15 @@ function source(): Source<ChaosBody> {
     brokers: b.brokers,
     logLevel: logLevel.ERROR,
     connectionTimeout: 3000,
-    retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
+    retry: CHAOS_KAFKA_RETRY,
   });
   return kafkaSource<ChaosBody>({
     kafka: armKafkaCommits(kafka, faults),
     groupId: b.groupId,
     topics: [b.topic],
-    fromBeginning: true,
-    // Short sessions: a killed member is noticed (and its partitions reassigned) in seconds.
-    consumerConfig: {
-      sessionTimeout: 4000,
-      rebalanceTimeout: 6000,
-      heartbeatInterval: 400,
-      maxWaitTimeInMs: 100,
-      retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
-    },
-    producerConfig: { retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 } },
-    keyConcurrency: 4,
+    ...CHAOS_KAFKA_SOURCE,
     // Batch mode gets whole runs of a partition's records, as the README advises.
     pipeline: cfg.batch ?? 1,
-    commitIntervalMs: 200,
-    redeliveryDelayMs: 500,
   });
 }
 

@@ -23,6 +23,7 @@ import {
 } from 'effectively-once/outbox';
 import { WORKER_ENV, type FromWorker, type ToWorker } from '../protocol.js';
 import { outboxTables, type OutboxNodeConfig, type Operation, type Downstream } from './shared.js';
+import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from '../kafka-source-timings.js';
 import { stderrLogger } from '../stderr-logger.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as OutboxNodeConfig | null;
@@ -44,7 +45,7 @@ const kafka = new Kafka({
   brokers: cfg.brokers,
   logLevel: logLevel.ERROR,
   connectionTimeout: 3000,
-  retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
+  retry: CHAOS_KAFKA_RETRY,
 });
 
 function consumer<T>(
@@ -62,19 +63,7 @@ function consumer<T>(
       kafka,
       groupId,
       topics: [topic],
-      fromBeginning: true,
-      // Short sessions: a killed member's partitions move on within seconds.
-      consumerConfig: {
-        sessionTimeout: 4000,
-        rebalanceTimeout: 6000,
-        heartbeatInterval: 400,
-        maxWaitTimeInMs: 100,
-        retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
-      },
-      producerConfig: { retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 } },
-      keyConcurrency: 4,
-      commitIntervalMs: 200,
-      redeliveryDelayMs: 500,
+      ...CHAOS_KAFKA_SOURCE,
       // The offset-key control: a re-published record has a new offset, so a new key.
       ...(cfg.control === 'offset-key' && topic === cfg.outTopic
         ? { key: (r: KafkaRecord) => `${r.topic}/${r.partition}/${r.offset}` }
