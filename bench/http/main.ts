@@ -31,6 +31,7 @@ import {
   httpTargets,
   MODE_LABELS,
   renderHttpMarkdown,
+  type HttpBenchOptions,
   type HttpReport,
   type ModeId,
   type ModeRun,
@@ -45,17 +46,6 @@ const MODES: Record<ModeId, { path: string; keys: 'none' | 'unique' | 'stored' }
   c: { path: '/eo', keys: 'unique' },
   d: { path: '/eo', keys: 'stored' },
 };
-
-interface HttpBenchOptions {
-  durationS: number;
-  warmupS: number;
-  connections: number;
-  rounds: number;
-  pool: number;
-  storedKeys: number;
-  out: string;
-  name: string | undefined;
-}
 
 function parse(argv: string[]): HttpBenchOptions {
   const { values } = parseArgs({

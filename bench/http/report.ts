@@ -24,6 +24,18 @@ export interface ModeRun {
   problems: string[];
 }
 
+/** `npm run bench -- --http`'s options, parsed. */
+export interface HttpBenchOptions {
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  rounds: number;
+  pool: number;
+  storedKeys: number;
+  out: string;
+  name: string | undefined;
+}
+
 export interface HttpReport {
   command: string;
   date: string;
@@ -32,14 +44,7 @@ export interface HttpReport {
   postgres: string;
   loadAverageStart: number[];
   loadAverageEnd: number[];
-  options: {
-    durationS: number;
-    warmupS: number;
-    connections: number;
-    rounds: number;
-    pool: number;
-    storedKeys: number;
-  };
+  options: Omit<HttpBenchOptions, 'out' | 'name'>;
   runs: ModeRun[];
   medians: Record<
     ModeId,
