@@ -305,8 +305,7 @@ class IdempotencyImpl implements Idempotency {
       const request = new Request(head.request(), { body: bodyless ? null : body });
       return this.execute(request, (_request, ctx) => handler(ctx), overrides);
     }
-    const run: JobHandler = (ctx) => handler(ctx);
-    return this.track(head, (scope) => this.run(head, run, overrides, body, scope));
+    return this.track(head, (scope) => this.run(head, handler, overrides, body, scope));
   }
 
   /** Runs a request in its telemetry scope (if any) and counts it in flight until it ends. */
