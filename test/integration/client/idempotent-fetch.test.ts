@@ -172,17 +172,16 @@ describe('retries', () => {
   });
 
   it('stops at `deadlineMs` between attempts: reason deadline, several attempts made', async () => {
-    const server = await startServer({ intercept: () => ({ status: 500 }) });
+    // Waits of a fixed second (Retry-After) against a 2.5 s deadline: attempts start near
+    // 0, 1 and 2 s, and the next wait would cross the deadline. Jittered waits could leave
+    // the last attempt a few ms, which the deadline then cuts in flight (another test).
+    const server = await startServer({
+      intercept: () => ({ status: 500, headers: { 'retry-after': '1' } }),
+    });
     const error = await idempotentFetch(
       `${server.url}/c`,
       { method: 'POST' },
-      {
-        key: 'k-dl',
-        json: {},
-        attempts: 100,
-        deadlineMs: 3000,
-        backoff: { initialMs: 20, maxMs: 100 },
-      },
+      { key: 'k-dl', json: {}, attempts: 100, deadlineMs: 2500 },
     ).catch((e: unknown) => e);
     expect(error).toMatchObject({ reason: 'deadline', status: 500 });
     const { attempts } = error as RetriesExhaustedError;
