@@ -12,7 +12,9 @@
  *       COMMIT round trip, rendered by the library's own builders (KeyStatements,
  *       commitClaimSql);
  *   (d) the claim round trip on a stored key, then ROLLBACK.
- * Writes `<out>/latest-http-sql.{json,md}`.
+ * `--claim-variants` adds (c) and (d) through each variant of the claim function in
+ * claim-variants.ts, in the same rounds, and reports each against the shipped function.
+ * Writes `<out>/latest-http-sql.{json,md}` (`latest-http-sql-variants.*` with variants).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -25,6 +27,7 @@ import { KeyStatements, migrateKeyTable } from '../../src/http/store.js';
 import { DEFAULT_TABLE } from '../../src/http/options.js';
 import { commitClaimSql } from '../../src/store/commit.js';
 import { integerOption } from '../args.js';
+import { CLAIM_VARIANTS, claimVariantDdl } from './claim-variants.js';
 import { ensureServices } from '../services.js';
 import { median } from '../stats.js';
 import { MODE_LABELS, type ModeId } from './report.js';
@@ -35,8 +38,11 @@ const STORED_KEYS = 1000;
 const CHARGE = { customerId: 'cus_42', amountCents: 1999 };
 const MODES: ModeId[] = ['a', 'b', 'c', 'd'];
 
+/** A mode of the report: one of the four, or (c)/(d) through a claim variant (`c:read-first`). */
+type SqlMode = ModeId | `${'c' | 'd'}:${string}`;
+
 interface SqlRun {
-  mode: ModeId;
+  mode: SqlMode;
   round: number;
   tps: number;
   transactions: number;
@@ -48,6 +54,7 @@ function parse(argv: string[]): {
   rounds: number;
   clients: number;
   out: string;
+  claimVariants: boolean;
 } {
   const { values } = parseArgs({
     args: argv,
@@ -58,6 +65,7 @@ function parse(argv: string[]): {
       rounds: { type: 'string', default: '3' },
       clients: { type: 'string', default: '16' },
       out: { type: 'string', default: 'bench/results' },
+      'claim-variants': { type: 'boolean', default: false },
     },
   });
   return {
@@ -65,6 +73,7 @@ function parse(argv: string[]): {
     rounds: integerOption('rounds', values.rounds, 1, 20),
     clients: integerOption('clients', values.clients, 1, 200),
     out: values.out,
+    claimVariants: values['claim-variants'],
   };
 }
 
@@ -84,7 +93,7 @@ export function compound(sql: string): string {
 }
 
 /** The four scripts, keyed per client and random draw (pgbench substitutes `:name`). */
-function scripts(): Record<ModeId, string> {
+function baseScripts(): Record<ModeId, string> {
   const table = `${SCHEMA}.charges`;
   const insert = (key: string): string =>
     `INSERT INTO ${table} (customer_id, amount_cents, idem_key) VALUES ('${CHARGE.customerId}', ${CHARGE.amountCents}, ${key}) RETURNING id;`;
@@ -130,6 +139,22 @@ function scripts(): Record<ModeId, string> {
   };
 }
 
+/** The four scripts, and (c) and (d) through each claim variant when `variants`. */
+function scripts(variants: boolean): Partial<Record<SqlMode, string>> {
+  const base = baseScripts();
+  if (!variants) return base;
+  const all: Partial<Record<SqlMode, string>> = { ...base };
+  for (const variant of CLAIM_VARIANTS) {
+    const { from, to } = claimVariantDdl(SCHEMA, DEFAULT_TABLE, variant);
+    for (const mode of ['c', 'd'] as const) {
+      const script = base[mode].replace(`${from}"(`, `${to}"(`);
+      if (script === base[mode]) throw new Error(`(${mode}): no claim function call to swap`);
+      all[`${mode}:${variant.id}`] = script;
+    }
+  }
+  return all;
+}
+
 async function resetTables(client: pg.Client): Promise<void> {
   await client.query(`TRUNCATE ${SCHEMA}.charges, ${SCHEMA}.seed_keys`);
   await client.query(
@@ -138,16 +163,18 @@ async function resetTables(client: pg.Client): Promise<void> {
   await client.query(`VACUUM ${SCHEMA}.charges, ${SCHEMA}.seed_keys, ${SCHEMA}.${DEFAULT_TABLE}`);
 }
 
-async function createTables(url: string): Promise<void> {
+async function createTables(url: string, variants: boolean): Promise<void> {
   await createBenchTables(url, SCHEMA);
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   try {
     await migrateKeyTable(pool, { schema: SCHEMA });
+    if (variants)
+      for (const variant of CLAIM_VARIANTS)
+        await pool.query(claimVariantDdl(SCHEMA, DEFAULT_TABLE, variant).sql);
     // (d)'s keys, stored as the library stores them (claim, response, COMMIT).
     const client = await pool.connect();
     try {
-      const script = scripts();
-      const c = script.c.split('\n');
+      const c = baseScripts().c.split('\n');
       for (let k = 0; k < STORED_KEYS; k++) {
         const key = (s: string): string =>
           s.replaceAll('c-:client_id-:k', `stored-${k}`).replaceAll('\\;', ';');
@@ -212,35 +239,27 @@ export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
         `no pgbench next to the Postgres binaries (${bin}): install Postgres's client tools`,
       );
     const url = services.endpoints.databaseUrl;
-    await createTables(url);
+    await createTables(url, options.claimVariants);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'eo-http-sql-'));
-    const files = Object.fromEntries(
-      Object.entries(scripts()).map(([mode, text]) => {
-        const file = path.join(dir, `${mode}.sql`);
-        fs.writeFileSync(file, `${text}\n`);
-        return [mode, file];
-      }),
-    ) as Record<ModeId, string>;
+    const files = Object.entries(scripts(options.claimVariants)).map(([mode, text]) => {
+      const file = path.join(dir, `${mode.replace(':', '-')}.sql`);
+      fs.writeFileSync(file, `${text}\n`);
+      return { mode: mode as SqlMode, file };
+    });
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const runs: SqlRun[] = [];
     try {
       for (let round = 1; round <= options.rounds; round++)
-        for (const mode of MODES) {
+        for (const { mode, file } of files) {
           await resetTables(admin);
-          const { tps, transactions } = pgbench(
-            bin,
-            url,
-            files[mode],
-            options.durationS,
-            options.clients,
-          );
+          const { tps, transactions } = pgbench(bin, url, file, options.durationS, options.clients);
           const { rows } = await admin.query<{ n: string }>(
             `SELECT count(*) AS n FROM ${SCHEMA}.charges`,
           );
           const chargesWritten = Number(rows[0]?.n ?? 0);
           // The scripts must do the work they stand for: one charge per transaction, none on replay.
-          if (chargesWritten !== (mode === 'd' ? 0 : transactions))
+          if (chargesWritten !== (mode.startsWith('d') ? 0 : transactions))
             throw new Error(
               `(${mode}): ${chargesWritten} charges for ${transactions} transactions`,
             );
@@ -250,9 +269,9 @@ export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
     } finally {
       await admin.end();
     }
-    const tpsOf = (mode: ModeId): number =>
+    const tpsOf = (mode: SqlMode): number =>
       median(runs.filter((r) => r.mode === mode).map((r) => r.tps)) ?? NaN;
-    const ratio = (num: ModeId, den: ModeId): number => {
+    const ratio = (num: SqlMode, den: SqlMode): number => {
       const perRound = [];
       for (let round = 1; round <= options.rounds; round++) {
         const n = runs.find((r) => r.mode === num && r.round === round)?.tps;
@@ -285,17 +304,39 @@ export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
       '',
       'Checks: (a)-(c) wrote one charge per transaction, (d) none.',
       '',
+      ...(options.claimVariants ? variantLines(ratio) : []),
     ];
     const markdown = lines.join('\n');
     fs.mkdirSync(options.out, { recursive: true });
-    const base = path.join(options.out, 'latest-http-sql');
+    // A variants run is its own report: the four modes' file stays the plain run's.
+    const base = path.join(
+      options.out,
+      options.claimVariants ? 'latest-http-sql-variants' : 'latest-http-sql',
+    );
     fs.writeFileSync(`${base}.md`, markdown);
     fs.writeFileSync(
       `${base}.json`,
-      JSON.stringify({ command, options, runs, scripts: scripts() }, null, 2) + '\n',
+      JSON.stringify({ command, options, runs, scripts: scripts(options.claimVariants) }, null, 2) +
+        '\n',
     );
     console.log(`\n${markdown}\nwritten to ${base}.{md,json}`);
   } finally {
     await services.stop();
   }
+}
+
+/** The claim variants against the shipped function, each ratio the median of its rounds. */
+function variantLines(ratio: (num: SqlMode, den: SqlMode) => number): string[] {
+  return [
+    '## Claim function variants (`--claim-variants`, bench/http/claim-variants.ts)',
+    '',
+    '| variant | what changes | (c) ÷ shipped (c) | (d) ÷ shipped (d) | its (c) ÷ (a) | its (d) ÷ (a) |',
+    '| --- | --- | ---: | ---: | ---: | ---: |',
+    ...CLAIM_VARIANTS.map(
+      (v) =>
+        `| ${v.id} | ${v.summary} | ${ratio(`c:${v.id}`, 'c').toFixed(2)} | ${ratio(`d:${v.id}`, 'd').toFixed(2)} | ` +
+        `${ratio(`c:${v.id}`, 'a').toFixed(2)} | ${ratio(`d:${v.id}`, 'a').toFixed(2)} |`,
+    ),
+    '',
+  ];
 }

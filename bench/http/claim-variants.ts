@@ -1,0 +1,97 @@
+/**
+ * Variants of the key table's claim function for `npm run bench -- --http-sql
+ * --claim-variants`: each is the library's own claim function, taken from the DDL
+ * `migrate` runs, changed in one way and created beside it under another name, so the
+ * pgbench run measures what that one change would buy (or cost) against the shipped
+ * function in the same rounds. Nothing here is used by the library.
+ */
+import { idempotencyKeyTables } from '../../src/http/store.js';
+import { tableRef } from '../../src/store/identifiers.js';
+
+export interface ClaimVariant {
+  /** Short name; the function is created as `<table>_claim_<id with _>`. */
+  id: string;
+  /** What the change is, for the report. */
+  summary: string;
+  /** The function's PL/pgSQL body, changed. */
+  rewrite(body: string): string;
+}
+
+/** The statement that reads a stored row back (the body has exactly one). */
+function storedRowRead(body: string): string {
+  const read = /RETURN QUERY SELECT NULL::text, k\.method[^;]*;/.exec(body)?.[0];
+  if (read === undefined) throw new Error('claim variants: no stored-row read in the claim');
+  return read;
+}
+
+export const CLAIM_VARIANTS: ClaimVariant[] = [
+  {
+    id: 'read-first',
+    summary:
+      'reads the stored row before the INSERT and returns it when found (a replay skips ' +
+      'the INSERT and the lock_timeout switch; a first execution pays one more index probe)',
+    rewrite(body) {
+      const begin = body.indexOf('\nBEGIN\n');
+      if (begin < 0) throw new Error('claim variants: no BEGIN in the claim');
+      const at = begin + '\nBEGIN\n'.length;
+      const early = `  ${storedRowRead(body)}\n  IF FOUND THEN RETURN; END IF;\n`;
+      return body.slice(0, at) + early + body.slice(at);
+    },
+  },
+  {
+    id: 'assign',
+    summary:
+      'the same steps without PERFORM or RETURN QUERY of constants: set_config as an ' +
+      'assignment and the answer row as OUT values with RETURN NEXT (PL/pgSQL evaluates ' +
+      'those itself, where PERFORM and RETURN QUERY start the executor)',
+    rewrite(body) {
+      const none = /RETURN QUERY SELECT NULL::text, NULL::text[^;]*;/.exec(body)?.[0];
+      const xid = /RETURN QUERY SELECT pg_current_xact_id_if_assigned\(\)::text[^;]*;/.exec(
+        body,
+      )?.[0];
+      if (none === undefined || xid === undefined || !body.includes('PERFORM set_config('))
+        throw new Error('claim variants: the claim is not shaped as expected');
+      return body
+        .replace('DECLARE\n', 'DECLARE\n  ignored text;\n')
+        .replaceAll('PERFORM set_config(', 'ignored := set_config(')
+        .replace(xid, 'xid := pg_current_xact_id_if_assigned()::text;\n    RETURN NEXT;')
+        .replace(none, 'RETURN NEXT;');
+    },
+  },
+  {
+    id: 'no-lock-timeout',
+    summary:
+      'drops the lock_timeout switch around the INSERT (not shippable: a retry would wait ' +
+      'on the original without bound; measures what the switch costs)',
+    rewrite(body) {
+      const kept = body.split('\n').filter((line) => !line.includes("set_config('lock_timeout'"));
+      if (kept.length === body.split('\n').length)
+        throw new Error('claim variants: no lock_timeout switch in the claim');
+      return kept.join('\n');
+    },
+  },
+];
+
+/** `CREATE FUNCTION` for `variant` beside the table's claim function, and the new name. */
+export function claimVariantDdl(
+  schema: string,
+  table: string,
+  variant: ClaimVariant,
+): { sql: string; from: string; to: string } {
+  const ddl = idempotencyKeyTables.ddl(tableRef({ schema, table }));
+  const statement = ddl.statements.find((s) => /_claim_v1"?\(p_scope/.test(s));
+  if (statement === undefined) throw new Error('claim variants: no claim function in the DDL');
+  const from = '_claim_v1';
+  const to = `_claim_${variant.id.replaceAll('-', '_')}`;
+  // The body is everything between the first dollar-quote tag and its closing twin.
+  const tag = /AS (\$[^$]*\$)/.exec(statement)?.[1];
+  if (tag === undefined) throw new Error('claim variants: the claim has no quoted body');
+  const start = statement.indexOf(tag) + tag.length;
+  const end = statement.lastIndexOf(tag);
+  const body = statement.slice(start, end);
+  const head = statement.slice(0, start);
+  const renamed = head.replace(/_claim_v1("?)\(p_scope/, `${to}$1(p_scope`);
+  if (renamed === head)
+    throw new Error('claim variants: the claim function is not named as expected');
+  return { sql: `${renamed}${variant.rewrite(body)}${statement.slice(end)}`, from, to };
+}
