@@ -1,16 +1,10 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import { DatabaseError } from '../errors.js';
 import type { IsolationLevel } from '../store/claim.js';
-import {
-  derivedName,
-  qualifiedTable,
-  quoteIdentifier,
-  tableRef,
-  type TableRef,
-} from '../store/identifiers.js';
+import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { MIGRATION_LOCK_KEY, tableDdl } from '../store/migrate.js';
-import { applyDdl, type Ddl, type TableFamily } from '../store/table-family.js';
+import { ddlTableFamily, tableDdl } from '../store/migrate.js';
+import type { Ddl, TableFamily } from '../store/table-family.js';
 import { pruneTable } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
 
@@ -77,11 +71,7 @@ const STORE_ARGS = '(text, text, smallint, jsonb, bytea, text)';
 
 /** The two functions of a key table, qualified and quoted. */
 function functionNames(ref: TableRef): { claim: string; store: string } {
-  const schema = quoteIdentifier(ref.schema, 'schema');
-  return {
-    claim: `${schema}.${quoteIdentifier(derivedName(ref.table, CLAIM_SUFFIX), 'table')}`,
-    store: `${schema}.${quoteIdentifier(derivedName(ref.table, STORE_SUFFIX), 'table')}`,
-  };
+  return { claim: qualifiedDerived(ref, CLAIM_SUFFIX), store: qualifiedDerived(ref, STORE_SUFFIX) };
 }
 
 /**
@@ -154,14 +144,12 @@ function dollarQuoted(body: string): string {
 }
 
 /** The HTTP idempotency keys' table (`eo_idempotency_keys`) and its functions, as a {@link TableFamily}. */
-export const idempotencyKeyTables: TableFamily = {
+export const idempotencyKeyTables: TableFamily = ddlTableFamily({
   name: 'http-keys',
   summary: 'the HTTP Idempotency-Key table (one row per key, with its stored response)',
   defaultTable: DEFAULT_TABLE,
   ddl: keyTableDdl,
-  migrate: (pool, ref) =>
-    applyDdl(pool, keyTableDdl(ref), { lockKey: MIGRATION_LOCK_KEY, operation: 'migrate', ref }),
-};
+});
 
 /**
  * Creates the key table (default `public.eo_idempotency_keys`) and its `created_at`

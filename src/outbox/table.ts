@@ -1,14 +1,14 @@
 import type { Pool } from 'pg';
 import {
-  derivedName,
+  qualifiedDerived,
   qualifiedTable,
   quoteIdentifier,
   tableRef,
   type TableRef,
 } from '../store/identifiers.js';
-import { MIGRATION_LOCK_KEY } from '../store/migrate.js';
+import { ddlTableFamily } from '../store/migrate.js';
 import { pruneTable } from '../store/prune.js';
-import { applyDdl, type Ddl, type TableFamily } from '../store/table-family.js';
+import type { Ddl, TableFamily } from '../store/table-family.js';
 
 /** Name of the outbox table unless `table` says otherwise. */
 export const DEFAULT_OUTBOX_TABLE = 'eo_outbox';
@@ -57,9 +57,7 @@ export function outboxRelations(ref: TableRef): {
   keyIndex: string;
   publishedIndex: string;
 } {
-  const schema = quoteIdentifier(ref.schema, 'schema');
-  const name = (suffix: string): string =>
-    `${schema}.${quoteIdentifier(derivedName(ref.table, suffix), 'table')}`;
+  const name = (suffix: string): string => qualifiedDerived(ref, suffix);
   return {
     table: qualifiedTable(ref),
     sequence: name('_lease_seq'),
@@ -89,14 +87,12 @@ function outboxDdl(ref: TableRef): Ddl {
 }
 
 /** The transactional outbox's table (`eo_outbox`), as a `TableFamily` (for the CLI). */
-export const outboxTables: TableFamily = {
+export const outboxTables: TableFamily = ddlTableFamily({
   name: 'outbox',
   summary: 'the transactional outbox (one row per message to publish)',
   defaultTable: DEFAULT_OUTBOX_TABLE,
   ddl: outboxDdl,
-  migrate: (pool, ref) =>
-    applyDdl(pool, outboxDdl(ref), { lockKey: MIGRATION_LOCK_KEY, operation: 'migrate', ref }),
-};
+});
 
 /**
  * Creates the outbox table, its lease sequence and indexes if missing. Idempotent and

@@ -36,6 +36,11 @@ export function derivedName(table: string, suffix: string): string {
   return base + suffix;
 }
 
+/** `"schema"."<table><suffix>"`: a relation or function named after `ref`'s table ({@link derivedName}). */
+export function qualifiedDerived(ref: TableRef, suffix: string): string {
+  return `${quoteIdentifier(ref.schema, 'schema')}.${quoteIdentifier(derivedName(ref.table, suffix), 'table')}`;
+}
+
 /** `"schema"."table"`, validated. */
 export function qualifiedTable(ref: TableRef): string {
   return `${quoteIdentifier(ref.schema, 'schema')}.${quoteIdentifier(ref.table, 'table')}`;

@@ -7,7 +7,7 @@ import {
   tableRef,
   type TableRef,
 } from './identifiers.js';
-import { applyDdl, type Ddl, type MigrationResult, type TableFamily } from './table-family.js';
+import { applyDdl, type Ddl, type TableFamily } from './table-family.js';
 
 /** Options of {@link migrate}. */
 export interface MigrateOptions {
@@ -48,57 +48,33 @@ export function tableDdl(spec: TableSpec): Ddl {
 }
 
 /**
- * Creates one table of the family (and its schema and pruning index) if missing, under
- * the advisory lock every table of the family shares (see `applyDdl`).
+ * A {@link TableFamily} from its DDL: `migrate` applies that same DDL under the advisory
+ * lock every family shares (see `applyDdl`), so what `migrate --print` shows is what
+ * runs.
  */
-export function ensureTable(pool: Pool, spec: TableSpec): Promise<MigrationResult> {
-  return applyDdl(pool, tableDdl(spec), {
-    lockKey: MIGRATION_LOCK_KEY,
-    operation: 'migrate',
-    ref: spec.ref,
-  });
-}
-
-/** What defines a family of one pruned table: its names and its {@link TableSpec} minus the ref. */
-export interface PrunedTableFamily {
-  name: string;
-  summary: string;
-  defaultTable: string;
-  columns: string;
-  timeColumn: string;
-}
-
-/**
- * A {@link TableFamily} of one table with a pruning index: its DDL from
- * {@link tableDdl}, migrated by {@link ensureTable}. The dedup table and the HTTP key
- * table are each one of these.
- */
-export function prunedTableFamily(def: PrunedTableFamily): TableFamily {
-  const spec = (ref: TableRef): TableSpec => ({
-    ref,
-    columns: def.columns,
-    timeColumn: def.timeColumn,
-  });
+export function ddlTableFamily(def: Omit<TableFamily, 'migrate'>): TableFamily {
   return {
-    name: def.name,
-    summary: def.summary,
-    defaultTable: def.defaultTable,
-    ddl: (ref) => tableDdl(spec(ref)),
-    migrate: (pool, ref) => ensureTable(pool, spec(ref)),
+    ...def,
+    migrate: (pool, ref) =>
+      applyDdl(pool, def.ddl(ref), { lockKey: MIGRATION_LOCK_KEY, operation: 'migrate', ref }),
   };
 }
 
 /** The consumers' dedup table (`processed_messages`), as a {@link TableFamily}. */
-export const dedupTables: TableFamily = prunedTableFamily({
+export const dedupTables: TableFamily = ddlTableFamily({
   name: 'consumer',
   summary: "the consumers' dedup table (one row per processed key)",
   defaultTable: DEFAULT_TABLE,
-  columns: `  consumer     text        NOT NULL,
+  ddl: (ref) =>
+    tableDdl({
+      ref,
+      columns: `  consumer     text        NOT NULL,
   message_key  text        NOT NULL,
   payload_hash bytea,
   processed_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (consumer, message_key)`,
-  timeColumn: 'processed_at',
+      timeColumn: 'processed_at',
+    }),
 });
 
 /**
