@@ -11,3 +11,23 @@ export function median(values: readonly number[]): number | null {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/**
+ * The median over rounds of `num`'s value ÷ `den`'s in the same round: ratios taken
+ * side by side, so a round on a busier machine moves both. Rounds missing either, or
+ * with a zero denominator, are left out; null when none is left.
+ */
+export function medianRoundRatio<R extends { mode: string; round: number }>(
+  runs: readonly R[],
+  value: (run: R) => number,
+  num: R['mode'],
+  den: R['mode'],
+): number | null {
+  const ratios: number[] = [];
+  for (const n of runs) {
+    if (n.mode !== num) continue;
+    const d = runs.find((r) => r.mode === den && r.round === n.round);
+    if (d !== undefined && value(d) > 0) ratios.push(value(n) / value(d));
+  }
+  return median(ratios);
+}

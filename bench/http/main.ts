@@ -26,7 +26,7 @@ import pg from 'pg';
 import { integerOption } from '../args.js';
 import { ensureServices } from '../services.js';
 import { createBenchTables } from './tables.js';
-import { median } from '../stats.js';
+import { median, medianRoundRatio } from '../stats.js';
 import {
   httpTargets,
   MODE_LABELS,
@@ -271,15 +271,7 @@ export async function runHttpBench(argv: string[]): Promise<void> {
             ];
           }),
         ) as HttpReport['medians'],
-        ratio: (num, den) => {
-          const ratios = [];
-          for (let round = 1; round <= options.rounds; round++) {
-            const n = runs.find((r) => r.mode === num && r.round === round)?.throughput;
-            const d = runs.find((r) => r.mode === den && r.round === round)?.throughput;
-            if (n !== undefined && d !== undefined && d > 0) ratios.push(n / d);
-          }
-          return median(ratios);
-        },
+        ratio: (num, den) => medianRoundRatio(runs, (r) => r.throughput, num, den),
       };
       const markdown = renderHttpMarkdown(report);
       const base = path.join(options.out, `latest-http${options.name ? `-${options.name}` : ''}`);

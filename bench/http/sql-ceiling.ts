@@ -29,7 +29,7 @@ import { commitClaimSql } from '../../src/store/commit.js';
 import { integerOption } from '../args.js';
 import { CLAIM_VARIANTS, claimVariantDdl } from './claim-variants.js';
 import { ensureServices } from '../services.js';
-import { median } from '../stats.js';
+import { median, medianRoundRatio } from '../stats.js';
 import { MODE_LABELS, type ModeId } from './report.js';
 import { createBenchTables } from './tables.js';
 
@@ -271,15 +271,8 @@ export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
     }
     const tpsOf = (mode: SqlMode): number =>
       median(runs.filter((r) => r.mode === mode).map((r) => r.tps)) ?? NaN;
-    const ratio = (num: SqlMode, den: SqlMode): number => {
-      const perRound = [];
-      for (let round = 1; round <= options.rounds; round++) {
-        const n = runs.find((r) => r.mode === num && r.round === round)?.tps;
-        const d = runs.find((r) => r.mode === den && r.round === round)?.tps;
-        if (n !== undefined && d !== undefined) perRound.push(n / d);
-      }
-      return median(perRound) ?? NaN;
-    };
+    const ratio = (num: SqlMode, den: SqlMode): number =>
+      medianRoundRatio(runs, (r) => r.tps, num, den) ?? NaN;
     const command = `npm run bench -- ${argv.join(' ')}`;
     const lines = [
       '# HTTP bench, SQL only: the ceiling of its ratios',
