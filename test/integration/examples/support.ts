@@ -39,6 +39,18 @@ export async function createExampleDatabase(prefix: string): Promise<ExampleData
       await pool.end();
       const client = new pg.Client({ connectionString: databaseUrl() });
       await client.connect();
+      // pool.end() resolves before its clients' sessions are gone; FORCE would terminate
+      // one still closing, and its pool (an example's, with no 'error' listener, as pg
+      // leaves the idle listener on a client it ends) would throw. Wait for them first.
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        const { rows } = await client.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+          [name],
+        );
+        if (rows[0]?.n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
       await client.end();
     },
