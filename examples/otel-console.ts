@@ -100,7 +100,9 @@ export async function main({
     propagation.inject(trace.setSpan(ROOT_CONTEXT, producerSpan), headers, defaultTextMapSetter);
     producerSpan.end();
     source.send({ paymentId: 'p-1', cents: 1250 }, { key: 'p-1', headers });
-    source.send({ paymentId: 'p-1', cents: 1250 }, { key: 'p-1' }); // a duplicate
+    // A duplicate: as a redelivery would, it carries the same headers, so whichever of
+    // the two claims the key first, the handler's spans sit under `send payment`.
+    source.send({ paymentId: 'p-1', cents: 1250 }, { key: 'p-1', headers });
     source.send({ paymentId: 'p-2', cents: 990 }, { key: 'p-2' }); // fails once, then commits
     while (source.outstanding > 0) await new Promise((r) => setTimeout(r, 10));
     await consumer.stop();
