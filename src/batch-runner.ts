@@ -21,6 +21,7 @@ import {
   type Released,
   type WorkResult,
 } from './tx/claim-connection.js';
+import type { PoolClient } from 'pg';
 import type { BatchItem, Delivery, DeliveryOutcome } from './types.js';
 
 interface Item<T> {
@@ -244,30 +245,15 @@ export class BatchRunner<T> {
     conn: ClaimConnection,
     fresh: ReadonlyArray<Item<T>>,
   ): Promise<WorkResult> {
-    const { batchHandler, handler, handlerTimeoutMs } = this.cfg;
+    const { handlerTimeoutMs } = this.cfg;
     const first = fresh[0]!;
     const tx = conn.guard.tx;
     const result = await guardedCall(
       async (link) => {
-        const signal = link.signal;
-        if (batchHandler) {
-          const batch: Array<BatchItem<T>> = fresh.map((i) => ({
-            message: i.delivery.body,
-            key: i.key,
-            attempt: i.delivery.attempt,
-            delivery: i.delivery,
-          }));
-          await batchHandler(batch, { tx, signal });
-        } else {
-          for (const i of fresh) {
-            await handler!(i.delivery.body, {
-              tx,
-              signal,
-              attempt: i.delivery.attempt,
-              key: i.key,
-              delivery: i.delivery,
-            });
-          }
+        try {
+          await this.callHandlers(fresh, tx, link.signal);
+        } finally {
+          conn.guard.end();
         }
       },
       {
@@ -286,6 +272,33 @@ export class BatchRunner<T> {
       fresh.map((i) => i.delivery),
       conn,
     );
+  }
+  /** The user's code for the new deliveries: the batch handler, or the handler per message. */
+  private async callHandlers(
+    fresh: ReadonlyArray<Item<T>>,
+    tx: PoolClient,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { batchHandler, handler } = this.cfg;
+    if (batchHandler) {
+      const batch: Array<BatchItem<T>> = fresh.map((i) => ({
+        message: i.delivery.body,
+        key: i.key,
+        attempt: i.delivery.attempt,
+        delivery: i.delivery,
+      }));
+      await batchHandler(batch, { tx, signal });
+      return;
+    }
+    for (const i of fresh) {
+      await handler!(i.delivery.body, {
+        tx,
+        signal,
+        attempt: i.delivery.attempt,
+        key: i.key,
+        delivery: i.delivery,
+      });
+    }
   }
 }
 

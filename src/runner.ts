@@ -164,15 +164,19 @@ export class Runner<T> {
     const tx = conn.guard.tx;
     const result = await guardedCall(
       async (link) => {
-        await handler(delivery.body, {
-          tx,
-          get signal() {
-            return link.signal;
-          },
-          attempt: delivery.attempt,
-          key,
-          delivery,
-        });
+        try {
+          await handler(delivery.body, {
+            tx,
+            get signal() {
+              return link.signal;
+            },
+            attempt: delivery.attempt,
+            key,
+            delivery,
+          });
+        } finally {
+          conn.guard.end();
+        }
       },
       {
         timeoutMs,

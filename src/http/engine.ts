@@ -166,7 +166,13 @@ export class Engine {
             return response;
           },
         };
-        const response: unknown = await job.handler(ctx, requestCopy);
+        let response: unknown;
+        try {
+          response = await job.handler(ctx, requestCopy);
+        } finally {
+          // The handler's work is over: a query it left floating is refused, not autocommitted.
+          conn.guard.end();
+        }
         if (!isResponse(response))
           throw new TypeError('an idempotent handler must return a Response');
         outcome = await this.settleBody(response);
@@ -224,6 +230,9 @@ export class Engine {
       await outcome.body.cancel().catch(() => undefined);
     if (end.kind === 'failed' && work.kind === 'threw' && !end.infrastructure && !end.conflict)
       return { kind: 'threw', error: work.error };
+    // A query the handler sent after settling was refused: its fault, for its error handler.
+    if (end.kind === 'failed' && end.error === conn.guard.lateUse)
+      return { kind: 'threw', error: end.error };
     return end;
   }
 

@@ -170,8 +170,15 @@ export class ClaimConnection {
    */
   async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
     switch (work.kind) {
-      case 'ok':
-        return this.commit(xid, work.beforeCommit);
+      case 'ok': {
+        // Queries the handler left floating run first; one it sent after settling was
+        // refused, and the transaction must not commit without what it meant to write.
+        await this.guard.settled();
+        const late = this.guard.lateUse;
+        if (late === undefined) return this.commit(xid, work.beforeCommit);
+        await this.rollback();
+        return { kind: 'failed', error: late, infrastructure: false, conflict: false };
+      }
       case 'timeout':
         await this.abandon(work.error);
         return { kind: 'failed', error: work.error, infrastructure: false, conflict: false };

@@ -27,13 +27,25 @@ type AnyFunction = (...args: unknown[]) => unknown;
  * `release()` and statements that end the transaction (the runner must COMMIT it
  * itself, after checking the claim is still in it), records the first failed
  * statement (to name it when COMMIT turns into a rollback), and refuses everything
- * once the transaction is over, so a handler that kept a reference cannot write into
- * the next delivery's transaction on the same pooled connection.
+ * once the handler's work is over ({@link end}, called when its promise settles).
+ *
+ * Ending at the handler's settlement, not at COMMIT, is what keeps a floating query
+ * (`tx.query(a).then(() => tx.query(b))`, `forEach(async …)`) out of autocommit: `b`
+ * would otherwise queue behind the COMMIT on the same connection and run outside the
+ * claim's transaction. Queries sent before the end still run inside it; {@link settled}
+ * lets the owner wait for them and see whether a late one was refused before it
+ * commits.
  */
 export class TransactionGuard implements ProxyHandler<PoolClient> {
   readonly tx: PoolClient;
   private failure: { error: unknown } | undefined;
   private ended = false;
+  /** Queries sent through `tx` whose answer has not come yet. */
+  private pending = 0;
+  /** Queries were still in flight when the handler settled: their continuations may call `tx`. */
+  private floating = false;
+  private onIdle: (() => void) | undefined;
+  private late: TransactionControlError | undefined;
   // Made on first use: most handlers only ever call tx.query.
   private queryFn: AnyFunction | undefined;
   private bound: Map<PropertyKey, { original: AnyFunction; bound: AnyFunction }> | undefined;
@@ -48,9 +60,27 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
     return this.failure?.error;
   }
 
-  /** The transaction is over: `tx` refuses every further call. */
+  /** The handler's work is over: `tx` refuses every further call. */
   end(): void {
+    if (this.ended) return;
     this.ended = true;
+    this.floating = this.pending > 0;
+  }
+
+  /** The first call refused because it came after {@link end}, if any. */
+  get lateUse(): TransactionControlError | undefined {
+    return this.late;
+  }
+
+  /**
+   * Resolves once the queries sent before {@link end} have been answered and, if any
+   * were still in flight then, once the continuations they released have run (one
+   * macrotask), so a chained late call has been refused and shows in {@link lateUse}.
+   * Immediate for a handler that awaited its queries: nothing is floating.
+   */
+  async settled(): Promise<void> {
+    if (this.pending > 0) await new Promise<void>((resolve) => (this.onIdle = resolve));
+    if (this.floating) await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
   /** {@link ProxyHandler.get}: `query` and `release` are ours, the rest is the client's. */
@@ -73,9 +103,11 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
     const text =
       typeof first === 'string' ? first : (first as { text?: unknown } | null | undefined)?.text;
     const refusal = this.ended
-      ? new TransactionControlError(
-          'the transaction has ended: ctx.tx cannot be used after the handler returned',
-        )
+      ? (this.late ??= new TransactionControlError(
+          'the handler used ctx.tx after it returned: the transaction ends when the handler ' +
+            "settles, so a query it leaves floating cannot run in the claim's transaction",
+          typeof text === 'string' ? { statement: text.trim().slice(0, 200) } : {},
+        ))
       : typeof text === 'string' && isTransactionControl(text)
         ? new TransactionControlError(
             `"${text.trim().slice(0, 40)}" would end the claim's transaction; the runner commits it`,
@@ -92,15 +124,33 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
       return Promise.reject(refusal);
     }
     if (typeof last === 'function') {
+      this.pending++;
       args[args.length - 1] = (error: Error | null, result?: unknown) => {
-        if (error) this.record(error);
+        this.answered(error ?? undefined);
         (last as Callback)(error, result);
       };
       return (client.query as AnyFunction).apply(client, args);
     }
     const result = (client.query as AnyFunction).apply(client, args);
-    if (result instanceof Promise) result.then(undefined, (error: unknown) => this.record(error));
+    if (result instanceof Promise) {
+      // Registered before the caller's own handlers, so `pending` drops before a chained
+      // call runs (and is refused when the handler has settled).
+      this.pending++;
+      result.then(
+        () => this.answered(undefined),
+        (error: unknown) => this.answered(error),
+      );
+    }
     return result;
+  }
+
+  private answered(error: unknown): void {
+    if (error !== undefined) this.record(error);
+    if (--this.pending === 0 && this.onIdle !== undefined) {
+      const idle = this.onIdle;
+      this.onIdle = undefined;
+      idle();
+    }
   }
 
   private record(error: unknown): void {
