@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { EffectivelyOnceError, ShutdownError } from '../errors.js';
+import { DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
@@ -23,7 +23,7 @@ import {
   type IdempotencyConfig,
   type IdempotencyOptions,
 } from './options.js';
-import { handlerFailedResponse, problemResponse } from './problem.js';
+import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import {
   KeyStatements,
@@ -523,6 +523,10 @@ class IdempotencyImpl implements Idempotency {
           streaming: true,
         };
       case 'threw':
+        // A database refusing the handler's statements (a read-only node's 25006) is
+        // no bug of the handler's: 503 + Retry-After, as when the claim meets it.
+        if (databaseUnavailable(verdict.error))
+          return this.problem(new DatabaseError('handler statement', verdict.error), 'failed');
         return this.threw(verdict.error);
       case 'refused':
         return this.problem(verdict.error, 'refused');
