@@ -15,6 +15,7 @@ import {
   checkWebhookOptions,
   type WebhookHandler,
   type WebhookOptions,
+  webhookScope,
 } from './webhooks.js';
 import { parseIdempotencyKey } from './key.js';
 import {
@@ -34,7 +35,10 @@ import {
 
 /** Per-request settings that replace the endpoint's (adapters and webhooks use them). */
 export interface RequestOverrides {
-  /** The scope, instead of calling `scope(request)`. */
+  /**
+   * The scope, instead of calling `scope(request)`. On a webhook route it is the tenant,
+   * composed with the sender's namespace (see {@link webhookScope}), not replaced by it.
+   */
   scope?: string;
   /** The route, instead of calling `route(request)`. */
   route?: string;
@@ -422,8 +426,21 @@ class IdempotencyImpl implements Idempotency {
       const admission = await admitDelivery(overrides.webhook, head.request(), cfg.maxRequestBytes);
       if (admission.kind === 'refused') return this.problem(admission.error, 'refused');
       if (admission.kind === 'threw') return this.threw(admission.error);
-      const { key, scope, fingerprint: mode } = admission;
-      const rest = { ...overrides, webhook: undefined, key, scope };
+      const { key, door, fingerprint: mode } = admission;
+      // The tenant composes with the sender's namespace (see webhookScope): the
+      // adapter's per-request scope, else the endpoint's when it is per request.
+      let tenant: string | undefined;
+      try {
+        tenant =
+          overrides.scope ??
+          (cfg.constantScope === undefined
+            ? await cfg.scope(admission.request.clone())
+            : undefined);
+        if (tenant !== undefined) checkScope(tenant);
+      } catch (error) {
+        return this.threw(error);
+      }
+      const rest = { ...overrides, webhook: undefined, key, scope: webhookScope(door, tenant) };
       return this.run(
         headOf(admission.request),
         handler,

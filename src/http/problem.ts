@@ -78,7 +78,8 @@ const DETAILS = {
     'Nothing was applied: this idempotency key was used on another endpoint. Use a new key for a new request.',
   'request-in-progress':
     'The first request with this idempotency key has not finished: retry after the Retry-After delay.',
-  'request-too-large': 'Nothing was applied: the request body is larger than this endpoint accepts.',
+  'request-too-large':
+    'Nothing was applied: the request body is larger than this endpoint accepts.',
   'webhook-unverified': 'Nothing was applied: the delivery did not pass verification.',
   'rolled-back':
     'Nothing was applied: the request failed inside its transaction, which rolled back.',

@@ -84,7 +84,14 @@ export interface WebhookOptions {
    * (or throw) to answer 401. Signature schemes are the sender's; use its SDK here.
    */
   verify?: (request: Request, body: Uint8Array) => boolean | Promise<boolean>;
-  /** Scope of the delivery ids. Default `webhook:<source.name>`. */
+  /**
+   * The namespace of the sender's delivery ids (the door). Default
+   * `webhook:<source.name>`. It composes with the tenant, never replaces it: on an
+   * endpoint whose scope is per request (a `scope` function, or an adapter's `scope`),
+   * keys are stored under {@link webhookScope}`(this, tenant)`, so two tenants whose
+   * sender numbers deliveries per account never share one; on an endpoint with a
+   * constant scope, under this string alone, as before.
+   */
   scope?: string;
   /**
    * Whether a redelivery must carry the same body. Default false: senders change
@@ -110,7 +117,8 @@ export type WebhookAdmission =
       /** The request again, its body readable. */
       request: Request;
       key: string;
-      scope: string;
+      /** The sender's namespace (`options.scope`, default `webhook:<source>`); see {@link webhookScope}. */
+      door: string;
       fingerprint: FingerprintMode | undefined;
     }
   | { kind: 'refused'; error: EffectivelyOnceError }
@@ -153,13 +161,25 @@ export async function admitDelivery(
       kind: 'admitted',
       request: copy(),
       key: id,
-      scope: options.scope ?? `webhook:${options.source.name}`,
+      door: options.scope ?? `webhook:${options.source.name}`,
       fingerprint: options.compareBody === true ? undefined : IGNORE_BODY,
     };
   } catch (error) {
     if (error instanceof EffectivelyOnceError) return { kind: 'refused', error };
     return { kind: 'threw', error };
   }
+}
+
+/**
+ * The scope a webhook delivery's key is stored under: the tenant and the sender's
+ * namespace (`door`), composed so that no two different pairs give one string
+ * (`["<tenant>","<door>"]`, the JSON of both). Without a per-request tenant (the
+ * endpoint's scope is a constant) it is the door alone: the exact string keys were
+ * stored under before scopes composed, so redeliveries of deliveries applied before an
+ * upgrade are still recognised.
+ */
+export function webhookScope(door: string, tenant: string | undefined): string {
+  return tenant === undefined ? door : JSON.stringify([tenant, door]);
 }
 
 /** A webhook handler as an idempotent one: nothing returned is 204. */

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  createIdempotency,
+  fingerprint,
+  headerSource,
+  type Idempotency,
+  type WebhookOptions,
+} from 'effectively-once/http';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { startApp, type App } from './apps.js';
+import { answer, type Answer } from './support.js';
+
+let db: TestDatabase;
+const started: Array<App | Idempotency> = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('http_webhook_tenants', { max: 20 });
+  await db.pool.query('CREATE TABLE events (tenant text NOT NULL, delivery text NOT NULL)');
+});
+afterEach(async () => {
+  for (const item of started.splice(0).reverse())
+    await ('url' in item ? item.close() : item.close({ timeoutMs: 1000 }));
+});
+afterAll(async () => {
+  await db.close();
+});
+
+// A sender that numbers deliveries per account: two tenants see the same ids.
+const webhook: WebhookOptions = {
+  source: headerSource('acme-billing', 'X-Delivery'),
+  verify: (request) => request.headers.get('x-signature') === 'ok',
+};
+const tenantOf = (headers: Headers): string => headers.get('x-tenant') ?? 'none';
+
+/**
+ * The tenant scope where each framework takes it: the adapter's per-request `scope`
+ * (Express, Fastify), or the endpoint's scope function (the web core).
+ */
+async function start(framework: (typeof FRAMEWORKS)[number], scope?: string): Promise<App> {
+  const idempotency = createIdempotency({
+    pool: db.pool,
+    schema: db.schema,
+    scope: scope ?? (framework === 'hono' ? (request) => tenantOf(request.headers) : 'unused'),
+  });
+  started.push(idempotency);
+  const app = await startApp({
+    framework,
+    idempotency,
+    webhook,
+    ...(scope === undefined && framework !== 'hono' ? { scope: tenantOf } : {}),
+    run: async (ctx, headers) => {
+      const tenant = tenantOf(headers);
+      await ctx.tx.query('INSERT INTO events (tenant, delivery) VALUES ($1, $2)', [
+        tenant,
+        ctx.key,
+      ]);
+      return { status: 200, body: { tenant, delivery: ctx.key } };
+    },
+  });
+  started.push(app);
+  return app;
+}
+
+async function deliver(app: App, tenant: string, id: string): Promise<Answer> {
+  return answer(
+    await fetch(`${app.url}/run`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-signature': 'ok',
+        'x-tenant': tenant,
+        'x-delivery': id,
+      },
+      body: JSON.stringify({ account: tenant, invoice: 'paid' }),
+    }),
+  );
+}
+
+async function applied(tenant: string, id: string): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM events WHERE tenant = $1 AND delivery = $2',
+    [tenant, id],
+  );
+  return rows[0]?.n ?? -1;
+}
+
+describe.each(FRAMEWORKS)('%s: webhook delivery ids are scoped by tenant too', (framework) => {
+  it("two tenants' deliveries with one id: both applied, neither gets the other's answer", async () => {
+    const app = await start(framework);
+    const id = `evt_${randomUUID().slice(0, 8)}`;
+    const alpha = await deliver(app, 'alpha', id);
+    const bravo = await deliver(app, 'bravo', id);
+    expect(alpha.status).toBe(200);
+    expect(bravo.status).toBe(200);
+    expect(JSON.parse(alpha.body)).toEqual({ tenant: 'alpha', delivery: id });
+    expect(JSON.parse(bravo.body)).toEqual({ tenant: 'bravo', delivery: id });
+    expect(bravo.headers['idempotent-replayed']).toBeUndefined();
+    expect(await applied('alpha', id)).toBe(1);
+    expect(await applied('bravo', id)).toBe(1);
+    // Each tenant's redelivery replays its own answer.
+    const again = await deliver(app, 'bravo', id);
+    expect(again).toMatchObject({ status: 200, body: bravo.body });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(await applied('bravo', id)).toBe(1);
+  });
+});
+
+describe('upgrading: a constant scope keeps the scope string of the keys stored before', () => {
+  it.each(FRAMEWORKS)(
+    '%s: a redelivery of a delivery applied before the upgrade is still a replay',
+    async (framework) => {
+      const app = await start(framework, 'public');
+      const id = `evt_${randomUUID().slice(0, 8)}`;
+      // The row the previous version stored: scope `webhook:<source>`, the body ignored.
+      const body = JSON.stringify({ account: 'alpha', invoice: 'paid' });
+      const fp = fingerprint(
+        { method: 'POST', route: '/run', search: '', body: Buffer.from(body), contentType: null },
+        () => '',
+      );
+      await db.pool.query(
+        `INSERT INTO eo_idempotency_keys (scope, idempotency_key, method, route, fingerprint, status, headers, body)
+         VALUES ('webhook:acme-billing', $1, 'POST', '/run', $2, 200, '{"content-type":"application/json"}', $3)`,
+        [id, fp, Buffer.from('{"before":"upgrade"}')],
+      );
+      const redelivery = await deliver(app, 'alpha', id);
+      expect(redelivery).toMatchObject({ status: 200, body: '{"before":"upgrade"}' });
+      expect(redelivery.headers['idempotent-replayed']).toBe('true');
+      expect(await applied('alpha', id)).toBe(0);
+    },
+  );
+});
