@@ -69,8 +69,15 @@ export function checkWebhookOptions(options: WebhookOptions): void {
       'webhook.source',
       'must be a WebhookSource (webhookSources.github, headerSource(…), bodyFieldSource(…))',
     );
-  if (options.verify !== undefined && typeof options.verify !== 'function')
-    throw new ConfigurationError('webhook.verify', 'must be a function');
+  // Required: without verification a forged request carrying a real delivery's id
+  // claims it first, and the genuine delivery is then "replayed", never applied.
+  if (options.verify !== false && typeof options.verify !== 'function')
+    throw new ConfigurationError(
+      'webhook.verify',
+      "is required: a function (request, body) checking the sender's signature, or " +
+        'verify: false to accept unverified deliveries (anyone who can reach the route can ' +
+        "then claim a real delivery's id before the sender does)",
+    );
   if (options.scope !== undefined) checkScope(options.scope);
 }
 
@@ -79,11 +86,23 @@ export interface WebhookOptions {
   /** Where the delivery id is: a preset of {@link webhookSources}, or your own. */
   source: WebhookSource;
   /**
-   * Checks the delivery is genuine (the sender's signature over the raw body), BEFORE
-   * anything is claimed: a forged request must not take a delivery id. Return false
-   * (or throw) to answer 401. Signature schemes are the sender's; use its SDK here.
+   * Required. Checks the delivery is genuine (the sender's signature over the raw
+   * body), BEFORE anything is claimed: a forged request must not take a delivery id.
+   * Return true to accept; false (or throw) answers 401. Signature schemes are the
+   * sender's; use its SDK here.
+   *
+   * - `request`: a web `Request` (the Fetch API's), on every door: the web core, and
+   *   Express and Fastify too (built from their request; its headers are the
+   *   delivery's, e.g. `request.headers.get('x-hub-signature-256')`). Its body is
+   *   readable, but use `body`.
+   * - `body`: the raw bytes as received, before any parsing: what the sender signed.
+   *
+   * `false` accepts unverified deliveries, explicitly: anyone who can reach the route
+   * can then send a real delivery's id first, so its genuine delivery is answered as a
+   * redelivery and never applied. Use it only behind something that verifies (a
+   * gateway) or for senders that sign nothing.
    */
-  verify?: (request: Request, body: Uint8Array) => boolean | Promise<boolean>;
+  verify: ((request: Request, body: Uint8Array) => boolean | Promise<boolean>) | false;
   /**
    * The namespace of the sender's delivery ids (the door). Default
    * `webhook:<source.name>`. It composes with the tenant, never replaces it: on an
@@ -144,14 +163,19 @@ export async function admitDelivery(
         headers: request.headers,
         body: body.byteLength === 0 ? null : body,
       });
-    let verified = true;
-    if (options.verify !== undefined) {
-      // A verifier that throws on a bad signature (many SDKs do) refuses it too.
-      verified = await Promise.resolve(options.verify(copy(), body)).then(
-        (ok) => ok === true,
-        () => false,
-      );
-    }
+    const verify = options.verify;
+    // Fails closed: a receiver that reached here without its options checked (a
+    // RequestOverrides.webhook passed to execute) and no verify function refuses.
+    const verified =
+      verify === false ||
+      (typeof verify === 'function' &&
+        // A verifier that throws on a bad signature (many SDKs do) refuses it too.
+        (await Promise.resolve()
+          .then(() => verify(copy(), body))
+          .then(
+            (ok) => ok === true,
+            () => false,
+          )));
     if (!verified)
       return { kind: 'refused', error: new WebhookVerificationError(options.source.name) };
     const id = options.source.deliveryId(request, body);

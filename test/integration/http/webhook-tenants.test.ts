@@ -107,6 +107,17 @@ describe.each(FRAMEWORKS)('%s: webhook delivery ids are scoped by tenant too', (
   });
 });
 
+describe('a composed scope', () => {
+  it('must fit 1024 characters: a longer one fails the delivery, nothing applied', async () => {
+    const app = await start('hono');
+    const tenant = 't'.repeat(1000);
+    const id = `evt_${randomUUID().slice(0, 8)}`;
+    expect((await deliver(app, tenant, id)).status).toBe(500);
+    expect(await applied(tenant, id)).toBe(0);
+    expect((await deliver(app, 't'.repeat(900), id)).status).toBe(200);
+  });
+});
+
 describe('upgrading: a constant scope keeps the scope string of the keys stored before', () => {
   it.each(FRAMEWORKS)(
     '%s: a redelivery of a delivery applied before the upgrade is still a replay',
