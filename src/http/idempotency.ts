@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
+import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
@@ -9,6 +9,7 @@ import type { IdempotencyContext, IdempotentHandler } from './context.js';
 import { Engine, type JobHandler, type Verdict } from './engine.js';
 import { IdempotencyKeyMissingError } from './errors.js';
 import { fingerprint, type FingerprintMode } from './fingerprint.js';
+import { KeyWaiters } from './waiters.js';
 import {
   admitDelivery,
   asIdempotentHandler,
@@ -227,6 +228,7 @@ class IdempotencyImpl implements Idempotency {
   private readonly hardStop = new AbortController();
   private readonly pruner: RetentionPruner | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly waiters: KeyWaiters;
   private readonly counters: IdempotencyStats = {
     executed: 0,
     replayed: 0,
@@ -253,6 +255,7 @@ class IdempotencyImpl implements Idempotency {
       hardStop: this.hardStop.signal,
     };
     this.engine = new Engine(cfg, new KeyStatements(cfg.table, cfg.isolationLevel), deps);
+    this.waiters = new KeyWaiters(cfg.maxWaitersPerKey, cfg.maxWaiters);
     const retention = cfg.retention;
     this.pruner =
       retention &&
@@ -501,15 +504,23 @@ class IdempotencyImpl implements Idempotency {
       cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
-    const verdict = await this.engine.run({
-      claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
-      keyed: key !== undefined,
-      request: () => head.request(),
-      body,
-      handler,
-      contextOnly: buffered !== undefined,
-    });
-    return this.answer(verdict);
+    // A retry of a key this process is running waits holding a connection: bounded.
+    const leave = key === undefined ? undefined : this.waiters.enter(scope, key);
+    if (key !== undefined && leave === undefined)
+      return this.problem(new ClaimBusyError(key, 0), 'refused');
+    try {
+      const verdict = await this.engine.run({
+        claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
+        keyed: key !== undefined,
+        request: () => head.request(),
+        body,
+        handler,
+        contextOnly: buffered !== undefined,
+      });
+      return this.answer(verdict);
+    } finally {
+      leave?.();
+    }
   }
 
   private answer(verdict: Verdict): Execution {
