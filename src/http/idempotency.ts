@@ -44,6 +44,12 @@ export interface RequestOverrides {
   /** The route, instead of calling `route(request)`. */
   route?: string;
   /**
+   * The route's template as the framework matched it (`/orders/:id`), for telemetry
+   * (the span's name, `http.route`); never the raw path. Default: `route` when given
+   * here or by a `route` function, else none.
+   */
+  routeTemplate?: string;
+  /**
    * The key, instead of the header's: required whatever the method, validated like a
    * header key.
    */
@@ -494,7 +500,9 @@ class IdempotencyImpl implements Idempotency {
       return this.threw(error);
     }
     try {
-      telemetry?.identified({ key, route });
+      const template =
+        overrides.routeTemplate ?? overrides.route ?? (cfg.routeIsPath ? undefined : route);
+      telemetry?.identified({ key, route, ...(template !== undefined ? { template } : {}) });
     } catch (err) {
       cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');
     }
