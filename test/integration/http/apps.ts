@@ -5,6 +5,7 @@
  * `POST /run` on loopback and answers what `run` returns, as JSON.
  */
 import http from 'node:http';
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { serve } from '@hono/node-server';
 import express from 'express';
 import Fastify from 'fastify';
@@ -12,6 +13,7 @@ import { Hono } from 'hono';
 import type { Idempotency, IdempotencyContext, WebhookOptions } from 'effectively-once/http';
 import { idempotentExpress } from 'effectively-once/http/express';
 import { idempotencyPlugin } from 'effectively-once/http/fastify';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { portOf, type Framework } from '../../helpers/http/payments.js';
 
 /** What the endpoint's handler does, and what it answers. */
@@ -130,6 +132,40 @@ async function startFastify({ idempotency, run, webhook, scope }: AppOptions): P
     close: async () => {
       app.server.closeAllConnections();
       await app.close();
+    },
+  };
+}
+
+/**
+ * One schema per test file (with `setup`'s tables), and the endpoints and apps a test
+ * started, closed after it (apps first).
+ */
+export function appFixture(
+  prefix: string,
+  setup = '',
+  poolMax = 10,
+): { db: () => TestDatabase; track: <T extends App | Idempotency>(item: T) => T } {
+  let db: TestDatabase | undefined;
+  const started: Array<App | Idempotency> = [];
+  beforeAll(async () => {
+    db = await createTestDatabase(prefix, { max: poolMax });
+    if (setup !== '') await db.pool.query(setup);
+  });
+  afterEach(async () => {
+    for (const item of started.splice(0).reverse())
+      await ('url' in item ? item.close() : item.close({ timeoutMs: 1000 }));
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+  return {
+    db: () => {
+      if (db === undefined) throw new Error('no database yet');
+      return db;
+    },
+    track: (item) => {
+      started.push(item);
+      return item;
     },
   };
 }

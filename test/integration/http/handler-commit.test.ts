@@ -1,51 +1,40 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createIdempotency, type Idempotency } from 'effectively-once/http';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { describe, expect, it } from '@jest/globals';
+import { createIdempotency } from 'effectively-once/http';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
-import { startApp, type App } from './apps.js';
+import { appFixture, startApp } from './apps.js';
 import { post } from './support.js';
 
-let db: TestDatabase;
-const started: Array<App | Idempotency> = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase('http_handler_commit', { max: 10 });
-  await db.pool.query('CREATE TABLE orders (key text NOT NULL)');
-});
-afterEach(async () => {
-  for (const item of started.splice(0).reverse())
-    await ('url' in item ? item.close() : item.close({ timeoutMs: 1000 }));
-});
-afterAll(async () => {
-  await db.close();
-});
+const fixture = appFixture('http_handler_commit', 'CREATE TABLE orders (key text NOT NULL)');
 
 describe.each(FRAMEWORKS)('%s: a handler that commits the transaction itself', (framework) => {
   it("tx.query('INSERT …; COMMIT'): the first answer is stored, every retry replays it", async () => {
     const warnings: string[] = [];
-    const idempotency = createIdempotency({
-      pool: db.pool,
-      scope: 'public',
-      schema: db.schema,
-      logger: {
-        debug: () => undefined,
-        info: () => undefined,
-        warn: (_obj, msg) => warnings.push(msg ?? ''),
-        error: () => undefined,
-      },
-    });
-    started.push(idempotency);
-    const app = await startApp({
-      framework,
-      idempotency,
-      run: async (ctx) => {
-        // Multi-statement text ends the claim's transaction from inside: it committed.
-        await ctx.tx.query(`INSERT INTO orders (key) VALUES ('${ctx.key}'); COMMIT`);
-        return { status: 201, body: { order: ctx.key } };
-      },
-    });
-    started.push(app);
+    const db = fixture.db();
+    const idempotency = fixture.track(
+      createIdempotency({
+        pool: db.pool,
+        scope: 'public',
+        schema: db.schema,
+        logger: {
+          debug: () => undefined,
+          info: () => undefined,
+          warn: (_obj, msg) => warnings.push(msg ?? ''),
+          error: () => undefined,
+        },
+      }),
+    );
+    const app = fixture.track(
+      await startApp({
+        framework,
+        idempotency,
+        run: async (ctx) => {
+          // Multi-statement text ends the claim's transaction from inside: it committed.
+          await ctx.tx.query(`INSERT INTO orders (key) VALUES ('${ctx.key}'); COMMIT`);
+          return { status: 201, body: { order: ctx.key } };
+        },
+      }),
+    );
     const key = randomUUID();
     const first = await post(`${app.url}/run`, key, {});
     expect(first.status).toBe(201);

@@ -1,59 +1,55 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Hono } from 'hono';
 import {
   createIdempotency,
   type Idempotency,
   type IdempotencyOptions,
 } from 'effectively-once/http';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
 import { otelHarness, type OtelHarness } from '../../helpers/otel.js';
 import { otelIdempotencyTelemetry } from '../../../src/otel/index.js';
-import { startApp, type App } from './apps.js';
+import { appFixture, startApp, type App } from './apps.js';
 import { post } from './support.js';
 
-let db: TestDatabase;
+const fixture = appFixture('http_otel_spans');
 let otel: OtelHarness;
-const started: Array<App | Idempotency> = [];
 
-beforeAll(async () => {
-  db = await createTestDatabase('http_otel_spans', { max: 10 });
-});
 beforeEach(() => {
   otel = otelHarness();
 });
 afterEach(async () => {
-  for (const item of started.splice(0).reverse())
-    await ('url' in item ? item.close() : item.close({ timeoutMs: 1000 }));
   await otel.shutdown();
 });
-afterAll(async () => {
-  await db.close();
-});
+
+/** An endpoint on the fixture's schema, traced into the harness. */
+function endpoint(options: Partial<IdempotencyOptions> = {}): Idempotency {
+  const db = fixture.db();
+  return fixture.track(
+    createIdempotency({
+      pool: db.pool,
+      schema: db.schema,
+      scope: 'public',
+      telemetry: otelIdempotencyTelemetry({
+        tracerProvider: otel.tracerProvider,
+        meterProvider: otel.meterProvider,
+      }),
+      ...options,
+    }),
+  );
+}
 
 async function start(
   framework: (typeof FRAMEWORKS)[number],
   options: Partial<IdempotencyOptions> = {},
 ): Promise<App> {
-  const idempotency = createIdempotency({
-    pool: db.pool,
-    schema: db.schema,
-    scope: 'public',
-    telemetry: otelIdempotencyTelemetry({
-      tracerProvider: otel.tracerProvider,
-      meterProvider: otel.meterProvider,
+  return fixture.track(
+    await startApp({
+      framework,
+      idempotency: endpoint(options),
+      run: async (ctx) => ({ status: 201, body: { key: ctx.key } }),
     }),
-    ...options,
-  });
-  started.push(idempotency);
-  const app = await startApp({
-    framework,
-    idempotency,
-    run: async (ctx) => ({ status: 201, body: { key: ctx.key } }),
-  });
-  started.push(app);
-  return app;
+  );
 }
 
 function requestSpans() {
@@ -88,16 +84,7 @@ describe.each(FRAMEWORKS)('%s: request spans carry no raw path and no raw key', 
 
 describe("an adapter passes the framework's route template", () => {
   it('RequestOverrides.routeTemplate names the span; the key stays bound to the path', async () => {
-    const idempotency = createIdempotency({
-      pool: db.pool,
-      schema: db.schema,
-      scope: 'public',
-      telemetry: otelIdempotencyTelemetry({
-        tracerProvider: otel.tracerProvider,
-        meterProvider: otel.meterProvider,
-      }),
-    });
-    started.push(idempotency);
+    const idempotency = endpoint();
     const app = new Hono();
     app.post('/orders/:id/refunds', (c) =>
       idempotency.handle(c.req.raw, async (_request, ctx) => Response.json({ key: ctx.key }), {
@@ -112,9 +99,11 @@ describe("an adapter passes the framework's route template", () => {
     const [span] = requestSpans();
     expect(span?.name).toBe('POST /orders/:id/refunds');
     expect(span?.attributes['http.route']).toBe('/orders/:id/refunds');
-    const { rows } = await db.pool.query<{ route: string }>(
-      'SELECT route FROM eo_idempotency_keys ORDER BY created_at DESC LIMIT 1',
-    );
+    const { rows } = await fixture
+      .db()
+      .pool.query<{ route: string }>(
+        'SELECT route FROM eo_idempotency_keys ORDER BY created_at DESC LIMIT 1',
+      );
     expect(rows[0]?.route).toBe('/orders/4242/refunds');
   });
 });

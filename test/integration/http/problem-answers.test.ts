@@ -1,38 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import {
-  createIdempotency,
-  type Idempotency,
-  type IdempotencyContext,
-} from 'effectively-once/http';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { createIdempotency, type IdempotencyContext } from 'effectively-once/http';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
-import { startApp, type App } from './apps.js';
+import { appFixture, startApp } from './apps.js';
 import { post } from './support.js';
 
-let db: TestDatabase;
-const started: Array<App | Idempotency> = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase('http_problems', { max: 10 });
-  await db.pool.query(`
-    CREATE TABLE people (id serial PRIMARY KEY, key text NOT NULL);
-    CREATE TABLE accounts (id int PRIMARY KEY);
-    CREATE TABLE transfers (
-      key text NOT NULL,
-      account int,
-      CONSTRAINT transfers_account_secret_fk FOREIGN KEY (account) REFERENCES accounts (id)
-        DEFERRABLE INITIALLY DEFERRED
-    )`);
-});
-afterEach(async () => {
-  for (const item of started.splice(0).reverse())
-    await ('url' in item ? item.close() : item.close({ timeoutMs: 1000 }));
-});
-afterAll(async () => {
-  await db.close();
-});
+const fixture = appFixture(
+  'http_problems',
+  `CREATE TABLE people (id serial PRIMARY KEY, key text NOT NULL);
+   CREATE TABLE accounts (id int PRIMARY KEY);
+   CREATE TABLE transfers (
+     key text NOT NULL,
+     account int,
+     CONSTRAINT transfers_account_secret_fk FOREIGN KEY (account) REFERENCES accounts (id)
+       DEFERRABLE INITIALLY DEFERRED
+   )`,
+);
 
 const SSN = '123-45-6789';
 
@@ -48,7 +32,7 @@ const faults: Record<string, (ctx: IdempotencyContext) => Promise<void>> = {
   },
   async terminated(ctx) {
     const { rows } = await ctx.tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    await db.pool.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+    await fixture.db().pool.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
     await ctx.tx.query('INSERT INTO people (key) VALUES ($1)', [`${SSN} ${ctx.key}`]);
   },
   async 'read-only'(ctx) {
@@ -67,7 +51,8 @@ interface Logged {
   err: unknown;
 }
 
-async function start(framework: (typeof FRAMEWORKS)[number], pool: pg.Pool = db.pool) {
+async function start(framework: (typeof FRAMEWORKS)[number], pool?: pg.Pool) {
+  const db = fixture.db();
   const logged: Logged[] = [];
   const log =
     (level: string) =>
@@ -75,14 +60,14 @@ async function start(framework: (typeof FRAMEWORKS)[number], pool: pg.Pool = db.
       logged.push({ level, err: (obj as { err?: unknown }).err });
     };
   const idempotency = createIdempotency({
-    pool,
+    pool: pool ?? db.pool,
     scope: 'public',
     schema: db.schema,
     retryAfterSeconds: 7,
     acquireTimeoutMs: 2000,
     logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
   });
-  started.push(idempotency);
+  fixture.track(idempotency);
   const app = await startApp({
     framework,
     idempotency,
@@ -93,7 +78,7 @@ async function start(framework: (typeof FRAMEWORKS)[number], pool: pg.Pool = db.
       return { status: 201, body: { key: ctx.key } };
     },
   });
-  started.push(app);
+  fixture.track(app);
   return { app, logged };
 }
 
@@ -106,10 +91,9 @@ function textOf(error: unknown): string {
 }
 
 async function people(key: string): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM people WHERE key = $1',
-    [key],
-  );
+  const { rows } = await fixture
+    .db()
+    .pool.query<{ n: number }>('SELECT count(*)::int AS n FROM people WHERE key = $1', [key]);
   return rows[0]?.n ?? -1;
 }
 

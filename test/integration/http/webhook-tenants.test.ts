@@ -1,31 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
   createIdempotency,
   fingerprint,
   headerSource,
-  type Idempotency,
   type WebhookOptions,
 } from 'effectively-once/http';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
-import { startApp, type App } from './apps.js';
+import { appFixture, startApp, type App } from './apps.js';
 import { answer, type Answer } from './support.js';
 
-let db: TestDatabase;
-const started: Array<App | Idempotency> = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase('http_webhook_tenants', { max: 20 });
-  await db.pool.query('CREATE TABLE events (tenant text NOT NULL, delivery text NOT NULL)');
-});
-afterEach(async () => {
-  for (const item of started.splice(0).reverse())
-    await ('url' in item ? item.close() : item.close({ timeoutMs: 1000 }));
-});
-afterAll(async () => {
-  await db.close();
-});
+const fixture = appFixture(
+  'http_webhook_tenants',
+  'CREATE TABLE events (tenant text NOT NULL, delivery text NOT NULL)',
+  20,
+);
 
 // A sender that numbers deliveries per account: two tenants see the same ids.
 const webhook: WebhookOptions = {
@@ -39,28 +28,30 @@ const tenantOf = (headers: Headers): string => headers.get('x-tenant') ?? 'none'
  * (Express, Fastify), or the endpoint's scope function (the web core).
  */
 async function start(framework: (typeof FRAMEWORKS)[number], scope?: string): Promise<App> {
-  const idempotency = createIdempotency({
-    pool: db.pool,
-    schema: db.schema,
-    scope: scope ?? (framework === 'hono' ? (request) => tenantOf(request.headers) : 'unused'),
-  });
-  started.push(idempotency);
-  const app = await startApp({
-    framework,
-    idempotency,
-    webhook,
-    ...(scope === undefined && framework !== 'hono' ? { scope: tenantOf } : {}),
-    run: async (ctx, headers) => {
-      const tenant = tenantOf(headers);
-      await ctx.tx.query('INSERT INTO events (tenant, delivery) VALUES ($1, $2)', [
-        tenant,
-        ctx.key,
-      ]);
-      return { status: 200, body: { tenant, delivery: ctx.key } };
-    },
-  });
-  started.push(app);
-  return app;
+  const db = fixture.db();
+  const idempotency = fixture.track(
+    createIdempotency({
+      pool: db.pool,
+      schema: db.schema,
+      scope: scope ?? (framework === 'hono' ? (request) => tenantOf(request.headers) : 'unused'),
+    }),
+  );
+  return fixture.track(
+    await startApp({
+      framework,
+      idempotency,
+      webhook,
+      ...(scope === undefined && framework !== 'hono' ? { scope: tenantOf } : {}),
+      run: async (ctx, headers) => {
+        const tenant = tenantOf(headers);
+        await ctx.tx.query('INSERT INTO events (tenant, delivery) VALUES ($1, $2)', [
+          tenant,
+          ctx.key,
+        ]);
+        return { status: 200, body: { tenant, delivery: ctx.key } };
+      },
+    }),
+  );
 }
 
 async function deliver(app: App, tenant: string, id: string): Promise<Answer> {
@@ -79,10 +70,12 @@ async function deliver(app: App, tenant: string, id: string): Promise<Answer> {
 }
 
 async function applied(tenant: string, id: string): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM events WHERE tenant = $1 AND delivery = $2',
-    [tenant, id],
-  );
+  const { rows } = await fixture
+    .db()
+    .pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM events WHERE tenant = $1 AND delivery = $2',
+      [tenant, id],
+    );
   return rows[0]?.n ?? -1;
 }
 
@@ -130,7 +123,7 @@ describe('upgrading: a constant scope keeps the scope string of the keys stored 
         { method: 'POST', route: '/run', search: '', body: Buffer.from(body), contentType: null },
         () => '',
       );
-      await db.pool.query(
+      await fixture.db().pool.query(
         `INSERT INTO eo_idempotency_keys (scope, idempotency_key, method, route, fingerprint, status, headers, body)
          VALUES ('webhook:acme-billing', $1, 'POST', '/run', $2, 200, '{"content-type":"application/json"}', $3)`,
         [id, fp, Buffer.from('{"before":"upgrade"}')],
