@@ -213,11 +213,18 @@ export class Engine {
 
     const end = await conn.finish(work, xid);
     if (end.kind === 'committed') {
-      if (end.warning !== undefined)
+      if (end.warning !== undefined) {
         this.cfg.logger.warn(
           { err: end.warning, key: claim.key },
           'effectively-once: committed oddly',
         );
+        // The handler committed the claim's transaction itself (`tx.query('…; COMMIT')`):
+        // the key row committed without its response, which the COMMIT's round trip never
+        // got to store. Store it now, in a statement of its own, before answering; else
+        // every retry would meet an incomplete row for the key's whole lifetime.
+        if (work.kind === 'ok' && work.beforeCommit !== undefined)
+          await this.completeAfterCommit(conn, work.beforeCommit, claim.key);
+      }
       if (outcome?.kind !== 'store') throw new Error('unreachable: committed without a response');
       await this.committed(claim, outcome.response.status);
       return {
@@ -253,6 +260,23 @@ export class Engine {
     if (read.kind === 'complete')
       return { ...store, body: read.bytes, omitted: null, stored: read.bytes };
     return { ...store, body: read.stream, omitted: 'too-large', stored: null };
+  }
+
+  /** Runs the stored-response statement in autocommit, after a commit the handler made. */
+  private async completeAfterCommit(
+    conn: ClaimConnection,
+    statement: string,
+    key: string,
+  ): Promise<void> {
+    try {
+      await conn.client.query(statement);
+    } catch (err) {
+      // The effect committed: answering it is still right, but retries will find no response.
+      this.cfg.logger.error(
+        { err, key },
+        'effectively-once: could not store the response after the handler committed',
+      );
+    }
   }
 
   private async committed(claim: KeyClaim, status: number): Promise<void> {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isLosslessNumber, parse } from 'lossless-json';
 
 /** What a request's fingerprint is computed from. */
 export interface FingerprintInput {
@@ -18,9 +19,11 @@ export interface FingerprintInput {
  * How a request is fingerprinted to tell a retry from a different request under the
  * same key: `'raw'` (default) hashes the body bytes as sent, so a retry must send the
  * same bytes (idempotentFetch does); `'json'` hashes a canonical form of a JSON body
- * (keys sorted, no whitespace), so a client that re-serialises an equal object between
- * retries still matches; a function returns the bytes or text to hash instead of the
- * body (method, route and query are always hashed with it).
+ * ({@link canonicalJson}: keys sorted, no whitespace, numbers exactly as written), so a
+ * client that re-serialises an equal object between retries still matches; a body with
+ * no single canonical form (not JSON, or a key twice with different values) counts by
+ * its raw bytes. A function returns the bytes or text to hash instead of the body
+ * (method, route and query are always hashed with it).
  */
 export type FingerprintMode = 'raw' | 'json' | ((input: FingerprintInput) => string | Uint8Array);
 
@@ -46,16 +49,14 @@ export function fingerprint(input: FingerprintInput, mode: FingerprintMode = 'ra
   return hash.digest();
 }
 
-/** The body as canonical JSON when it is JSON, else undefined (then the raw bytes count). */
+/** The body as canonical JSON when it is JSON with one canonical form, else undefined (then the raw bytes count). */
 function canonicalJsonBody(input: FingerprintInput): string | undefined {
   if (input.body.byteLength === 0 || !isJson(input.contentType)) return undefined;
-  let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(input.body).toString('utf8'));
+    return canonicalJson(input.body);
   } catch {
     return undefined;
   }
-  return canonicalJson(value);
 }
 
 function isJson(contentType: string | null): boolean {
@@ -63,14 +64,35 @@ function isJson(contentType: string | null): boolean {
   return type === 'application/json' || type.endsWith('+json');
 }
 
-/** JSON with object keys sorted at every level and no whitespace. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+/**
+ * A JSON text in canonical form: object keys sorted at every level, no whitespace,
+ * strings re-escaped the one way `JSON.stringify` does, and every number exactly as
+ * written (`9007199254740993` and `1e400` keep their digits, where a `JSON.parse` round
+ * trip rounds or turns them into `null`; `1.0` and `1` stay different). Parsed by
+ * lossless-json, which keeps number lexemes and refuses a key given twice with
+ * different values. Throws a SyntaxError for text that is not JSON or has such a key:
+ * it has no single meaning to canonicalise.
+ */
+export function canonicalJson(text: string | Uint8Array): string {
+  const source = typeof text === 'string' ? text : Buffer.from(text).toString('utf8');
+  let value: unknown;
+  try {
+    value = parse(source);
+  } catch (cause) {
+    throw new SyntaxError(`not canonical JSON: ${(cause as Error).message}`, { cause });
+  }
+  return serialise(value);
+}
+
+function serialise(value: unknown): string {
+  if (isLosslessNumber(value)) return value.value;
+  if (Array.isArray(value)) return `[${value.map(serialise).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+      .map((k) => `${JSON.stringify(k)}:${serialise((value as Record<string, unknown>)[k])}`);
     return `{${entries.join(',')}}`;
   }
-  return JSON.stringify(value) ?? 'null';
+  // Strings, booleans and null: lossless-json parsed them as JSON.parse does.
+  return JSON.stringify(value);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { EffectivelyOnceError, ShutdownError } from '../errors.js';
+import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
@@ -9,12 +9,14 @@ import type { IdempotencyContext, IdempotentHandler } from './context.js';
 import { Engine, type JobHandler, type Verdict } from './engine.js';
 import { IdempotencyKeyMissingError } from './errors.js';
 import { fingerprint, type FingerprintMode } from './fingerprint.js';
+import { KeyWaiters } from './waiters.js';
 import {
   admitDelivery,
   asIdempotentHandler,
   checkWebhookOptions,
   type WebhookHandler,
   type WebhookOptions,
+  webhookScope,
 } from './webhooks.js';
 import { parseIdempotencyKey } from './key.js';
 import {
@@ -23,7 +25,7 @@ import {
   type IdempotencyConfig,
   type IdempotencyOptions,
 } from './options.js';
-import { handlerFailedResponse, problemResponse } from './problem.js';
+import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import {
   KeyStatements,
@@ -34,10 +36,19 @@ import {
 
 /** Per-request settings that replace the endpoint's (adapters and webhooks use them). */
 export interface RequestOverrides {
-  /** The scope, instead of calling `scope(request)`. */
+  /**
+   * The scope, instead of calling `scope(request)`. On a webhook route it is the tenant,
+   * composed with the sender's namespace (see {@link webhookScope}), not replaced by it.
+   */
   scope?: string;
   /** The route, instead of calling `route(request)`. */
   route?: string;
+  /**
+   * The route's template as the framework matched it (`/orders/:id`), for telemetry
+   * (the span's name, `http.route`); never the raw path. Default: `route` when given
+   * here or by a `route` function, else none.
+   */
+  routeTemplate?: string;
   /**
    * The key, instead of the header's: required whatever the method, validated like a
    * header key.
@@ -223,6 +234,7 @@ class IdempotencyImpl implements Idempotency {
   private readonly hardStop = new AbortController();
   private readonly pruner: RetentionPruner | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly waiters: KeyWaiters;
   private readonly counters: IdempotencyStats = {
     executed: 0,
     replayed: 0,
@@ -249,6 +261,7 @@ class IdempotencyImpl implements Idempotency {
       hardStop: this.hardStop.signal,
     };
     this.engine = new Engine(cfg, new KeyStatements(cfg.table, cfg.isolationLevel), deps);
+    this.waiters = new KeyWaiters(cfg.maxWaitersPerKey, cfg.maxWaiters);
     const retention = cfg.retention;
     this.pruner =
       retention &&
@@ -422,8 +435,21 @@ class IdempotencyImpl implements Idempotency {
       const admission = await admitDelivery(overrides.webhook, head.request(), cfg.maxRequestBytes);
       if (admission.kind === 'refused') return this.problem(admission.error, 'refused');
       if (admission.kind === 'threw') return this.threw(admission.error);
-      const { key, scope, fingerprint: mode } = admission;
-      const rest = { ...overrides, webhook: undefined, key, scope };
+      const { key, door, fingerprint: mode } = admission;
+      // The tenant composes with the sender's namespace (see webhookScope): the
+      // adapter's per-request scope, else the endpoint's when it is per request.
+      let tenant: string | undefined;
+      try {
+        tenant =
+          overrides.scope ??
+          (cfg.constantScope === undefined
+            ? await cfg.scope(admission.request.clone())
+            : undefined);
+        if (tenant !== undefined) checkScope(tenant);
+      } catch (error) {
+        return this.threw(error);
+      }
+      const rest = { ...overrides, webhook: undefined, key, scope: webhookScope(door, tenant) };
       return this.run(
         headOf(admission.request),
         handler,
@@ -474,7 +500,9 @@ class IdempotencyImpl implements Idempotency {
       return this.threw(error);
     }
     try {
-      telemetry?.identified({ key, route });
+      const template =
+        overrides.routeTemplate ?? overrides.route ?? (cfg.routeIsPath ? undefined : route);
+      telemetry?.identified({ key, route, ...(template !== undefined ? { template } : {}) });
     } catch (err) {
       cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');
     }
@@ -484,15 +512,23 @@ class IdempotencyImpl implements Idempotency {
       cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
-    const verdict = await this.engine.run({
-      claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
-      keyed: key !== undefined,
-      request: () => head.request(),
-      body,
-      handler,
-      contextOnly: buffered !== undefined,
-    });
-    return this.answer(verdict);
+    // A retry of a key this process is running waits holding a connection: bounded.
+    const leave = key === undefined ? undefined : this.waiters.enter(scope, key);
+    if (key !== undefined && leave === undefined)
+      return this.problem(new ClaimBusyError(key, 0), 'refused');
+    try {
+      const verdict = await this.engine.run({
+        claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
+        keyed: key !== undefined,
+        request: () => head.request(),
+        body,
+        handler,
+        contextOnly: buffered !== undefined,
+      });
+      return this.answer(verdict);
+    } finally {
+      leave?.();
+    }
   }
 
   private answer(verdict: Verdict): Execution {
@@ -523,6 +559,10 @@ class IdempotencyImpl implements Idempotency {
           streaming: true,
         };
       case 'threw':
+        // A database refusing the handler's statements (a read-only node's 25006) is
+        // no bug of the handler's: 503 + Retry-After, as when the claim meets it.
+        if (databaseUnavailable(verdict.error))
+          return this.problem(new DatabaseError('handler statement', verdict.error), 'failed');
         return this.threw(verdict.error);
       case 'refused':
         return this.problem(verdict.error, 'refused');

@@ -21,7 +21,7 @@ export type {
   IdempotencyTelemetry,
 } from './telemetry.js';
 export { DEFAULT_STORED_HEADERS, DEFAULT_KEY_LIFETIME_MS } from './options.js';
-export { webhookSources, headerSource, bodyFieldSource } from './webhooks.js';
+export { webhookSources, headerSource, bodyFieldSource, webhookScope } from './webhooks.js';
 export type { WebhookHandler, WebhookOptions, WebhookSource } from './webhooks.js';
 export { canonicalJson, fingerprint } from './fingerprint.js';
 export type { FingerprintInput, FingerprintMode } from './fingerprint.js';

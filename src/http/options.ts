@@ -63,6 +63,20 @@ export interface IdempotencyOptions {
   concurrent?: 'wait' | 'reject';
   /** Longest wait on a running original, in ms: 1 to 3 600 000. Default 5000. */
   waitMs?: number;
+  /**
+   * How many requests of this process may wait at once on one key another of its
+   * requests is running (each waiter holds a pool connection for up to `waitMs`);
+   * beyond it a retry is answered 409 with `Retry-After` at once. 0 to 10 000.
+   * Default 1: a client waits on its own original, a burst of its retries cannot
+   * take the pool.
+   */
+  maxWaitersPerKey?: number;
+  /**
+   * How many requests of this process may wait on running originals at once, all keys
+   * together; beyond it, 409 with `Retry-After`. 0 to 100 000. Default: half the pool's
+   * `max` (at least 1), so the rest stays free for other keys.
+   */
+  maxWaiters?: number;
   /** `Retry-After` of 409 and 503 answers, in seconds: 0 to 3600. Default 1. */
   retryAfterSeconds?: number;
   /**
@@ -149,6 +163,8 @@ export interface IdempotencyConfig {
   fingerprint: FingerprintMode;
   mismatchStatus: number;
   waitMs: number;
+  maxWaitersPerKey: number;
+  maxWaiters: number;
   retryAfterSeconds: number;
   rollbackOn: (status: number) => boolean;
   storeHeaders: ReadonlySet<string>;
@@ -263,6 +279,8 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     mismatchStatus: intOption('mismatchStatus', options.mismatchStatus, 422, 400, 499),
     // 'reject' still waits a millisecond: lock_timeout 0 would mean "wait forever".
     waitMs: concurrent === 'reject' ? 1 : waitMs,
+    maxWaitersPerKey: intOption('maxWaitersPerKey', options.maxWaitersPerKey, 1, 0, 10_000),
+    maxWaiters: intOption('maxWaiters', options.maxWaiters, halfThePool(options.pool), 0, 100_000),
     retryAfterSeconds: intOption('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 3600),
     rollbackOn: options.rollbackOn ?? ((status) => status >= 500),
     storeHeaders: storedHeaders(options.storeHeaders),
@@ -286,6 +304,12 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     telemetry: options.telemetry,
     problemTypeBase: options.problemTypeBase ?? 'urn:effectively-once:problem:',
   };
+}
+
+/** Half a pg Pool's `max` (10 unless configured), at least 1. */
+function halfThePool(pool: Pool): number {
+  const max = (pool as { options?: { max?: unknown } }).options?.max;
+  return Math.max(1, Math.floor((typeof max === 'number' && max > 0 ? max : 10) / 2));
 }
 
 function constantScope(scope: string): () => string {

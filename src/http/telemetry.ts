@@ -10,8 +10,14 @@ export type HttpTelemetryOutcome =
 export interface HttpRequestIdentity {
   /** The idempotency key, or undefined for an unkeyed request of a method that does not need one. */
   key: string | undefined;
-  /** The route the key is bound to. */
+  /** The route the key is bound to (by default the URL's path, ids and all). */
   route: string;
+  /**
+   * The route's template (`/orders/:id`), when one is known: an adapter's route
+   * (`RequestOverrides.routeTemplate`), or what a `route` function chose. Undefined
+   * when the route is only the URL's path, whose cardinality has no bound.
+   */
+  template?: string;
 }
 
 /** How a request ended, for {@link HttpRequestScope.end}. */

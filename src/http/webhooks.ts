@@ -69,8 +69,15 @@ export function checkWebhookOptions(options: WebhookOptions): void {
       'webhook.source',
       'must be a WebhookSource (webhookSources.github, headerSource(…), bodyFieldSource(…))',
     );
-  if (options.verify !== undefined && typeof options.verify !== 'function')
-    throw new ConfigurationError('webhook.verify', 'must be a function');
+  // Required: without verification a forged request carrying a real delivery's id
+  // claims it first, and the genuine delivery is then "replayed", never applied.
+  if (options.verify !== false && typeof options.verify !== 'function')
+    throw new ConfigurationError(
+      'webhook.verify',
+      "is required: a function (request, body) checking the sender's signature, or " +
+        'verify: false to accept unverified deliveries (anyone who can reach the route can ' +
+        "then claim a real delivery's id before the sender does)",
+    );
   if (options.scope !== undefined) checkScope(options.scope);
 }
 
@@ -79,12 +86,31 @@ export interface WebhookOptions {
   /** Where the delivery id is: a preset of {@link webhookSources}, or your own. */
   source: WebhookSource;
   /**
-   * Checks the delivery is genuine (the sender's signature over the raw body), BEFORE
-   * anything is claimed: a forged request must not take a delivery id. Return false
-   * (or throw) to answer 401. Signature schemes are the sender's; use its SDK here.
+   * Required. Checks the delivery is genuine (the sender's signature over the raw
+   * body), BEFORE anything is claimed: a forged request must not take a delivery id.
+   * Return true to accept; false (or throw) answers 401. Signature schemes are the
+   * sender's; use its SDK here.
+   *
+   * - `request`: a web `Request` (the Fetch API's), on every door: the web core, and
+   *   Express and Fastify too (built from their request; its headers are the
+   *   delivery's, e.g. `request.headers.get('x-hub-signature-256')`). Its body is
+   *   readable, but use `body`.
+   * - `body`: the raw bytes as received, before any parsing: what the sender signed.
+   *
+   * `false` accepts unverified deliveries, explicitly: anyone who can reach the route
+   * can then send a real delivery's id first, so its genuine delivery is answered as a
+   * redelivery and never applied. Use it only behind something that verifies (a
+   * gateway) or for senders that sign nothing.
    */
-  verify?: (request: Request, body: Uint8Array) => boolean | Promise<boolean>;
-  /** Scope of the delivery ids. Default `webhook:<source.name>`. */
+  verify: ((request: Request, body: Uint8Array) => boolean | Promise<boolean>) | false;
+  /**
+   * The namespace of the sender's delivery ids (the door). Default
+   * `webhook:<source.name>`. It composes with the tenant, never replaces it: on an
+   * endpoint whose scope is per request (a `scope` function, or an adapter's `scope`),
+   * keys are stored under {@link webhookScope}`(this, tenant)`, so two tenants whose
+   * sender numbers deliveries per account never share one; on an endpoint with a
+   * constant scope, under this string alone, as before.
+   */
   scope?: string;
   /**
    * Whether a redelivery must carry the same body. Default false: senders change
@@ -110,7 +136,8 @@ export type WebhookAdmission =
       /** The request again, its body readable. */
       request: Request;
       key: string;
-      scope: string;
+      /** The sender's namespace (`options.scope`, default `webhook:<source>`); see {@link webhookScope}. */
+      door: string;
       fingerprint: FingerprintMode | undefined;
     }
   | { kind: 'refused'; error: EffectivelyOnceError }
@@ -136,14 +163,19 @@ export async function admitDelivery(
         headers: request.headers,
         body: body.byteLength === 0 ? null : body,
       });
-    let verified = true;
-    if (options.verify !== undefined) {
-      // A verifier that throws on a bad signature (many SDKs do) refuses it too.
-      verified = await Promise.resolve(options.verify(copy(), body)).then(
-        (ok) => ok === true,
-        () => false,
-      );
-    }
+    const verify = options.verify;
+    // Fails closed: a receiver that reached here without its options checked (a
+    // RequestOverrides.webhook passed to execute) and no verify function refuses.
+    const verified =
+      verify === false ||
+      (typeof verify === 'function' &&
+        // A verifier that throws on a bad signature (many SDKs do) refuses it too.
+        (await Promise.resolve()
+          .then(() => verify(copy(), body))
+          .then(
+            (ok) => ok === true,
+            () => false,
+          )));
     if (!verified)
       return { kind: 'refused', error: new WebhookVerificationError(options.source.name) };
     const id = options.source.deliveryId(request, body);
@@ -153,13 +185,25 @@ export async function admitDelivery(
       kind: 'admitted',
       request: copy(),
       key: id,
-      scope: options.scope ?? `webhook:${options.source.name}`,
+      door: options.scope ?? `webhook:${options.source.name}`,
       fingerprint: options.compareBody === true ? undefined : IGNORE_BODY,
     };
   } catch (error) {
     if (error instanceof EffectivelyOnceError) return { kind: 'refused', error };
     return { kind: 'threw', error };
   }
+}
+
+/**
+ * The scope a webhook delivery's key is stored under: the tenant and the sender's
+ * namespace (`door`), composed so that no two different pairs give one string
+ * (`["<tenant>","<door>"]`, the JSON of both). Without a per-request tenant (the
+ * endpoint's scope is a constant) it is the door alone: the exact string keys were
+ * stored under before scopes composed, so redeliveries of deliveries applied before an
+ * upgrade are still recognised.
+ */
+export function webhookScope(door: string, tenant: string | undefined): string {
+  return tenant === undefined ? door : JSON.stringify([tenant, door]);
 }
 
 /** A webhook handler as an idempotent one: nothing returned is 204. */

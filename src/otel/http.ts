@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   context as contextApi,
   metrics as metricsApi,
@@ -32,10 +33,15 @@ export const HTTP_METRIC = {
 /** Attribute names of the HTTP side (the HTTP semantic conventions' where one exists). */
 export const HTTP_ATTR = {
   method: 'http.request.method',
+  /** The route's template only (`/orders/:id`); absent when none is known. */
   route: 'http.route',
   status: 'http.response.status_code',
   outcome: 'effectively_once.http.outcome',
-  key: ATTR.key,
+  /**
+   * The idempotency key's sha256, hex: never the key itself, which a client may have
+   * made from its own data and which, with the tenant, fetches the stored answer.
+   */
+  keyHash: `${ATTR.key}.sha256`,
 } as const;
 
 /** Options of {@link otelIdempotencyTelemetry}. */
@@ -53,13 +59,14 @@ export interface OtelIdempotencyTelemetryOptions {
 
 /**
  * OpenTelemetry for `createIdempotency({ ..., telemetry })`. Each request gets a span,
- * `<METHOD> <route>`: a `SERVER` span continuing the caller's `traceparent` when no
- * span is active, else an `INTERNAL` child of the active one (your HTTP server
- * instrumentation's). It carries `http.request.method`, `http.route`,
- * `effectively_once.key`, `http.response.status_code` and
- * `effectively_once.http.outcome`; the handler runs with it active. Metrics: see
- * {@link HTTP_METRIC}, by method, status and outcome (not by route: the default route
- * is the URL's path, unbounded).
+ * `<METHOD> <route template>` (the method alone when no template is known: the default
+ * route is the URL's path, never used as a name): a `SERVER` span continuing the
+ * caller's `traceparent` when no span is active, else an `INTERNAL` child of the active
+ * one (your HTTP server instrumentation's). It carries `http.request.method`,
+ * `http.route` (the template only), `effectively_once.key.sha256` (the key's hash,
+ * never the key), `http.response.status_code` and `effectively_once.http.outcome`; the
+ * handler runs with it active. Metrics: see {@link HTTP_METRIC}, by method, status and
+ * outcome.
  */
 export function otelIdempotencyTelemetry(
   options: OtelIdempotencyTelemetryOptions = {},
@@ -108,10 +115,15 @@ export function otelIdempotencyTelemetry(
       const started = performance.now();
       return {
         run: (fn) => contextApi.with(ctx, fn),
-        identified({ key, route }: HttpRequestIdentity): void {
-          span.updateName(`${method} ${route}`);
-          span.setAttribute(HTTP_ATTR.route, route);
-          if (key !== undefined) span.setAttribute(HTTP_ATTR.key, key);
+        identified({ key, template }: HttpRequestIdentity): void {
+          // The semantic conventions' rule: a span is named by the route's template, or
+          // by the method alone; a raw path (ids, account numbers) would be unbounded.
+          if (template !== undefined) {
+            span.updateName(`${method} ${template}`);
+            span.setAttribute(HTTP_ATTR.route, template);
+          }
+          if (key !== undefined)
+            span.setAttribute(HTTP_ATTR.keyHash, createHash('sha256').update(key).digest('hex'));
         },
         end({ outcome, status, error }: HttpRequestEnd): void {
           span.setAttribute(HTTP_ATTR.status, status);

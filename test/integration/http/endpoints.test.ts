@@ -12,6 +12,8 @@ describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server',
     const hold = gate();
     const server = await fixture.start({
       framework,
+      // Every retry may wait here (by default one per key does; the rest get 409 at once).
+      idempotency: { maxWaitersPerKey: 49, maxWaiters: 49 },
       hooks: { beforeEffect: () => hold.wait },
     });
     const key = randomUUID();

@@ -98,6 +98,6 @@ describe('fingerprint', () => {
   });
 
   it('canonicalJson sorts keys at every level', () => {
-    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: null })).toBe('{"a":null,"b":[{"c":2,"d":1}]}');
+    expect(canonicalJson('{"b":[{"d":1,"c":2}],"a":null}')).toBe('{"a":null,"b":[{"c":2,"d":1}]}');
   });
 });

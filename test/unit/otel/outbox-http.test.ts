@@ -4,6 +4,7 @@
  * one whatever its case), a row without one is sent unchanged, a refused row's span is
  * an error; a request with no active span continues the caller's `traceparent`.
  */
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -92,7 +93,7 @@ describe('otelIdempotencyTelemetry', () => {
     const telemetry = otelIdempotencyTelemetry({ tracerProvider, propagator });
     const request = new Request('http://localhost/orders', { method: 'POST', headers });
     const scope = telemetry.startRequest(request);
-    scope.identified({ key: 'k1', route: '/orders' });
+    scope.identified({ key: 'k1', route: '/orders/42', template: '/orders/:id' });
     scope.end({ outcome: 'replayed', status: 201 });
 
     const server = tracerProvider.getTracer('http').startSpan('POST');
@@ -105,11 +106,12 @@ describe('otelIdempotencyTelemetry', () => {
     const [first, second] = exporter
       .getFinishedSpans()
       .filter((s) => s.instrumentationScope.name === 'effectively-once');
-    expect(first!.name).toBe('POST /orders');
+    expect(first!.name).toBe('POST /orders/:id');
     expect(first!.kind).toBe(SpanKind.SERVER);
     expect(first!.parentSpanContext?.spanId).toBe(caller.spanContext().spanId);
     expect(first!.attributes).toMatchObject({
-      'effectively_once.key': 'k1',
+      'http.route': '/orders/:id',
+      'effectively_once.key.sha256': createHash('sha256').update('k1').digest('hex'),
       'effectively_once.http.outcome': 'replayed',
       'http.response.status_code': 201,
     });
