@@ -125,7 +125,8 @@ describe('toNodeListener', () => {
   it('a streamed response: committed first, then sent as it comes, not stored', async () => {
     const more = gate();
     const url = await serve(
-      idempotency.handler(async (_request, { tx, key, streamed }) => {
+      idempotency.handler(async (_request, ctx) => {
+        const { tx, key } = ctx;
         await tx.query('INSERT INTO effects (key, bytes) VALUES ($1, 0)', [key]);
         const encoder = new TextEncoder();
         const body = new ReadableStream<Uint8Array>({
@@ -136,7 +137,7 @@ describe('toNodeListener', () => {
             controller.close();
           },
         });
-        return streamed(new Response(body, { headers: { 'content-type': 'text/plain' } }));
+        return ctx.streamed(new Response(body, { headers: { 'content-type': 'text/plain' } }));
       }),
     );
     const key = randomUUID();
@@ -146,7 +147,7 @@ describe('toNodeListener', () => {
     });
     expect(response.status).toBe(200);
     expect(await effects(key)).toBe(1); // the answer started after COMMIT
-    const reader = response.body!.getReader();
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
     const firstChunk = await reader.read();
     // The first line arrived while the handler's stream still waits for the second.
