@@ -3,48 +3,31 @@
  * (`--family http-keys`), through the built bin, against rows that real requests
  * stored through `createIdempotency` on the test Postgres.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import {
   createIdempotency,
   fingerprint,
   pruneIdempotencyKeys,
   type Idempotency,
 } from '../../../src/http/index.js';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { buildCli, runCli, type CliRun } from './built-cli.js';
+import { cliFixture, jsonOf, runOnSchema, runCli } from './built-cli.js';
 
+const endpoints: Idempotency[] = [];
+const fixture = cliFixture('cli_http', async () => {
+  for (const e of endpoints) await e.close();
+});
 let db: TestDatabase;
 let main: string;
-let removeBuild = (): void => {};
-const endpoints: Idempotency[] = [];
-
-beforeAll(async () => {
-  const built = await buildCli();
-  main = built.main;
-  removeBuild = () => built.remove();
-  db = await createTestDatabase('cli_http');
-}, 180_000);
-
-afterAll(async () => {
-  for (const e of endpoints) await e.close();
-  await db?.close();
-  removeBuild();
+beforeAll(() => {
+  ({ db, main } = fixture());
 });
 
 /** Runs the bin on the test schema's key table `table`. */
-const eo = (args: string[], table?: string): Promise<CliRun> =>
-  runCli(main, [
-    ...args,
-    '--schema',
-    db.schema,
-    ...(table === undefined ? [] : ['--http-keys-table', table]),
-  ]);
+const eo = runOnSchema(fixture, '--http-keys-table');
 
-const json = (run: CliRun): Record<string, unknown> => {
-  expect(run.stderr).toBe('');
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-};
+const json = jsonOf;
 
 /** An endpoint on key table `table` whose tenant is the X-Tenant header. */
 function endpoint(table: string, extra: { maxBodyBytes?: number } = {}): Idempotency {

@@ -8,18 +8,13 @@
 import net from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { RetriesExhaustedError, idempotentFetch, type RetryEvent } from 'effectively-once/client';
+import { freePorts } from '../../helpers/services/ports.js';
 import { FAST, cleanupAfterEach, onCleanup } from './support.js';
 
 cleanupAfterEach();
 
 /** A port nothing listens on: bound once, then closed. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+const closedPort = async (): Promise<number> => (await freePorts(1))[0] ?? 0;
 
 /** A TCP server that reads the request and then does `onRequest` to the connection. */
 async function rudeServer(onRequest: (socket: net.Socket) => void): Promise<number> {
