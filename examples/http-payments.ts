@@ -4,6 +4,7 @@
  * tenant. Fetch-style (web Request → Response), served here with Hono; the same
  * handler is a Next.js route handler (`export const POST = charges`) or a Deno/Bun one.
  *
+ *   npm install effectively-once pg hono @hono/node-server
  *   DATABASE_URL=postgres://… PORT=3000 npx tsx examples/http-payments.ts
  *   curl -i -X POST localhost:3000/charges -H 'Idempotency-Key: k1' -H 'X-Tenant: acme' \
  *        -H 'Content-Type: application/json' -d '{"customerId":"cus_1","amountCents":1999}'

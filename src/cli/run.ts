@@ -121,7 +121,8 @@ function errorReport(error: unknown, command: Command | undefined, json: boolean
   let message = describe(error);
   // An unmigrated or misnamed table is the usual first failure; say what to do.
   if (sqlstate === '42P01')
-    message += ' (create the tables with `effectively-once migrate`, or check --schema / --table)';
+    message +=
+      ' (create the tables with `effectively-once migrate`, or check --schema / --table / --http-keys-table)';
   if (json) {
     const code = error instanceof EffectivelyOnceError ? error.code : 'EO_UNEXPECTED';
     const details = error instanceof EffectivelyOnceError ? error.details : {};

@@ -29,6 +29,8 @@ export { parseIdempotencyKey, DEFAULT_MAX_KEY_LENGTH } from './key.js';
 export { pruneIdempotencyKeys, migrateKeyTable } from './store.js';
 export type { BodyOmitted, PruneKeysOptions } from './store.js';
 export { REPLAYED_HEADER, BODY_OMITTED_HEADER } from './replay.js';
+export { toNodeListener } from './node-listener.js';
+export type { FetchHandler, NodeListener, NodeListenerOptions } from './node-listener.js';
 export {
   IdempotencyKeyInvalidError,
   IdempotencyKeyMissingError,

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
-import { qualifiedTable, type TableRef } from './identifiers.js';
+import type { BodyOmitted } from '../http/store.js';
+import { qualifiedTable, quoteIdentifier, type TableRef } from './identifiers.js';
 import { LOCK_NOT_AVAILABLE, sqlstateOf } from './pg-errors.js';
 
 /** A committed claim of a key. */
@@ -52,6 +53,72 @@ export async function committedClaims(
 }
 
 /**
+ * A key's committed row in the HTTP key table: what was answered to it, and when. The
+ * body's bytes are read only when asked for (`withBody`); its size always is.
+ */
+export interface StoredAnswer {
+  createdAt: Date;
+  method: string;
+  route: string;
+  /** sha256 of the request (method, route, query, body), hex. */
+  fingerprint: string;
+  /** Null when the transaction committed without its response (see docs/cli.md). */
+  status: number | null;
+  /** The stored (allowlisted) response headers. */
+  headers: Record<string, string> | null;
+  /** Size of the stored body; null when none was stored. */
+  bodyBytes: number | null;
+  /** Why no body was stored: larger than `maxBodyBytes`, or streamed. */
+  bodyOmitted: BodyOmitted | null;
+  /** The stored body, with `withBody` only. */
+  body?: Buffer | null;
+}
+
+/** The committed row of `key` in `scope` (one primary-key probe), or null. */
+export async function storedAnswer(
+  db: Pick<Pool, 'query'>,
+  ref: TableRef,
+  scope: string,
+  key: string,
+  withBody: boolean,
+): Promise<StoredAnswer | null> {
+  const result = await db
+    .query<{
+      created_at: Date;
+      method: string;
+      route: string;
+      fingerprint: string;
+      status: number | null;
+      headers: Record<string, string> | null;
+      body_bytes: number | null;
+      body_omitted: BodyOmitted | null;
+      body?: Buffer | null;
+    }>(
+      `SELECT created_at, method, route, encode(fingerprint, 'hex') AS fingerprint, status,
+              headers, octet_length(body) AS body_bytes, body_omitted${withBody ? ', body' : ''}
+         FROM ${qualifiedTable(ref)}
+        WHERE scope = $1 AND idempotency_key = $2`,
+      [scope, key],
+    )
+    .catch((cause: unknown) => {
+      throw new DatabaseError('inspect', cause);
+    });
+  const row = result.rows[0];
+  if (row === undefined) return null;
+  return {
+    createdAt: row.created_at,
+    method: row.method,
+    route: row.route,
+    fingerprint: row.fingerprint,
+    status: row.status,
+    headers: row.headers,
+    bodyBytes: row.body_bytes,
+    bodyOmitted: row.body_omitted,
+    ...(withBody ? { body: row.body ?? null } : {}),
+  };
+}
+
+/**
  * Other transactions holding a write lock (RowExclusiveLock, taken by every INSERT and
  * kept until the transaction ends) on the table, prepared transactions included. Zero
  * means no uncommitted claim of any key exists right now; more says nothing about one
@@ -72,8 +139,9 @@ export async function openWriters(db: Pick<Pool, 'query'>, ref: TableRef): Promi
 }
 
 /**
- * Attempts the claim of (`consumer`, `key`) in a transaction that always rolls back,
- * waiting at most `waitMs` for a holder, as a redelivery's claim would:
+ * Attempts a claim, inserting `row` (column → value: the group, the key, and whatever
+ * else the table requires) in a transaction that always rolls back, waiting at most
+ * `waitMs` for a holder, as a redelivery's or a retry's claim would:
  * - the INSERT waits and times out (55P03): another transaction holds an uncommitted
  *   claim of the key (or an uncommitted delete of it, by a prune);
  * - it inserts: nobody holds the key (the row is rolled back at once);
@@ -85,11 +153,11 @@ export async function openWriters(db: Pick<Pool, 'query'>, ref: TableRef): Promi
 export async function probeClaim(
   pool: Pool,
   ref: TableRef,
-  consumer: string,
-  key: string,
+  row: Readonly<Record<string, unknown>>,
   waitMs: number,
 ): Promise<InFlight | 'committed'> {
   const table = qualifiedTable(ref);
+  const columns = Object.keys(row);
   const client = await pool.connect().catch((cause: unknown) => {
     throw new DatabaseError('connect (inspect --probe)', cause);
   });
@@ -105,8 +173,9 @@ export async function probeClaim(
     await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))}`);
     try {
       const inserted = await client.query(
-        `INSERT INTO ${table} (consumer, message_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-        [consumer, key],
+        `INSERT INTO ${table} (${columns.map((c) => quoteIdentifier(c)).join(', ')})
+         VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT DO NOTHING`,
+        Object.values(row),
       );
       return inserted.rowCount === 1 ? { state: 'no', how: 'probe' } : 'committed';
     } catch (error) {

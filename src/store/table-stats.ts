@@ -1,10 +1,19 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
-import { qualifiedTable, type TableRef } from './identifiers.js';
+import { qualifiedTable, quoteIdentifier, type TableRef } from './identifiers.js';
+import type { PruneTarget } from './prune.js';
 
 type Db = Pick<Pool, 'query'>;
 
-/** On-disk size of the dedup table, from the catalog (no scan). */
+/**
+ * The rows of a table family as these statistics read them: a prune's target (the
+ * table, its primary key, the time rows age by, and optionally one group's rows). Rows
+ * are grouped by the primary key's first column: the consumer of the dedup table, the
+ * scope (tenant) of the HTTP key table.
+ */
+export type RowsTarget = Pick<PruneTarget, 'ref' | 'keyColumns' | 'timeColumn' | 'only'>;
+
+/** On-disk size of a table, from the catalog (no scan). */
 export interface TableSizes {
   totalBytes: number;
   /** Heap, TOAST, free space and visibility maps. */
@@ -13,16 +22,16 @@ export interface TableSizes {
   indexes: Array<{ name: string; bytes: number }>;
 }
 
-/** One consumer's rows; `olderThanWindow` is null without a window. */
-export interface ConsumerRows {
-  consumer: string;
+/** One group's rows (a consumer's, a scope's); `olderThanWindow` is null without a window. */
+export interface GroupRows {
+  group: string;
   rows: number;
   oldest: Date | null;
   newest: Date | null;
   olderThanWindow: number | null;
 }
 
-/** The table's oldest and newest `processed_at` (two ends of its index) and the database's now(). */
+/** The oldest and newest row by the time column (two ends of its index) and the database's now(). */
 export interface TableRange {
   oldest: Date | null;
   newest: Date | null;
@@ -77,51 +86,67 @@ export async function tableSizes(db: Db, ref: TableRef): Promise<TableSizes> {
   };
 }
 
-/** min/max of `processed_at`: one probe at each end of its index. */
-export async function tableRange(db: Db, ref: TableRef): Promise<TableRange> {
+function groupColumn(target: RowsTarget): string {
+  const column = target.keyColumns[0];
+  if (column === undefined) throw new TypeError('a rows target needs its primary key columns');
+  return quoteIdentifier(column);
+}
+
+/** `WHERE <group> = $n`, or nothing, for the target's `only`. */
+function onlyGroup(target: RowsTarget, params: unknown[]): string[] {
+  const only = target.only;
+  return only === undefined
+    ? []
+    : [`${quoteIdentifier(only.column)} = $${params.push(only.value)}`];
+}
+
+/** min/max of the time column over the whole table: one probe at each end of its index. */
+export async function tableRange(db: Db, target: RowsTarget): Promise<TableRange> {
+  const time = quoteIdentifier(target.timeColumn);
   const [row] = await query<{ oldest: Date | null; newest: Date | null; now: Date }>(
     db,
     'stats (range)',
-    `SELECT min(processed_at) AS oldest, max(processed_at) AS newest, now() AS now
-       FROM ${qualifiedTable(ref)}`,
+    `SELECT min(${time}) AS oldest, max(${time}) AS newest, now() AS now
+       FROM ${qualifiedTable(target.ref)}`,
   );
   return { oldest: row?.oldest ?? null, newest: row?.newest ?? null, now: row?.now ?? new Date() };
 }
 
 /**
- * Exact rows, oldest and newest per consumer, and how many are older than `cutoff`,
- * in one pass: a (parallel) scan of the whole table, or of one consumer's part of the
- * primary key with `consumer`. Its time grows with the rows it counts.
+ * Exact rows, oldest and newest per group, and how many are older than `cutoff`, in
+ * one pass: a (parallel) scan of the whole table, or of one group's part of the
+ * primary key with the target's `only`. Its time grows with the rows it counts.
  */
-export async function consumerRows(
+export async function groupRows(
   db: Db,
-  ref: TableRef,
-  options: { consumer?: string | undefined; cutoff?: Date | undefined },
-): Promise<ConsumerRows[]> {
+  target: RowsTarget,
+  options: { cutoff?: Date | undefined },
+): Promise<GroupRows[]> {
   const params: unknown[] = [];
+  const group = groupColumn(target);
+  const time = quoteIdentifier(target.timeColumn);
   const older =
     options.cutoff === undefined
       ? 'NULL::bigint'
-      : `count(*) FILTER (WHERE processed_at < $${params.push(options.cutoff)})`;
-  const where =
-    options.consumer === undefined ? '' : `WHERE consumer = $${params.push(options.consumer)}`;
+      : `count(*) FILTER (WHERE ${time} < $${params.push(options.cutoff)})`;
+  const where = onlyGroup(target, params);
   const rows = await query<{
-    consumer: string;
+    grp: string;
     rows: string;
     oldest: Date;
     newest: Date;
     older: string | null;
   }>(
     db,
-    'stats (per consumer)',
-    `SELECT consumer, count(*) AS rows, min(processed_at) AS oldest, max(processed_at) AS newest,
+    'stats (per group)',
+    `SELECT ${group} AS grp, count(*) AS rows, min(${time}) AS oldest, max(${time}) AS newest,
             ${older} AS older
-       FROM ${qualifiedTable(ref)} ${where}
-      GROUP BY consumer ORDER BY consumer`,
+       FROM ${qualifiedTable(target.ref)} ${where.length === 0 ? '' : `WHERE ${where[0]}`}
+      GROUP BY ${group} ORDER BY ${group}`,
     params,
   );
   return rows.map((r) => ({
-    consumer: r.consumer,
+    group: r.grp,
     rows: Number(r.rows),
     oldest: r.oldest,
     newest: r.newest,
@@ -130,46 +155,51 @@ export async function consumerRows(
 }
 
 /**
- * The distinct consumers, by skipping through the primary key (one index probe per
- * consumer, whatever the row count): a recursive "loose index scan".
+ * The distinct groups (consumers, scopes) in order, by skipping through the primary
+ * key (one index probe per group, whatever the row count): a recursive "loose index
+ * scan". With the target's `only`, that group if it has rows; `limit` stops it after
+ * that many.
  */
-export async function listConsumers(db: Db, ref: TableRef): Promise<string[]> {
-  const table = qualifiedTable(ref);
-  const rows = await query<{ consumer: string }>(
+export async function listGroups(db: Db, target: RowsTarget, limit?: number): Promise<string[]> {
+  const table = qualifiedTable(target.ref);
+  const group = groupColumn(target);
+  const params: unknown[] = [];
+  const only = onlyGroup(target, params).map((condition) => ` AND t.${condition}`)[0] ?? '';
+  const bounded = limit === undefined ? '' : ` LIMIT $${params.push(Math.trunc(limit))}`;
+  const rows = await query<{ grp: string }>(
     db,
-    'list consumers',
+    'list groups',
     `WITH RECURSIVE c AS (
-       (SELECT consumer FROM ${table} ORDER BY consumer LIMIT 1)
+       (SELECT t.${group} AS grp FROM ${table} t WHERE true${only} ORDER BY t.${group} LIMIT 1)
        UNION ALL
-       SELECT (SELECT t.consumer FROM ${table} t WHERE t.consumer > c.consumer
-                ORDER BY t.consumer LIMIT 1)
-         FROM c WHERE c.consumer IS NOT NULL)
-     SELECT consumer FROM c WHERE consumer IS NOT NULL`,
+       SELECT (SELECT t.${group} FROM ${table} t WHERE t.${group} > c.grp${only}
+                ORDER BY t.${group} LIMIT 1)
+         FROM c WHERE c.grp IS NOT NULL)
+     SELECT grp FROM c WHERE grp IS NOT NULL${bounded}`,
+    params,
   );
-  return rows.map((r) => r.consumer);
+  return rows.map((r) => r.grp);
 }
 
 /**
- * The planner's row estimate for rows of `consumer` (or all) older than `cutoff` (or
- * any age), from `EXPLAIN`: table statistics (ANALYZE's sample, the `processed_at`
- * histogram) scaled to the table's current size. Nothing is scanned.
+ * The planner's row estimate for the target's rows (one group's with `only`) older
+ * than `cutoff` (or any age), from `EXPLAIN`: table statistics (ANALYZE's sample, the
+ * time column's histogram) scaled to the table's current size. Nothing is scanned.
  */
 export async function estimateRows(
   db: Db,
-  ref: TableRef,
-  options: { consumer?: string | undefined; cutoff?: Date | undefined },
+  target: RowsTarget,
+  options: { cutoff?: Date | undefined },
 ): Promise<number> {
   const params: unknown[] = [];
-  const conditions: string[] = [];
-  if (options.consumer !== undefined)
-    conditions.push(`consumer = $${params.push(options.consumer)}`);
+  const conditions = onlyGroup(target, params);
   if (options.cutoff !== undefined)
-    conditions.push(`processed_at < $${params.push(options.cutoff)}`);
+    conditions.push(`${quoteIdentifier(target.timeColumn)} < $${params.push(options.cutoff)}`);
   const where = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;
   const [row] = await query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
     db,
     'stats (estimate)',
-    `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${qualifiedTable(ref)} ${where}`,
+    `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${qualifiedTable(target.ref)} ${where}`,
     params,
   );
   const estimate = row?.['QUERY PLAN'][0]?.Plan['Plan Rows'];

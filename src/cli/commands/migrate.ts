@@ -1,8 +1,8 @@
 import type { OptionSpec } from '../args.js';
 import { flag, parseList, stringValue } from '../args.js';
 import type { Command } from '../command.js';
-import { TABLE_FAMILIES, type RegisteredFamily } from '../families.js';
-import { qualifiedTable, quoteIdentifier, type TableRef } from '../../store/identifiers.js';
+import { familyRef, TABLE_FAMILIES } from '../families.js';
+import { qualifiedTable, type TableRef } from '../../store/identifiers.js';
 import { formatTable } from '../output.js';
 
 const names = TABLE_FAMILIES.map((f) => f.family.name);
@@ -50,7 +50,7 @@ export const migrateCommand: Command = {
     const selected = only === undefined ? names : parseList(only, '--only', names);
     const targets = TABLE_FAMILIES.filter((f) => selected.includes(f.family.name)).map((f) => ({
       ...f,
-      ref: refOf(f, ctx.ref, stringValue(ctx.args, f.tableOption)),
+      ref: familyRef(f, ctx.ref, stringValue(ctx.args, f.tableOption)),
     }));
     // Every name is validated (ddl quotes it) before anything connects.
     const planned = targets.map((t) => ({ ...t, ddl: t.family.ddl(t.ref) }));
@@ -99,9 +99,3 @@ export const migrateCommand: Command = {
     };
   },
 };
-
-function refOf(f: RegisteredFamily, dedup: TableRef, table: string | undefined): TableRef {
-  if (f.tableOption === 'table') return dedup;
-  if (table !== undefined) quoteIdentifier(table, `--${f.tableOption}`);
-  return { schema: dedup.schema, table: table ?? f.family.defaultTable };
-}

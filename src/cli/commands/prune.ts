@@ -1,28 +1,25 @@
 import { ConfigurationError } from '../../errors.js';
 import { qualifiedTable } from '../../store/identifiers.js';
-import {
-  countPrunable,
-  dedupPruneTarget,
-  MAX_PRUNE_BATCH,
-  prune,
-  pruneCutoff,
-} from '../../store/prune.js';
+import { countPrunable, MAX_PRUNE_BATCH, pruneCutoff, pruneTable } from '../../store/prune.js';
 import { flag, parseFraction, parseInteger, stringValue } from '../args.js';
 import { EXIT, type Command } from '../command.js';
 import { parseDuration } from '../duration.js';
+import { FAMILY_OPTIONS, selectFamily } from '../families.js';
 import { formatCount } from '../output.js';
 
-/** `prune`: the library's `prune()` from a shell, with a dry run. */
+/** `prune`: the library's `prune()` / `Idempotency.prune()` from a shell, with a dry run. */
 export const pruneCommand: Command = {
   name: 'prune',
-  summary: 'Delete dedup rows older than a window (or count them with --dry-run)',
-  usage: '--older-than <duration> [--consumer <name>] [--dry-run] [options]',
+  summary: 'Delete dedup rows or HTTP keys older than a window (or count them with --dry-run)',
+  usage:
+    '--older-than <duration> [--family <name>] [--consumer <name> | --scope <scope>] [--dry-run] [options]',
   description: [
-    "Deletes the dedup table's rows whose processed_at is older than the window, with the library's prune(): batches of --batch-size rows, FOR UPDATE SKIP LOCKED (it never waits behind a worker), and with --duty-cycle below 1 a pause after each batch so the claims keep their share of the database. The cutoff is now() minus the window on the database's clock, the one that wrote processed_at.",
-    'The window must outlast the longest way a message can come back (visibility timeout x receives, DLQ redrive, Kafka replays): a key pruned too early lets a late redelivery apply its effect again.',
+    "Deletes the dedup table's rows whose processed_at is older than the window (or, with --family http-keys, the HTTP key table's rows whose created_at is), as the library's prune() and Idempotency.prune() do: batches of --batch-size rows, FOR UPDATE SKIP LOCKED (it never waits behind a worker), and with --duty-cycle below 1 a pause after each batch so the claims keep their share of the database. The cutoff is now() minus the window on the database's clock, the one that wrote the rows.",
+    "The window must outlast the longest way a message can come back (visibility timeout x receives, DLQ redrive, Kafka replays), and for HTTP keys your clients' retries: a key pruned too early lets a late redelivery or retry apply its effect again.",
     'On SIGINT / SIGTERM it stops after the current batch, reports what it deleted and exits 130.',
   ].join('\n\n'),
   options: {
+    ...FAMILY_OPTIONS,
     'older-than': {
       type: 'string',
       value: '<duration>',
@@ -32,6 +29,11 @@ export const pruneCommand: Command = {
       type: 'string',
       value: '<name>',
       description: "Only this consumer's rows (default: every consumer)",
+    },
+    scope: {
+      type: 'string',
+      value: '<scope>',
+      description: "With --family http-keys: only this scope's keys (default: every scope)",
     },
     'dry-run': { type: 'boolean', description: 'Count what would be deleted; delete nothing' },
     'batch-size': {
@@ -50,8 +52,10 @@ export const pruneCommand: Command = {
   examples: [
     'effectively-once prune --older-than 14d --consumer orders --dry-run',
     'effectively-once prune --older-than 14d --consumer orders --duty-cycle 0.5',
+    'effectively-once prune --family http-keys --older-than 2d --scope acme --dry-run',
   ],
   async run(ctx) {
+    const { entry, rows: family, ref, group } = selectFamily('prune', ctx.args, ctx.ref);
     const window = stringValue(ctx.args, 'older-than');
     if (window === undefined) {
       throw new ConfigurationError('--older-than', 'is required, e.g. --older-than 7d');
@@ -62,35 +66,34 @@ export const pruneCommand: Command = {
       batch === undefined ? 1000 : parseInteger(batch, '--batch-size', 1, MAX_PRUNE_BATCH);
     const duty = stringValue(ctx.args, 'duty-cycle');
     const dutyCycle = duty === undefined ? 1 : parseFraction(duty, '--duty-cycle');
-    const consumer = stringValue(ctx.args, 'consumer');
     const dryRun = flag(ctx.args, 'dry-run');
 
     const pool = await ctx.pool();
     const cutoff = await pruneCutoff(pool, olderThanMs);
-    const whose = consumer === undefined ? 'of every consumer' : `of consumer "${consumer}"`;
-    const rows = `rows ${whose} in ${qualifiedTable(ctx.ref)} processed before ${cutoff.toISOString()} (older than ${window} by the database's clock)`;
+    const target = family.target(ref, group);
+    const whose =
+      group === undefined ? `of every ${family.group}` : `of ${family.group} "${group}"`;
+    const rows = `rows ${whose} in ${qualifiedTable(ref)} ${family.aged} before ${cutoff.toISOString()} (older than ${window} by the database's clock)`;
     const base = {
-      schema: ctx.ref.schema,
-      table: ctx.ref.table,
-      consumer: consumer ?? null,
+      family: entry.family.name,
+      schema: ref.schema,
+      table: ref.table,
+      [family.group]: group ?? null,
       olderThan: window,
       olderThanMs,
       cutoff: cutoff.toISOString(),
     };
     if (dryRun) {
-      const count = await countPrunable(pool, dedupPruneTarget(ctx.ref, consumer), cutoff);
+      const count = await countPrunable(pool, target, cutoff);
       return {
         json: { ...base, dryRun: true, wouldDelete: count },
         text: `Dry run: would delete ${formatCount(count)} ${rows}. Nothing was deleted.`,
       };
     }
-    const deleted = await prune(pool, {
+    const deleted = await pruneTable(pool, target, {
       olderThan: cutoff,
-      consumer,
       batchSize,
       dutyCycle,
-      schema: ctx.ref.schema,
-      table: ctx.ref.table,
       signal: ctx.signal,
     });
     const interrupted = ctx.signal.aborted;

@@ -1,18 +1,10 @@
-import type { Pool } from 'pg';
-import { qualifiedTable, type TableRef } from '../../store/identifiers.js';
+import { qualifiedTable } from '../../store/identifiers.js';
 import { pruneCutoff } from '../../store/prune.js';
-import {
-  consumerRows,
-  estimateRows,
-  listConsumers,
-  plannerStats,
-  tableRange,
-  tableSizes,
-  type ConsumerRows,
-} from '../../store/table-stats.js';
-import { flag, stringValue } from '../args.js';
+import { tableRange, tableSizes } from '../../store/table-stats.js';
+import { flag, parseInteger, stringValue } from '../args.js';
 import type { Command } from '../command.js';
 import { parseDuration } from '../duration.js';
+import { FAMILY_OPTIONS, selectFamily } from '../families.js';
 import {
   formatBytes,
   formatCount,
@@ -21,27 +13,34 @@ import {
   formatTime,
   isoOrNull,
 } from '../output.js';
+import { estimatedCounts, exactCounts } from './stats-counts.js';
 
-interface Counted {
-  consumers: ConsumerRows[];
-  total: { rows: number; olderThanWindow: number | null };
-  analyzedAt?: Date | null;
-}
+/** Groups listed unless `--limit` says otherwise. */
+const DEFAULT_LIMIT = 100;
 
-/** `stats`: rows, ages and sizes of the dedup table, per consumer. */
+/** `stats`: rows, ages and sizes of the dedup table per consumer, or of the HTTP key table per scope. */
 export const statsCommand: Command = {
   name: 'stats',
-  summary: 'Rows, oldest/newest processed_at and sizes of the dedup table, per consumer',
-  usage: '[--consumer <name>] [--window <duration>] [--estimate] [options]',
+  summary:
+    'Rows, oldest/newest row and sizes of the dedup table (per consumer) or key table (per scope)',
+  usage:
+    '[--family <name>] [--consumer <name> | --scope <scope>] [--window <duration>] [--estimate] [--limit <n>] [options]',
   description: [
-    "Per consumer: rows, oldest and newest processed_at and, with --window, how many rows are older than the window (what `prune --older-than` would delete, cutoff on the database's clock). For the table: total, table and index sizes from the catalog, and its oldest and newest processed_at from the ends of the processed_at index.",
-    "Exact counts read every row once (one scan, parallel where Postgres allows): seconds on a table of millions of rows. --estimate reads no rows: consumers are found by skipping through the primary key, counts are the planner's estimates from the table statistics (as fresh as the last ANALYZE), and per-consumer oldest/newest are left out.",
+    "Per consumer (the dedup table) or per scope (--family http-keys, the HTTP key table): rows, oldest and newest row (processed_at, created_at) and, with --window, how many rows are older than the window (what `prune --older-than` would delete, cutoff on the database's clock). For the table: total, table and index sizes from the catalog, and its oldest and newest row from the ends of the time index.",
+    "Exact counts read every row once (one scan, parallel where Postgres allows): seconds on a table of millions of rows. --estimate reads no rows: consumers or scopes are found by skipping through the primary key, counts are the planner's estimates from the table statistics (as fresh as the last ANALYZE), and per-group oldest/newest are left out.",
+    'At most --limit consumers or scopes are listed, in name order; the totals cover them all.',
   ].join('\n\n'),
   options: {
+    ...FAMILY_OPTIONS,
     consumer: {
       type: 'string',
       value: '<name>',
       description: 'Only this consumer (default: every consumer)',
+    },
+    scope: {
+      type: 'string',
+      value: '<scope>',
+      description: 'With --family http-keys: only this scope (default: every scope)',
     },
     window: {
       type: 'string',
@@ -52,26 +51,46 @@ export const statsCommand: Command = {
       type: 'boolean',
       description: 'Planner estimates instead of exact counts (no scan; instant at any size)',
     },
+    limit: {
+      type: 'string',
+      value: '<n>',
+      description: `Most consumers or scopes listed, 1 to 100000 (default: ${DEFAULT_LIMIT})`,
+    },
   },
   positionals: [],
-  examples: ['effectively-once stats --window 7d', 'effectively-once stats --estimate --json'],
+  examples: [
+    'effectively-once stats --window 7d',
+    'effectively-once stats --estimate --json',
+    'effectively-once stats --family http-keys --window 24h',
+  ],
   async run(ctx) {
+    const { entry, rows, ref, group } = selectFamily('stats', ctx.args, ctx.ref);
     const window = stringValue(ctx.args, 'window');
     const windowMs = window === undefined ? undefined : parseDuration(window, '--window');
-    const consumer = stringValue(ctx.args, 'consumer');
+    const limitText = stringValue(ctx.args, 'limit');
+    const limit =
+      limitText === undefined ? DEFAULT_LIMIT : parseInteger(limitText, '--limit', 1, 100_000);
     const estimate = flag(ctx.args, 'estimate');
     const pool = await ctx.pool();
     const cutoff = windowMs === undefined ? undefined : await pruneCutoff(pool, windowMs);
     // One after the other (both take milliseconds): a missing table fails the same way each time.
-    const sizes = await tableSizes(pool, ctx.ref);
-    const range = await tableRange(pool, ctx.ref);
+    const sizes = await tableSizes(pool, ref);
+    const range = await tableRange(pool, rows.target(ref, undefined));
+    const request = {
+      target: (g: string | undefined) => rows.target(ref, g),
+      group,
+      cutoff,
+      limit,
+    };
     const counted = estimate
-      ? await estimated(pool, ctx.ref, consumer, cutoff, range.oldest === null)
-      : await exact(pool, ctx.ref, consumer, cutoff);
+      ? await estimatedCounts(pool, request, range.oldest === null)
+      : await exactCounts(pool, request);
+    const label = rows.group;
     const json = {
-      schema: ctx.ref.schema,
-      table: ctx.ref.table,
-      consumer: consumer ?? null,
+      family: entry.family.name,
+      schema: ref.schema,
+      table: ref.table,
+      [label]: group ?? null,
       estimate,
       ...(estimate ? { analyzedAt: isoOrNull(counted.analyzedAt ?? null) } : {}),
       databaseTime: range.now.toISOString(),
@@ -83,16 +102,17 @@ export const statsCommand: Command = {
           ? null
           : { olderThan: window, olderThanMs: windowMs, cutoff: cutoff.toISOString() },
       total: counted.total,
-      consumers: counted.consumers.map((c) => ({
-        consumer: c.consumer,
-        rows: c.rows,
-        oldest: isoOrNull(c.oldest),
-        newest: isoOrNull(c.newest),
-        olderThanWindow: c.olderThanWindow,
+      [rows.groups]: counted.groups.map((g) => ({
+        [label]: g.group,
+        rows: g.rows,
+        oldest: isoOrNull(g.oldest),
+        newest: isoOrNull(g.newest),
+        olderThanWindow: g.olderThanWindow,
       })),
+      truncated: counted.truncated,
     };
     const n = (v: number): string => (estimate ? `~${formatCount(v)}` : formatCount(v));
-    const whose = consumer === undefined ? '' : ` (consumer "${consumer}")`;
+    const whose = group === undefined ? '' : ` (${label} ${JSON.stringify(group)})`;
     const fields: Array<[string, string]> = [
       [
         'size',
@@ -104,9 +124,10 @@ export const statsCommand: Command = {
       [`rows${whose}`, n(counted.total.rows)],
     ];
     if (window !== undefined && cutoff !== undefined) {
+      const family = entry.tableOption === 'table' ? '' : `--family ${entry.family.name} `;
       fields.push([
         `older than ${window}${whose}`,
-        `${n(counted.total.olderThanWindow ?? 0)} (processed before ${cutoff.toISOString()}: what \`prune --older-than ${window}\` deletes)`,
+        `${n(counted.total.olderThanWindow ?? 0)} (${rows.aged} before ${cutoff.toISOString()}: what \`prune ${family}--older-than ${window}\` deletes)`,
       ]);
     }
     if (estimate) {
@@ -118,7 +139,7 @@ export const statsCommand: Command = {
       ]);
     }
     const columns = [
-      { header: 'consumer' },
+      { header: label },
       { header: 'rows', align: 'right' as const },
       { header: 'oldest' },
       { header: 'newest' },
@@ -127,90 +148,24 @@ export const statsCommand: Command = {
         : [{ header: `older than ${window}`, align: 'right' as const }]),
     ];
     const table =
-      counted.consumers.length === 0
+      counted.groups.length === 0
         ? `No rows${whose}.`
         : formatTable(
             columns,
-            counted.consumers.map((c) => [
-              c.consumer,
-              n(c.rows),
-              formatTime(c.oldest),
-              formatTime(c.newest),
-              ...(window === undefined ? [] : [n(c.olderThanWindow ?? 0)]),
+            counted.groups.map((g) => [
+              g.group,
+              n(g.rows),
+              formatTime(g.oldest),
+              formatTime(g.newest),
+              ...(window === undefined ? [] : [n(g.olderThanWindow ?? 0)]),
             ]),
           );
+    const more = counted.truncated
+      ? `\n(the first ${formatCount(limit)} ${rows.groups} by name; --limit lists more)`
+      : '';
     return {
       json,
-      text: `Table ${qualifiedTable(ctx.ref)}\n${formatFields(fields)}\n\n${table}`,
+      text: `Table ${qualifiedTable(ref)}\n${formatFields(fields)}\n\n${table}${more}`,
     };
   },
 };
-
-async function exact(
-  pool: Pool,
-  ref: TableRef,
-  consumer: string | undefined,
-  cutoff: Date | undefined,
-): Promise<Counted> {
-  const consumers = await consumerRows(pool, ref, { consumer, cutoff });
-  const sum = (pick: (c: ConsumerRows) => number | null): number =>
-    consumers.reduce((total, c) => total + (pick(c) ?? 0), 0);
-  return {
-    consumers,
-    total: {
-      rows: sum((c) => c.rows),
-      olderThanWindow: cutoff === undefined ? null : sum((c) => c.olderThanWindow),
-    },
-  };
-}
-
-async function estimated(
-  pool: Pool,
-  ref: TableRef,
-  consumer: string | undefined,
-  cutoff: Date | undefined,
-  empty: boolean,
-): Promise<Counted> {
-  const { analyzedAt } = await plannerStats(pool, ref);
-  // The planner never estimates zero rows; an empty table is known to be empty.
-  if (empty) {
-    return {
-      consumers: [],
-      total: { rows: 0, olderThanWindow: cutoff === undefined ? null : 0 },
-      analyzedAt,
-    };
-  }
-  const names = (await listConsumers(pool, ref)).filter(
-    (name) => consumer === undefined || name === consumer,
-  );
-  const consumers: ConsumerRows[] = [];
-  for (const name of names) {
-    consumers.push({
-      consumer: name,
-      rows: await estimateRows(pool, ref, { consumer: name }),
-      oldest: null,
-      newest: null,
-      olderThanWindow:
-        cutoff === undefined ? null : await estimateRows(pool, ref, { consumer: name, cutoff }),
-    });
-  }
-  if (consumer !== undefined) {
-    const [only] = consumers;
-    return {
-      consumers,
-      total: {
-        rows: only?.rows ?? 0,
-        olderThanWindow: cutoff === undefined ? null : (only?.olderThanWindow ?? 0),
-      },
-      analyzedAt,
-    };
-  }
-  return {
-    consumers,
-    total: {
-      rows: await estimateRows(pool, ref, {}),
-      olderThanWindow: cutoff === undefined ? null : await estimateRows(pool, ref, { cutoff }),
-    },
-    analyzedAt,
-  };
-}

@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { repoRoot } from '../examples/support.js';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -49,4 +51,51 @@ export function startCli(main: string, args: string[], env: NodeJS.ProcessEnv = 
 /** Runs the bin to its end. */
 export function runCli(main: string, args: string[], env?: NodeJS.ProcessEnv): Promise<CliRun> {
   return startCli(main, args, env).done;
+}
+
+/**
+ * One test file's bin and database: built and created before its tests, removed after
+ * them (`beforeClose` first, for what still uses the database).
+ */
+export function cliFixture(
+  prefix: string,
+  beforeClose: () => Promise<void> = async () => undefined,
+): () => { main: string; db: TestDatabase } {
+  let built: { main: string; remove: () => void } | undefined;
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    built = await buildCli();
+    db = await createTestDatabase(prefix);
+  }, 180_000);
+  afterAll(async () => {
+    await beforeClose();
+    await db?.close();
+    built?.remove();
+  });
+  return () => {
+    if (built === undefined || db === undefined) throw new Error('no bin or database yet');
+    return { main: built.main, db };
+  };
+}
+
+/** A run's stdout as a JSON document, once its stderr is checked to be empty. */
+export function jsonOf(run: CliRun): Record<string, unknown> {
+  expect(run.stderr).toBe('');
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+/** Runs the fixture's bin on its schema; `table` goes with `tableFlag` (`--table` …). */
+export function runOnSchema(
+  fixture: () => { main: string; db: TestDatabase },
+  tableFlag: string,
+): (args: string[], table?: string) => Promise<CliRun> {
+  return (args, table) => {
+    const { main, db } = fixture();
+    return runCli(main, [
+      ...args,
+      '--schema',
+      db.schema,
+      ...(table === undefined ? [] : [tableFlag, table]),
+    ]);
+  };
 }

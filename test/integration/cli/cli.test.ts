@@ -4,42 +4,24 @@
  * and what it did to the tables.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createConsumer, migrate } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { buildCli, runCli, startCli, type CliRun } from './built-cli.js';
+import { cliFixture, jsonOf, runOnSchema, runCli, startCli } from './built-cli.js';
 
+const fixture = cliFixture('cli');
 let db: TestDatabase;
 let main: string;
-let removeBuild = (): void => {};
-
-beforeAll(async () => {
-  const built = await buildCli();
-  main = built.main;
-  removeBuild = () => built.remove();
-  db = await createTestDatabase('cli');
-}, 180_000);
-
-afterAll(async () => {
-  await db?.close();
-  removeBuild();
+beforeAll(() => {
+  ({ db, main } = fixture());
 });
 
 /** Runs the bin on the test schema; `table` picks the dedup table. */
-const eo = (args: string[], table?: string): Promise<CliRun> =>
-  runCli(main, [
-    ...args,
-    '--schema',
-    db.schema,
-    ...(table === undefined ? [] : ['--table', table]),
-  ]);
+const eo = runOnSchema(fixture, '--table');
 
-const json = (run: CliRun): Record<string, unknown> => {
-  expect(run.stderr).toBe('');
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-};
+const json = jsonOf;
 
 async function seed(table: string, rows: Array<[consumer: string, key: string, age: string]>) {
   await migrate(db.pool, { schema: db.schema, table });

@@ -102,7 +102,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
     ],
     [
       ['inspect'],
-      'effectively-once inspect: EO_CONFIGURATION: Invalid option "<key>": is required: effectively-once inspect <key> [--consumer <name>] [--probe] [options]',
+      'effectively-once inspect: EO_CONFIGURATION: Invalid option "<key>": is required: effectively-once inspect <key> [--consumer <name> | --family http-keys --scope <scope> [--body]] [--probe] [options]',
     ],
     [
       ['inspect', 'k1', '--probe'],
