@@ -96,7 +96,7 @@ export function checkFaultOps(state: FaultState): FaultVerdict {
       .find((o) => o !== undefined && o !== op.id);
     if (foreign !== undefined) {
       v.crossScope++;
-      flag(`an answer made for another operation (${foreign})`, op.id);
+      flag('an answer made for another operation', `${op.id} got ${foreign}'s`);
     }
     const rows = rowsOf.get(op.id) ?? [];
     if (signature(rows) !== signature(after.get(op.id) ?? []))
@@ -149,8 +149,8 @@ export function checkFaultOps(state: FaultState): FaultVerdict {
     if (t.ms <= FAULT_TIMEOUT_MS + LATE_GRACE_MS) continue;
     v.lateAnswers++;
     flag(
-      `answered ${t.answered ? `${t.status}` : 'nothing'} ${t.ms} ms after its handler started`,
-      t.op,
+      `a run past timeoutMs on purpose answered more than ${LATE_GRACE_MS} ms after it`,
+      `${t.op} (${t.answered ? String(t.status) : 'nothing'} at ${t.ms} ms)`,
     );
   }
   for (const [what, ops] of examples)

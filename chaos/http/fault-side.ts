@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import pg from 'pg';
 import type { IdempotencyContext } from 'effectively-once/http';
 import { sleep } from '../../src/sleep.js';
+import { guardNewClients } from '../../src/tx/acquire.js';
 import { tables, type ChaosTables } from '../db.js';
 import { HandlerFaults } from '../fault-effects.js';
 import { faultTables } from './fault-db.js';
@@ -58,7 +59,10 @@ export class FaultSide {
       max: 4,
       connectionTimeoutMillis: 5000,
     });
-    pool.on('error', () => undefined); // terminations and restarts on purpose
+    // Terminations and restarts on purpose: idle clients report them here, new ones to
+    // a listener of their own (or a FATAL at connect would end the server).
+    pool.on('error', () => undefined);
+    guardNewClients(pool);
     // No attempt limit: a transient fault fires on the operation's first runs, however many.
     const faults = await HandlerFaults.create(databaseUrl, tables(schema), 0, Infinity);
     return new FaultSide(pool, faults, schema);
