@@ -125,16 +125,10 @@ describe('HTTP handler fault checker', () => {
   it('passes a perfect run', () => {
     const v = checkFaultOps(perfect(plan()));
     expect(v.problems).toEqual([]);
-    expect(v).toMatchObject({
-      applied: plan().length,
-      doubles: 0,
-      lost: 0,
-      crossScope: 0,
-      strayEffects: 0,
-      lateAnswers: 0,
-      mismatched: 0,
-      replaysChecked: plan().length,
-    });
+    const n = plan().length;
+    expect([v.applied, v.replaysChecked]).toEqual([n, n]);
+    const violations = [v.doubles, v.lost, v.crossScope, v.strayEffects, v.lateAnswers];
+    expect([...violations, v.mismatched]).toEqual([0, 0, 0, 0, 0, 0]);
   });
 
   it('calls a missing effect or part lost, and rows of two runs a double', () => {
