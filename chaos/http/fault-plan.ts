@@ -224,12 +224,12 @@ function pair(kind: HttpFaultKind, j: number): FaultOp[] {
 
 /**
  * The operations in the order the callers take them: the payments as planned, each
- * fault operation at a seeded place in the first 80 % of them (their retries take
+ * fault operation at a seeded place in the first half of them (their retries take
  * seconds: not at the very end, where nothing else runs meanwhile), a pair's second
  * right after its first, so they meet while both are fresh.
  */
 export function interleave(rng: Rng, payments: Call[], ops: FaultOp[]): Call[] {
-  const last = Math.floor(payments.length * 0.8);
+  const last = Math.floor(payments.length * 0.5);
   const at: number[] = [];
   ops.forEach((op, i) => {
     const second = i > 0 && op.partner === ops[i - 1]?.id;
