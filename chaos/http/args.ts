@@ -60,8 +60,9 @@ restarted, its Postgres connections terminated, Postgres crash-restarted.
   --handler-faults F  faulty operations on the handler-fault routes (Express and
                       Fastify), spread evenly over the kinds, at least 2 per kind
                       (default N/10, at least 20; 0 turns them off)
-  --fault-kinds LIST  comma-separated, of ${HTTP_FAULT_KINDS.join(', ')}
-                      (default all; see chaos/README.md)
+  --fault-kinds LIST  comma-separated, of stream, callback, throw-after, deferred,
+                      backend-killed, ignore-signal, saturated-pool, floating,
+                      webhook-scope, long-names (default all; see chaos/README.md)
   --seed S            seed of the plan and the proxy's faults (default: random)
   --timeout SECONDS   fail when the payments are not all answered by then
                       (default 120 + N/20)
