@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Framework } from '../../test/helpers/http/payments.js';
 import { intOption, UsageError } from '../args.js';
+import { HTTP_FAULT_KINDS, type HttpFaultKind } from './fault-plan.js';
 
 /** What one HTTP chaos run does; see `httpUsage()`. */
 export interface HttpChaosArgs {
@@ -25,6 +26,9 @@ export interface HttpChaosArgs {
   delay: number;
   /** idempotentFetch's `attemptTimeoutMs`; a delayed answer is held longer than this. */
   attemptTimeoutMs: number;
+  /** Faulty operations (fault-plan.ts), spread evenly over `faultKinds`; 0: none. */
+  handlerFaults: number;
+  faultKinds: HttpFaultKind[];
   seed: number;
   timeoutMs: number;
   /** Keep the run's schema after a successful run. */
@@ -52,7 +56,13 @@ restarted, its Postgres connections terminated, Postgres crash-restarted.
                       attempt timeout (default 0.03)
   --attempt-timeout MS
                       idempotentFetch attemptTimeoutMs (default 1500)
-  --framework F       hono, express or fastify (default fastify)
+  --framework F       hono, express or fastify: the payment API's (default fastify)
+  --handler-faults F  faulty operations on the handler-fault routes (Express and
+                      Fastify), spread evenly over the kinds, at least 2 per kind
+                      (default N/10, at least 20; 0 turns them off)
+  --fault-kinds LIST  comma-separated, of stream, callback, throw-after, deferred,
+                      backend-killed, ignore-signal, saturated-pool, floating,
+                      webhook-scope, long-names (default all; see chaos/README.md)
   --seed S            seed of the plan and the proxy's faults (default: random)
   --timeout SECONDS   fail when the payments are not all answered by then
                       (default 120 + N/20)
@@ -80,6 +90,8 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
       delay: { type: 'string' },
       'attempt-timeout': { type: 'string' },
       framework: { type: 'string' },
+      'handler-faults': { type: 'string' },
+      'fault-kinds': { type: 'string' },
       seed: { type: 'string' },
       timeout: { type: 'string' },
       keep: { type: 'boolean' },
@@ -111,11 +123,28 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
     reset,
     delay,
     attemptTimeoutMs: intOption('attempt-timeout', values['attempt-timeout'], 1500, 100, 60_000),
+    handlerFaults: intOption(
+      'handler-faults',
+      values['handler-faults'],
+      Math.max(20, Math.round(payments / 10)),
+      0,
+      100_000,
+    ),
+    faultKinds: kindsOf(values['fault-kinds']),
     seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
     timeoutMs:
       intOption('timeout', values.timeout, Math.ceil(120 + payments / 20), 1, 86_400) * 1000,
     keep: values.keep === true,
   };
+}
+
+function kindsOf(raw: string | undefined): HttpFaultKind[] {
+  if (raw === undefined || raw === 'all') return [...HTTP_FAULT_KINDS];
+  const kinds = raw.split(',').map((k) => k.trim());
+  const bad = kinds.filter((k) => !(HTTP_FAULT_KINDS as readonly string[]).includes(k));
+  if (bad.length > 0 || kinds.length === 0)
+    throw new UsageError(`--fault-kinds: each must be one of ${HTTP_FAULT_KINDS.join(', ')}`);
+  return kinds as HttpFaultKind[];
 }
 
 function share(name: string, raw: string | undefined, fallback: number): number {

@@ -73,7 +73,9 @@ export async function readStored(pool: pg.Pool, schema: string): Promise<StoredR
 export function checkHttp(input: {
   payments: Payment[];
   logs: Map<string, PaymentLog>;
+  /** The charges once every caller had its answer, and after the direct replay (which must change nothing). */
   charges: ChargeRow[];
+  chargesAfter: ChargeRow[];
   stored: StoredRow[];
   /** The direct replay of each payment after the run. */
   replayed: Map<string, Answer>;
@@ -98,6 +100,7 @@ export function checkHttp(input: {
   };
   const id = (tenant: string, key: string): string => `${tenant}/${key}`;
   const charges = new Map(input.charges.map((c) => [id(c.tenant, c.key), c]));
+  const after = new Map(input.chargesAfter.map((c) => [id(c.tenant, c.key), c]));
   const stored = new Map(input.stored.map((s) => [id(s.scope, s.key), s]));
   const planned = new Set(input.payments.map((p) => id(p.tenant, p.key)));
   for (const c of input.charges)
@@ -110,6 +113,8 @@ export function checkHttp(input: {
     const name = id(payment.tenant, payment.key);
     const log = input.logs.get(payment.key);
     const charge = charges.get(name);
+    if (charge?.ids.join() !== after.get(name)?.ids.join())
+      flag('the direct replay after the run changed its charges', name);
     v.inProgress += log?.inProgress ?? 0;
     v.gaveUp += log?.gaveUp ?? 0;
     v.unanswered += log?.unanswered ?? 0;

@@ -11,19 +11,41 @@ export interface Payment {
   duplicated: boolean;
 }
 
-/** A final answer a caller got for its payment. */
+/**
+ * One logical operation as its callers send it: the same key, headers and bytes on
+ * every attempt, to the payment API or to the handler-fault routes (fault-plan.ts).
+ */
+export interface Call {
+  /** Unique per operation: the payment's key, or the fault operation's id. */
+  id: string;
+  /** The idempotency key (two fault operations may share one, on two endpoints). */
+  key: string;
+  server: 'payments' | 'faults';
+  path: string;
+  headers: Record<string, string>;
+  json: unknown;
+  duplicated: boolean;
+  /** idempotentFetch's attemptTimeoutMs, when not the run's. */
+  attemptTimeoutMs?: number;
+}
+
+/** A final answer a caller got for its operation. */
 export interface Answer {
   status: number;
   body: string;
   location: string | null;
   contentType: string | null;
+  /** `x-chaos-answer`: the fault operation and handler run that made the answer. */
+  chaos: string | null;
+  /** `Idempotent-Body-Omitted` of a replay. */
+  omitted: string | null;
   replayed: boolean;
 }
 
-/** What the callers of one payment saw. */
+/** What the callers of one operation saw. */
 export interface PaymentLog {
   answers: Answer[];
-  /** Attempts over every idempotentFetch call, of every caller of the payment. */
+  /** Attempts over every idempotentFetch call, of every caller of the operation. */
   attempts: number;
   /** Retries after a 409 / 425: the original was still in progress. */
   inProgress: number;
@@ -42,32 +64,45 @@ export function planPayments(rng: Rng, n: number, duplicateRatio: number): Payme
   }));
 }
 
+/** A payment as its callers send it: `POST /charges`, scoped by `x-tenant`. */
+export function paymentCall(payment: Payment): Call {
+  return {
+    id: payment.key,
+    key: payment.key,
+    server: 'payments',
+    path: '/charges',
+    headers: { 'x-tenant': payment.tenant },
+    json: payment.body,
+    duplicated: payment.duplicated,
+  };
+}
+
 export interface CallerOptions {
-  /** Base URL the callers use (the fault proxy's). */
-  url: string;
+  /** Base URLs the callers use (the fault proxies'). */
+  urls: Record<Call['server'], string>;
   clients: number;
   attemptTimeoutMs: number;
   /** Callers stop retrying at this instant (ms since epoch). */
   deadline: number;
   signal: AbortSignal;
-  /** Told after each payment got its answers. */
+  /** Told after each operation got its answers. */
   onSettled?: () => void;
 }
 
 /**
- * Runs every payment, `clients` at a time; a duplicated payment has two callers at
- * once. A caller is a job that must get its answer: when idempotentFetch gives up, the
- * job calls it again with the same key, as a job runner retrying later would, until
- * the run's deadline.
+ * Runs every operation, `clients` at a time; a duplicated one has two callers at once.
+ * A caller is a job that must get its answer: when idempotentFetch gives up, the job
+ * calls it again with the same key, as a job runner retrying later would, until the
+ * run's deadline. Logs by operation id.
  */
 export async function runPayments(
-  payments: Payment[],
+  calls: Call[],
   options: CallerOptions,
 ): Promise<Map<string, PaymentLog>> {
   const logs = new Map<string, PaymentLog>();
   const limit = pLimit(options.clients);
   await Promise.all(
-    payments.map((payment) =>
+    calls.map((c) =>
       limit(async () => {
         const log: PaymentLog = {
           answers: [],
@@ -76,9 +111,9 @@ export async function runPayments(
           gaveUp: 0,
           unanswered: 0,
         };
-        logs.set(payment.key, log);
-        const callers = payment.duplicated ? 2 : 1;
-        await Promise.all(Array.from({ length: callers }, () => call(payment, log, options)));
+        logs.set(c.id, log);
+        const callers = c.duplicated ? 2 : 1;
+        await Promise.all(Array.from({ length: callers }, () => call(c, log, options)));
         options.onSettled?.();
       }),
     ),
@@ -86,41 +121,23 @@ export async function runPayments(
   return logs;
 }
 
-async function call(payment: Payment, log: PaymentLog, options: CallerOptions): Promise<void> {
+async function call(c: Call, log: PaymentLog, options: CallerOptions): Promise<void> {
   while (Date.now() < options.deadline && !options.signal.aborted) {
     try {
-      const result = await idempotentFetch(
-        new URL('/charges', options.url),
-        { method: 'POST', headers: { 'x-tenant': payment.tenant }, signal: options.signal },
-        {
-          key: payment.key,
-          json: payment.body,
-          attempts: 20,
-          deadlineMs: Math.max(1, Math.min(60_000, options.deadline - Date.now())),
-          attemptTimeoutMs: options.attemptTimeoutMs,
-          backoff: { initialMs: 50, maxMs: 1000 },
-          onRetry: ({ status }) => {
-            log.attempts++;
-            if (status === 409 || status === 425) log.inProgress++;
-          },
+      const answer = await send(c, options.urls[c.server], {
+        attempts: 20,
+        deadlineMs: Math.max(1, Math.min(60_000, options.deadline - Date.now())),
+        attemptTimeoutMs: c.attemptTimeoutMs ?? options.attemptTimeoutMs,
+        signal: options.signal,
+        onRetry: (status) => {
+          log.attempts++;
+          if (status === 409 || status === 425) log.inProgress++;
         },
-      );
-      log.attempts++;
-      const { response } = result;
-      let body: string;
-      try {
-        body = await response.text();
-      } catch {
-        // The connection died under the body (a kill mid-response): not an answer yet.
-        continue;
-      }
-      log.answers.push({
-        status: response.status,
-        body,
-        location: response.headers.get('location'),
-        contentType: response.headers.get('content-type'),
-        replayed: result.replayed,
       });
+      log.attempts++;
+      // The connection died under the body (a kill mid-response): not an answer yet.
+      if (answer === undefined) continue;
+      log.answers.push(answer);
       return;
     } catch (error) {
       if (options.signal.aborted) break;
@@ -130,4 +147,78 @@ async function call(payment: Payment, log: PaymentLog, options: CallerOptions): 
     }
   }
   log.unanswered++;
+}
+
+interface SendOptions {
+  attempts: number;
+  deadlineMs: number;
+  attemptTimeoutMs?: number;
+  signal?: AbortSignal;
+  onRetry?: (status: number | undefined) => void;
+}
+
+/** One idempotentFetch call; undefined when the body could not be read to its end. */
+async function send(c: Call, base: string, options: SendOptions): Promise<Answer | undefined> {
+  const { response, replayed } = await idempotentFetch(
+    new URL(c.path, base),
+    {
+      method: 'POST',
+      headers: c.headers,
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+    {
+      key: c.key,
+      json: c.json,
+      attempts: options.attempts,
+      deadlineMs: options.deadlineMs,
+      ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
+      backoff: { initialMs: 50, maxMs: 1000 },
+      onRetry: ({ status }) => options.onRetry?.(status),
+    },
+  );
+  let body: string;
+  try {
+    body = await response.text();
+  } catch {
+    return undefined;
+  }
+  return {
+    status: response.status,
+    body,
+    location: response.headers.get('location'),
+    contentType: response.headers.get('content-type'),
+    chaos: response.headers.get('x-chaos-answer'),
+    omitted: response.headers.get('idempotent-body-omitted'),
+    replayed,
+  };
+}
+
+/**
+ * Each operation once more, from a fresh caller with the same key and bytes, straight to
+ * the server (`urls`: no proxy): it must be a replay of what the run's callers got.
+ */
+export async function replayAll(
+  calls: Call[],
+  urls: Record<Call['server'], string>,
+  say: (line: string) => void,
+): Promise<Map<string, Answer>> {
+  const answers = new Map<string, Answer>();
+  const limit = pLimit(16);
+  await Promise.all(
+    calls.map((c) =>
+      limit(async () => {
+        try {
+          const answer = await send(c, urls[c.server], {
+            attempts: 10,
+            deadlineMs: 30_000,
+            ...(c.attemptTimeoutMs ? { attemptTimeoutMs: c.attemptTimeoutMs } : {}),
+          });
+          if (answer !== undefined) answers.set(c.id, answer);
+        } catch (error) {
+          say(`replay of ${c.id} failed: ${String(error)}`);
+        }
+      }),
+    ),
+  );
+  return answers;
 }

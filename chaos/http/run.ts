@@ -1,30 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import type pg from 'pg';
-import pLimit from 'p-limit';
-import { idempotentFetch } from 'effectively-once/client';
 import { sleep } from '../../src/sleep.js';
-import { quoteIdentifier } from '../../src/store/identifiers.js';
 import { FaultProxy } from '../../test/helpers/fault-proxy.js';
+import { freePorts } from '../../test/helpers/services/ports.js';
 import { adminPool, dropChaosSchema } from '../db.js';
 import { Rng } from '../rng.js';
-import { ensureServices, type ChaosServices } from '../services.js';
+import { openRunScope } from '../run-scope.js';
+import { ensureServices } from '../services.js';
 import type { HttpChaosArgs } from './args.js';
 import { checkHttp, readCharges, readStored } from './checker.js';
-import { planPayments, runPayments, type Answer, type Payment } from './clients.js';
-import { planKills, SERVER_APPLICATION, ServerSupervisor } from './server.js';
+import { paymentCall, planPayments, replayAll, runPayments } from './clients.js';
+import { DatabaseNemesis } from './db-nemesis.js';
+import { EarlyAnswers } from './early.js';
+import { checkFaultOps } from './fault-checker.js';
+import { createHttpChaosSchema, readEffects, readFired, readTimings } from './fault-db.js';
+import { interleave, planFaultOps } from './fault-plan.js';
+import { planKills, ServerSupervisor } from './server.js';
 import type { HttpRunResult } from './summary.js';
-import { openRunScope } from '../run-scope.js';
 
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 
 /**
- * One HTTP chaos run: private Postgres; the payment server (effectively-once/http) in a
- * child process behind a fault-injecting TCP proxy; N logical payments, each with one
- * idempotency key, sent by idempotentFetch callers through the proxy while the server
- * is SIGKILLed and restarted and its Postgres connections are terminated; then every
- * payment is replayed once more directly, and the checker reads the charges and the
- * key table.
+ * One HTTP chaos run: private Postgres; the payment API and the handler-fault routes
+ * (child.ts) in a child process behind two fault-injecting TCP proxies; N logical
+ * payments and F faulty operations, each with one idempotency key, sent by
+ * idempotentFetch callers through the proxies while the server is SIGKILLed and
+ * restarted and its Postgres connections are terminated; the proxies hold every answer
+ * until the early-answer check looked at it. Then the checkers read the effects, every
+ * operation is replayed once more directly, and the effects are read again.
  */
 export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> {
   const started = Date.now();
@@ -32,9 +35,12 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
   const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const payments = planPayments(rng, args.payments, args.duplicateRatio);
   const kills = planKills(rng, args.kills, args.payments);
-  const duplicatesSent = payments.filter((p) => p.duplicated).length;
+  const ops = planFaultOps(rng, args.handlerFaults, args.faultKinds, args.duplicateRatio);
+  const calls = interleave(rng, payments.map(paymentCall), ops);
+  const duplicatesSent = calls.filter((c) => c.duplicated).length;
   say(
     `run ${runId}: target=http framework=${args.framework} payments=${args.payments} ` +
+      `handler_faults=${ops.length} (${args.faultKinds.join(',')}) ` +
       `(duplicated ${duplicatesSent}) clients=${args.clients} kills=${args.kills} ` +
       `pg_terminations=${args.pgTerminations} pg_restarts=${args.pgRestarts} ` +
       `proxy drop=${args.drop} reset=${args.reset} delay=${args.delay} seed=${args.seed}`,
@@ -56,67 +62,114 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
     const pool = adminPool(services.databaseUrl);
     scope.defer(() => pool.end());
     const schema = `chaos_http_${runId}`;
-    await pool.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
+    await createHttpChaosSchema(pool, schema);
     scope.defer(async () => {
       if (success && !args.keep) await dropChaosSchema(pool, schema);
       else say(`kept schema ${schema}`);
     });
 
+    const [faultPort = 0] = ops.length > 0 ? await freePorts(1) : [];
     const supervisor = new ServerSupervisor({
       framework: args.framework,
       databaseUrl: services.databaseUrl,
       schema,
       kills,
+      faultPort,
       rng,
       log: (line) => say(`nemesis: ${line}`),
     });
     const port = await supervisor.start();
     scope.defer(() => supervisor.stop());
-    const proxy = await FaultProxy.start({
-      target: { host: '127.0.0.1', port },
+    const lookups = adminPool(services.databaseUrl);
+    scope.defer(() => lookups.end());
+    const early = new EarlyAnswers(lookups, schema);
+    const proxyOptions = {
       faults: { drop: args.drop, reset: args.reset, delay: args.delay },
       seed: args.seed,
       delayMs: args.attemptTimeoutMs + 500,
-      // Bounded, so every payment can finish; the server's faults are not bounded.
+      // Bounded, so every operation can finish; the server's faults are not bounded.
       maxFaultsPerKey: 4,
+    };
+    const proxy = await FaultProxy.start({
+      ...proxyOptions,
+      target: { host: '127.0.0.1', port },
+      beforeAnswer: early.hook('payments'),
     });
     scope.defer(() => proxy.close());
+    // Keyed by operation: the two operations of a long-names pair share their key.
+    const faultProxy =
+      faultPort > 0
+        ? await FaultProxy.start({
+            ...proxyOptions,
+            target: { host: '127.0.0.1', port: faultPort },
+            keyHeader: 'x-chaos-op',
+            beforeAnswer: early.hook('faults'),
+          })
+        : undefined;
+    if (faultProxy) scope.defer(() => faultProxy.close());
     say(`server on 127.0.0.1:${port}, callers through the proxy at ${proxy.url}`);
+    if (faultProxy) say(`fault routes on 127.0.0.1:${faultPort}, through ${faultProxy.url}`);
 
-    const database = new DatabaseNemesis(rng, args, services, pool, () => supervisor.committed());
+    const database = new DatabaseNemesis(
+      rng,
+      args,
+      services,
+      pool,
+      () => supervisor.committed(),
+      say,
+    );
     const faults = database.run(abort.signal);
     let settled = 0;
+    const counts = (): Record<string, number> => sumCounts(proxy, faultProxy);
     const progress = setInterval(
       () =>
         say(
-          `answered ${settled}/${args.payments}, committed ${supervisor.committed()}, ` +
+          `answered ${settled}/${calls.length}, committed ${supervisor.committed()}, ` +
             `kills ${supervisor.killed['after-commit'] + supervisor.killed.random}/${args.kills}, ` +
-            `proxy ${JSON.stringify(proxy.counts())}`,
+            `proxies ${JSON.stringify(counts())}`,
         ),
       5000,
     );
     const deadline = started + args.timeoutMs;
-    const logs = await runPayments(payments, {
-      url: proxy.url,
+    const logs = await runPayments(calls, {
+      urls: { payments: proxy.url, faults: faultProxy?.url ?? proxy.url },
       clients: args.clients,
       attemptTimeoutMs: args.attemptTimeoutMs,
       deadline,
       signal: abort.signal,
       onSettled: () => settled++,
     }).finally(() => clearInterval(progress));
-    say(`payments answered after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    say(`operations answered after ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await Promise.race([supervisor.killsDone(), sleep(Math.max(0, deadline - Date.now()))]);
     abort.abort();
     await faults;
 
-    // The last incarnation is up: every payment once more, straight to it.
-    const replayed = await replayAll(payments, `http://127.0.0.1:${port}`);
+    // What the callers' answers left behind, before anything else is sent.
+    const charges = await readCharges(pool, schema);
+    const effects = await readEffects(pool, schema);
+    // The last incarnation is up: every operation once more, straight to it.
+    const replayed = await replayAll(
+      calls,
+      { payments: `http://127.0.0.1:${port}`, faults: `http://127.0.0.1:${faultPort}` },
+      say,
+    );
     const verdict = checkHttp({
       payments,
       logs,
-      charges: await readCharges(pool, schema),
+      charges,
+      chargesAfter: await readCharges(pool, schema),
       stored: await readStored(pool, schema),
       replayed,
+    });
+    const fired = await readFired(pool, schema);
+    const faultVerdict = checkFaultOps({
+      ops,
+      logs,
+      effects,
+      effectsAfter: await readEffects(pool, schema),
+      fired: fired.runs,
+      replayed,
+      timings: await readTimings(pool, schema),
     });
     const killCount = supervisor.killed['after-commit'] + supervisor.killed.random;
     if (killCount < args.kills) shortfalls.push(`kills: ${killCount} of ${args.kills} happened`);
@@ -124,17 +177,28 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       shortfalls.push(`Postgres restarts: ${database.restarts} of ${args.pgRestarts}`);
     if (database.terminations < args.pgTerminations)
       shortfalls.push(`terminations: ${database.terminations} of ${args.pgTerminations}`);
+    for (const kind of new Set(ops.filter((o) => o.spec.fires > 0).map((o) => o.kind)))
+      if ((faultVerdict.firedByKind.get(kind) ?? 0) === 0)
+        shortfalls.push(`handler faults: ${kind} planned, never fired`);
     say(
       `kills by mode: after-commit ${supervisor.killed['after-commit']}, random ${supervisor.killed.random}` +
         `${supervisor.killed.fallbacks > 0 ? ` (${supervisor.killed.fallbacks} armed, killed from outside)` : ''}; ` +
         `server processes started: ${supervisor.spawned} (${supervisor.failedStarts} failed starts); ` +
         `backends terminated: ${database.backends}`,
     );
+    say(
+      `handler faults fired: ${JSON.stringify(Object.fromEntries(fired.byKind))}; answers looked at ` +
+        `before the client: ${early.checked} (${early.unchecked} could not be, Postgres down)`,
+    );
     if (supervisor.crashes > 0)
       say(
         `note: the server crashed ${supervisor.crashes} time(s) on its own (stderr above) and was restarted`,
       );
-    for (const line of verdict.problems) say(`PROBLEM: ${line}`);
+    if (early.early > 0)
+      say(
+        `PROBLEM: answers before their COMMIT: ${early.early} (e.g. ${early.examples.join(', ')})`,
+      );
+    for (const line of [...verdict.problems, ...faultVerdict.problems]) say(`PROBLEM: ${line}`);
     for (const line of shortfalls) say(`note: ${line}`);
     const result: HttpRunResult = {
       args,
@@ -143,17 +207,21 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       pgRestarts: database.restarts,
       pgTerminations: database.terminations,
       serverCrashes: supervisor.crashes,
-      proxy: proxy.counts(),
+      proxy: sumCounts(proxy, faultProxy),
       verdict,
-      timedOut: verdict.unanswered > 0,
+      faults: faultVerdict,
+      handlerFaults: ops.length,
+      earlyAnswers: early.early,
+      timedOut: verdict.unanswered + faultVerdict.unanswered > 0,
       shortfalls,
       durationMs: Date.now() - started,
     };
     success =
       !result.timedOut &&
-      verdict.problems.length === 0 &&
-      verdict.doubles === 0 &&
-      verdict.lost === 0;
+      verdict.problems.length + faultVerdict.problems.length === 0 &&
+      result.earlyAnswers === 0 &&
+      verdict.doubles + faultVerdict.doubles === 0 &&
+      verdict.lost + faultVerdict.lost === 0;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     return result;
   } finally {
@@ -161,100 +229,12 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
   }
 }
 
-/**
- * Each payment once more, from a fresh caller with the same key and bytes, straight to
- * the server: it must be a replay of what the run's callers got.
- */
-async function replayAll(payments: Payment[], url: string): Promise<Map<string, Answer>> {
-  const answers = new Map<string, Answer>();
-  const limit = pLimit(16);
-  await Promise.all(
-    payments.map((payment) =>
-      limit(async () => {
-        try {
-          const { response, replayed } = await idempotentFetch(
-            new URL('/charges', url),
-            { method: 'POST', headers: { 'x-tenant': payment.tenant } },
-            { key: payment.key, json: payment.body, attempts: 10, deadlineMs: 30_000 },
-          );
-          answers.set(payment.key, {
-            status: response.status,
-            body: await response.text(),
-            location: response.headers.get('location'),
-            contentType: response.headers.get('content-type'),
-            replayed,
-          });
-        } catch (error) {
-          say(`replay of ${payment.key} failed: ${String(error)}`);
-        }
-      }),
-    ),
-  );
-  return answers;
-}
-
-/**
- * Postgres faults at spread-out moments of the run (commit counts below N):
- * `pg_terminate_backend` of every connection the server holds, and crash-restarts.
- */
-class DatabaseNemesis {
-  terminations = 0;
-  /** Server backends terminated over all terminations. */
-  backends = 0;
-  restarts = 0;
-  private readonly events: Array<{ kind: 'terminate' | 'restart'; at: number }>;
-
-  constructor(
-    private readonly rng: Rng,
-    args: HttpChaosArgs,
-    private readonly services: ChaosServices,
-    private readonly pool: pg.Pool,
-    private readonly committed: () => number,
-  ) {
-    const at = (): number => Math.floor(args.payments * rng.between(0.05, 0.9));
-    this.events = [
-      ...Array.from({ length: args.pgTerminations }, () => ({
-        kind: 'terminate' as const,
-        at: at(),
-      })),
-      ...Array.from({ length: services.canRestartPostgres ? args.pgRestarts : 0 }, () => ({
-        kind: 'restart' as const,
-        at: at(),
-      })),
-    ].sort((a, b) => a.at - b.at);
+function sumCounts(...proxies: Array<FaultProxy | undefined>): HttpRunResult['proxy'] {
+  const sum = { pass: 0, reset: 0, drop: 0, delay: 0 };
+  for (const p of proxies) {
+    if (p === undefined) continue;
+    const counts = p.counts();
+    for (const fault of Object.keys(sum) as Array<keyof typeof sum>) sum[fault] += counts[fault];
   }
-
-  async run(signal: AbortSignal): Promise<void> {
-    for (const event of this.events) {
-      while (!signal.aborted && this.committed() < event.at) await sleep(20);
-      if (signal.aborted) return;
-      if (event.kind === 'restart') {
-        const downMs = Math.round(this.rng.between(500, 2000));
-        say(`nemesis: Postgres crash-restart (down ${downMs} ms) at ${this.committed()} commits`);
-        await this.services.restartPostgres(downMs);
-        this.restarts++;
-        continue;
-      }
-      // The server may be between incarnations: wait until it holds connections again.
-      for (let tries = 0; tries < 100 && !signal.aborted; tries++) {
-        const n = await this.terminate().catch(() => 0);
-        if (n > 0) {
-          this.terminations++;
-          this.backends += n;
-          say(`nemesis: terminated ${n} server backend(s) at ${this.committed()} commits`);
-          break;
-        }
-        await sleep(50);
-      }
-    }
-  }
-
-  private async terminate(): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n
-         FROM pg_stat_activity WHERE application_name = $1`,
-      [SERVER_APPLICATION],
-    );
-    return rows[0]?.n ?? 0;
-  }
+  return sum;
 }

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { sleep } from '../../src/sleep.js';
 import type { Framework } from '../../test/helpers/http/payments.js';
 import { spawnPaymentServer, type PaymentProcess } from '../../test/helpers/http/spawn.js';
@@ -33,13 +34,15 @@ export interface SupervisorOptions {
   databaseUrl: string;
   schema: string;
   kills: PlannedKill[];
+  /** The handler-fault routes' port (child.ts), the same for every incarnation; 0: none. */
+  faultPort: number;
   rng: Rng;
   log: (line: string) => void;
 }
 
 /**
  * The payment server as a supervisor runs it: one child process at a time
- * (test/helpers/http/child.ts), each incarnation ended by its planned kill and
+ * (child.ts: the payment API and the handler-fault routes), each incarnation ended by its planned kill and
  * replaced 0.1-1 s later on the same port, as a process manager would; the last one
  * runs until `stop()`.
  */
@@ -157,6 +160,8 @@ export class ServerSupervisor {
         schema: this.options.schema,
         port: this.port,
         killAfterCommits: next?.mode === 'after-commit' ? next.afterCommits : 0,
+        entry: fileURLToPath(new URL('./child.ts', import.meta.url)),
+        env: { EO_CHAOS_FAULT_PORT: String(this.options.faultPort) },
       });
       this.spawned++;
       this.incarnations.push(process);

@@ -1,6 +1,7 @@
 import type { Fault } from '../../test/helpers/fault-proxy.js';
 import type { HttpChaosArgs } from './args.js';
 import type { HttpVerdict } from './checker.js';
+import type { FaultVerdict } from './fault-checker.js';
 
 export interface HttpRunResult {
   args: HttpChaosArgs;
@@ -10,9 +11,14 @@ export interface HttpRunResult {
   pgTerminations: number;
   /** Server processes that died on their own (not a planned SIGKILL) and were restarted. */
   serverCrashes: number;
-  /** Exchanges (HTTP requests) through the proxy, by the fault each got. */
+  /** Exchanges (HTTP requests) through the proxies, by the fault each got. */
   proxy: Record<Fault, number>;
+  /** The payments' verdict, and the fault operations' (planned: `handlerFaults`). */
   verdict: HttpVerdict;
+  faults: FaultVerdict;
+  handlerFaults: number;
+  /** 2xx answers that reached a caller before their COMMIT (early.ts). */
+  earlyAnswers: number;
   timedOut: boolean;
   shortfalls: string[];
   durationMs: number;
@@ -21,11 +27,14 @@ export interface HttpRunResult {
 /** The one line a run prints on stdout, in the broker runs' format. */
 export function httpSummaryLine(r: HttpRunResult): string {
   const requests = Object.values(r.proxy).reduce((a, b) => a + b, 0);
+  const v = r.verdict;
+  const f = r.faults;
   return [
     'chaos:',
     'target=http',
     `framework=${r.args.framework}`,
     `payments=${r.args.payments}`,
+    `handler_faults=${r.handlerFaults}`,
     `duplicates_sent=${r.duplicatesSent}`,
     `kills=${r.kills}`,
     `pg_restarts=${r.pgRestarts}`,
@@ -35,24 +44,34 @@ export function httpSummaryLine(r: HttpRunResult): string {
     `dropped=${r.proxy.drop}`,
     `reset=${r.proxy.reset}`,
     `delayed=${r.proxy.delay}`,
-    `applied=${r.verdict.applied}`,
-    `doubles=${r.verdict.doubles}`,
-    `lost=${r.verdict.lost}`,
-    `replays=${r.verdict.replays}`,
-    `replays_checked=${r.verdict.replaysChecked}`,
-    `mismatched=${r.verdict.mismatched}`,
-    `in_progress=${r.verdict.inProgress}`,
-    `gave_up=${r.verdict.gaveUp}`,
-    ...(r.timedOut ? [`unanswered=${r.verdict.unanswered}`] : []),
+    `applied=${v.applied + f.applied}`,
+    `doubles=${v.doubles + f.doubles}`,
+    `lost=${v.lost + f.lost}`,
+    `early_answers=${r.earlyAnswers}`,
+    `cross_scope=${f.crossScope}`,
+    `stray_effects=${f.strayEffects}`,
+    `late_answers=${f.lateAnswers}`,
+    `faults_fired=${f.faultsFired}`,
+    `replays=${v.replays + f.replays}`,
+    `replays_checked=${v.replaysChecked + f.replaysChecked}`,
+    `mismatched=${v.mismatched + f.mismatched}`,
+    `in_progress=${v.inProgress + f.inProgress}`,
+    `gave_up=${v.gaveUp + f.gaveUp}`,
+    ...(r.timedOut ? [`unanswered=${v.unanswered + f.unanswered}`] : []),
   ].join(' ');
 }
 
-/** As for the broker runs: 1 double, loss or mismatch; 2 timeout; 3 planned faults missing. */
+/**
+ * As for the broker runs: 1 a double, a loss, an early or cross-scope answer, a
+ * mismatch or another violation; 2 timeout; 3 planned faults missing.
+ */
 export function httpExitCode(r: HttpRunResult): number {
   const v = r.verdict;
-  if (v.doubles > 0 || v.lost > 0) return 1;
+  const f = r.faults;
+  if (v.doubles + f.doubles > 0 || v.lost + f.lost > 0) return 1;
+  if (r.earlyAnswers > 0 || f.crossScope > 0) return 1;
   if (r.timedOut) return 2;
-  if (v.problems.length > 0 || v.mismatched > 0) return 1;
+  if (v.problems.length + f.problems.length > 0 || v.mismatched + f.mismatched > 0) return 1;
   if (r.shortfalls.length > 0) return 3;
   return 0;
 }

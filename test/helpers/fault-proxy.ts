@@ -63,6 +63,12 @@ export interface FaultProxyOptions {
   keyHeader?: string;
   /** Decides each exchange instead of `faults` (a scripted scenario). */
   decide?: (exchange: Exchange) => Fault;
+  /**
+   * Told when an exchange's answer is about to reach the client (a `delay`ed one when it
+   * is released), with its bytes up to the end of the head; they wait until it settles.
+   * For checks that must run after the server answered and before the client saw it.
+   */
+  beforeAnswer?: (exchange: ExchangeRecord, head: Buffer) => Promise<void> | void;
 }
 
 const HEAD_LIMIT = 64 * 1024;
@@ -166,6 +172,8 @@ export class FaultProxy {
 
     let index = -1;
     let fault: Fault = 'pass';
+    let exchange: ExchangeRecord | undefined; // the current one, while beforeAnswer waits for it
+    let gate: Buffer[] | undefined; // answer bytes held for beforeAnswer
     let head: Buffer[] | undefined; // request bytes held until the fault is decided
     let answered = true; // the server has spoken since the client last did
     let held: Buffer[] | undefined; // a delayed response
@@ -184,11 +192,13 @@ export class FaultProxy {
       const parsed = peekHead(bytes, this.options.keyHeader ?? 'idempotency-key');
       if (parsed === 'incomplete' && bytes.length < HEAD_LIMIT) return;
       head = undefined;
-      fault = this.decide({
+      const record = this.decide({
         connection,
         index,
         ...(parsed === 'incomplete' ? { key: undefined, requestLine: undefined } : parsed),
       });
+      fault = record.fault;
+      if (this.options.beforeAnswer !== undefined) exchange = record;
       if (fault === 'reset') {
         client.resetAndDestroy();
         upstream.destroy();
@@ -211,25 +221,50 @@ export class FaultProxy {
           const timer = setTimeout(() => {
             const chunks = held ?? [];
             held = undefined;
-            for (const c of chunks) forward(upstream, client, c);
-            if (upstreamEnded) client.end();
+            for (const c of chunks) toClient(c);
+            if (upstreamEnded && gate === undefined) client.end();
           }, this.options.delayMs ?? 5000);
           client.once('close', () => clearTimeout(timer));
         }
         held.push(chunk);
         return;
       }
-      forward(upstream, client, chunk);
+      toClient(chunk);
     });
+
+    // Answer bytes on their way to the client: the head of each goes to beforeAnswer first.
+    const toClient = (chunk: Buffer): void => {
+      if (exchange === undefined && gate === undefined) return forward(upstream, client, chunk);
+      (gate ??= []).push(chunk);
+      openGate(false);
+    };
+    const openGate = (ended: boolean): void => {
+      const hook = this.options.beforeAnswer;
+      const seen = exchange;
+      if (hook === undefined || seen === undefined || gate === undefined) return;
+      const head = Buffer.concat(gate);
+      if (!ended && head.indexOf('\r\n\r\n') === -1 && head.length < HEAD_LIMIT) return;
+      exchange = undefined;
+      void Promise.resolve()
+        .then(() => hook(seen, head))
+        .catch(() => undefined)
+        .then(() => {
+          const chunks = gate ?? [];
+          gate = undefined;
+          for (const c of chunks) forward(upstream, client, c);
+          if (upstreamEnded && held === undefined) client.end();
+        });
+    };
 
     client.on('end', () => upstream.end());
     upstream.on('end', () => {
       upstreamEnded = true;
-      if (held === undefined) client.end();
+      if (gate !== undefined) openGate(true);
+      else if (held === undefined) client.end();
     });
   }
 
-  private decide(seen: Omit<Exchange, 'occurrence'>): Fault {
+  private decide(seen: Omit<Exchange, 'occurrence'>): ExchangeRecord {
     const identity = seen.key ?? '';
     const occurrence = seen.key === undefined ? this.keyless++ : (this.seen.get(identity) ?? 0);
     if (seen.key !== undefined) this.seen.set(identity, occurrence + 1);
@@ -240,8 +275,9 @@ export class FaultProxy {
       if (count >= (this.options.maxFaultsPerKey ?? Infinity)) fault = 'pass';
       else this.faulted.set(identity, count + 1);
     }
-    this.records.push({ ...exchange, fault });
-    return fault;
+    const record = { ...exchange, fault };
+    this.records.push(record);
+    return record;
   }
 
   /** A uniform draw from (seed, key, occurrence), mapped onto the fault shares. */

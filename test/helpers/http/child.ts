@@ -9,19 +9,9 @@
  * EO_HTTP_KILL_AFTER_COMMITS (N > 0: SIGKILL itself right after the Nth COMMIT, before
  * that response is written; default 0, never).
  */
-import { writeSync } from 'node:fs';
 import pg from 'pg';
+import { emit, env } from './child-protocol.js';
 import { startPaymentServer, type Framework } from './payments.js';
-
-function env(name: string, fallback?: string): string {
-  const value = process.env[name] ?? fallback;
-  if (value === undefined) throw new Error(`${name} is not set`);
-  return value;
-}
-
-function emit(event: Record<string, unknown>): void {
-  writeSync(1, `${JSON.stringify(event)}\n`);
-}
 
 const schema = env('EO_HTTP_SCHEMA');
 const pool = new pg.Pool({

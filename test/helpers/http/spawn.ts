@@ -27,11 +27,18 @@ export interface PaymentProcessOptions {
   port?: number;
   /** SIGKILL itself right after the Nth COMMIT, before that response is written. */
   killAfterCommits?: number;
+  /**
+   * Another entry script speaking child.ts's stdout protocol and reading its env (the
+   * chaos harness's server adds routes of its own). Default child.ts.
+   */
+  entry?: string;
+  /** More environment for the child. */
+  env?: Record<string, string>;
 }
 
 /** Starts child.ts in a new Node process with the same TypeScript loader (tsx). */
 export function spawnPaymentServer(options: PaymentProcessOptions): PaymentProcess {
-  const entry = fileURLToPath(new URL('./child.ts', import.meta.url));
+  const entry = options.entry ?? fileURLToPath(new URL('./child.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     env: {
       ...process.env,
@@ -40,6 +47,7 @@ export function spawnPaymentServer(options: PaymentProcessOptions): PaymentProce
       EO_HTTP_SCHEMA: options.schema,
       EO_HTTP_PORT: String(options.port ?? 0),
       EO_HTTP_KILL_AFTER_COMMITS: String(options.killAfterCommits ?? 0),
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,85 @@
+/**
+ * The HTTP chaos server process: the payment API (test/helpers/http/payments.ts, the
+ * framework of EO_HTTP_FRAMEWORK) and, when EO_CHAOS_FAULT_PORT is set, the
+ * handler-fault routes on Express and Fastify behind one port. It speaks
+ * test/helpers/http/child.ts's stdout protocol and reads the same env (spawn.ts starts
+ * it with `entry`): `ready` once both listen, `committed` after each COMMIT of either,
+ * and the armed SIGKILL right after the Nth of them.
+ */
+import http from 'node:http';
+import express from 'express';
+import Fastify from 'fastify';
+import pg from 'pg';
+import type { CommittedEvent } from 'effectively-once/http';
+import { emit, env } from '../../test/helpers/http/child-protocol.js';
+import { startPaymentServer, type Framework } from '../../test/helpers/http/payments.js';
+import { createFaultEndpoints } from './fault-endpoints.js';
+import { expressFaultRoutes } from './fault-express.js';
+import { fastifyFaultRoutes } from './fault-fastify.js';
+import { FaultSide } from './fault-side.js';
+
+const schema = env('EO_HTTP_SCHEMA');
+const databaseUrl = env('EO_HTTP_DATABASE_URL');
+const pool = new pg.Pool({
+  connectionString: databaseUrl,
+  options: `-c search_path=${schema}`,
+  max: 20,
+});
+pool.on('error', () => undefined);
+const killAfter = Number(env('EO_HTTP_KILL_AFTER_COMMITS', '0'));
+let commits = 0;
+const onCommitted = ({ key, status }: CommittedEvent): void => {
+  commits++;
+  emit({ t: 'committed', key, status });
+  // The crash point: committed, nothing sent. No cleanup runs, no goodbye.
+  if (killAfter > 0 && commits === killAfter) process.kill(process.pid, 'SIGKILL');
+};
+const payments = await startPaymentServer({
+  framework: env('EO_HTTP_FRAMEWORK') as Framework,
+  pool,
+  schema,
+  port: Number(env('EO_HTTP_PORT', '0')),
+  idempotency: { onCommitted },
+});
+const faultPort = Number(env('EO_CHAOS_FAULT_PORT', '0'));
+const faults = faultPort > 0 ? await serveFaults(faultPort) : undefined;
+emit({ t: 'ready', port: payments.port });
+
+/** Express and Fastify behind one server: `/express/…` to Express, the rest to Fastify. */
+async function serveFaults(port: number): Promise<{ close(): Promise<void> }> {
+  const side = await FaultSide.create(databaseUrl, schema);
+  const endpoints = createFaultEndpoints({ pool, databaseUrl, schema, onCommitted });
+  const expressApp = express();
+  expressFaultRoutes(expressApp, endpoints, side);
+  const server = http.createServer();
+  const fastify = Fastify({
+    serverFactory: (handler) => {
+      server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+        side.watch(req, res);
+        if (req.url?.startsWith('/express/')) expressApp(req, res);
+        else handler(req, res);
+      });
+      return server;
+    },
+  });
+  await fastifyFaultRoutes(fastify, endpoints, side);
+  await fastify.listen({ port, host: '127.0.0.1' });
+  return {
+    close: async () => {
+      server.closeAllConnections();
+      await fastify.close();
+      await endpoints.close();
+      await side.close();
+    },
+  };
+}
+
+const stop = (): void => {
+  // A handler that ignores its signal may hold close() up: the process ends regardless.
+  setTimeout(() => process.exit(0), 5000).unref();
+  void Promise.all([payments.close(), faults?.close()])
+    .then(() => pool.end())
+    .then(() => process.exit(0));
+};
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
