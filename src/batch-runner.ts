@@ -139,13 +139,20 @@ export class BatchRunner<T> {
       items.length > 1 && !(verdict.infrastructure && !(verdict.error instanceof ClaimBusyError));
     if (!bisect) {
       for (const item of items) {
+        // Once the first of a key went back, its followers here go back untouched (released,
+        // as at the start of run()) and follow it; retried each on its own backoff, they
+        // would come back in any order.
+        const k = item.delivery.orderingKey;
+        if (k !== undefined && opened.has(k)) {
+          outcomes[item.index] = await this.settler.release(item.delivery, item.key);
+          continue;
+        }
         outcomes[item.index] = await this.settler.fail(
           item.delivery,
           item.key,
           verdict.error,
           verdict.infrastructure,
         );
-        const k = item.delivery.orderingKey;
         if (k !== undefined && holdsOrder(outcomes[item.index]!)) {
           opened.add(k);
           hold(k);

@@ -61,8 +61,8 @@ export class PartitionWorker<T> implements RecordOwner {
   /** Records in flight (or backing off) per ordering key. */
   private readonly inFlight = new Map<string, number>();
   private inFlightRecords = 0;
-  /** Ordering keys whose record at this offset is being retried: nothing after it may start. */
-  private readonly held = new Map<string, bigint>();
+  /** Per ordering key, the offsets being retried in place: nothing after them may start. */
+  private readonly held = new Map<string, Set<bigint>>();
   private readonly running = new Set<Promise<void>>();
   private pumpScheduled = false;
   private backlogFull = false;
@@ -203,6 +203,7 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** Puts a record taken back from the runner in front of the later ones of its key. */
   private requeue(item: QueuedRecord<T>): void {
+    this.unhold(item);
     let list = this.waiting.get(item.orderingKey);
     if (list === undefined) this.waiting.set(item.orderingKey, (list = new RecordQueue()));
     list.insertByOffset(item);
@@ -211,13 +212,32 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** A record goes back for a retry: the records of its key handed over after it must wait. */
   hold(item: QueuedRecord<T>): void {
-    const current = this.held.get(item.orderingKey);
-    if (current === undefined || item.offset < current)
-      this.held.set(item.orderingKey, item.offset);
+    let offsets = this.held.get(item.orderingKey);
+    if (offsets === undefined) this.held.set(item.orderingKey, (offsets = new Set()));
+    offsets.add(item.offset);
   }
 
   private unhold(item: QueuedRecord<T>): void {
-    if (this.held.get(item.orderingKey) === item.offset) this.held.delete(item.orderingKey);
+    const offsets = this.held.get(item.orderingKey);
+    if (offsets?.delete(item.offset) === true && offsets.size === 0)
+      this.held.delete(item.orderingKey);
+  }
+
+  /**
+   * A record going back for a retry while a lower offset of its key is being retried
+   * (one failure sent several back, e.g. a batch failing as a whole) is taken back into
+   * the queue, behind that one: backing off on its own delay, it could come back first.
+   */
+  private takeBackBehindLower(item: QueuedRecord<T>): boolean {
+    const offsets = this.held.get(item.orderingKey);
+    if (offsets === undefined) return false;
+    for (const offset of offsets) {
+      if (offset < item.offset) {
+        this.requeue(item);
+        return true;
+      }
+    }
+    return false;
   }
 
   private dropWaiting(): void {
@@ -253,10 +273,13 @@ export class PartitionWorker<T> implements RecordOwner {
         }
         if (this.state !== 'active') return;
         if (settlement.kind === 'retry') {
-          this.hold(item);
           // Only the record's own failures count towards maxAttempts, not a busy claim or an outage.
           if (settlement.attemptSpent) item.attempt++;
+          this.hold(item);
+          if (this.takeBackBehindLower(item)) return;
           await this.backOff(settlement.delayMs);
+          // A lower record of the key may have gone back while this one waited.
+          if (this.state === 'active' && this.takeBackBehindLower(item)) return;
         } else if (this.deps.config.pipeline > 1) {
           // Taken back so as not to overtake an earlier record being retried: it waits in
           // the queue, in offset order, until that one is done.
