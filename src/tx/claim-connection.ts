@@ -16,6 +16,7 @@ import {
 } from '../errors.js';
 import { commitClaim } from '../store/commit.js';
 import {
+  IN_FAILED_TRANSACTION,
   isSerializationFailure,
   isStatementError,
   LOCK_NOT_AVAILABLE,
@@ -187,6 +188,9 @@ export class ClaimConnection {
         return { kind: 'released', error: new ShutdownError(this.key) };
       case 'hook-failed':
         await this.rollback();
+        // 25P02: a handler statement failed and the handler caught it, so the hook found
+        // the transaction aborted. The handler's failure, as COMMIT would have found it.
+        if (sqlstateOf(work.error) === IN_FAILED_TRANSACTION) return this.aborted();
         return {
           ...infra(new DatabaseError('adapter in-transaction hook', work.error, { key: this.key })),
           conflict: isSerializationFailure(work.error),
@@ -253,12 +257,7 @@ export class ClaimConnection {
       case 'committed':
         return { kind: 'committed', warning: undefined };
       case 'aborted':
-        return {
-          kind: 'failed',
-          error: new TransactionAbortedError(this.key, 'aborted', first),
-          infrastructure: false,
-          conflict: isSerializationFailure(first),
-        };
+        return this.aborted();
       case 'rejected':
         return {
           kind: 'failed',
@@ -287,6 +286,17 @@ export class ClaimConnection {
         this.markDownIfUnavailable(outcome.error);
         return infra(new CommitUnknownError(this.key, outcome.error));
     }
+  }
+
+  /** An earlier statement of the handler's aborted the transaction: its failure, an attempt spent. */
+  private aborted(): FailedAttempt {
+    const first = this.guard.firstError;
+    return {
+      kind: 'failed',
+      error: new TransactionAbortedError(this.key, 'aborted', first),
+      infrastructure: false,
+      conflict: isSerializationFailure(first),
+    };
   }
 
   /**
