@@ -235,8 +235,8 @@ class ConsumerImpl<T> implements Consumer {
 
 /**
  * Each delivery holds a pool connection while it runs, and a handler that also uses the
- * pool (or the cancel of a timed-out handler) needs one more: a pool of `concurrency`
- * connections or fewer can leave a handler waiting for a connection no one will free.
+ * pool (or the retention pruner, the health probe) needs one more: a pool of
+ * `concurrency` connections or fewer can leave one waiting for a connection no one frees.
  */
 function warnIfPoolTooSmall<T>(cfg: ConsumerConfig<T>): void {
   const max = (cfg.pool as { options?: { max?: unknown } }).options?.max;

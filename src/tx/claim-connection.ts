@@ -24,6 +24,7 @@ import {
 } from '../store/pg-errors.js';
 import type { Logger } from '../types.js';
 import { acquireClient } from './acquire.js';
+import { cancelBackend } from './cancel.js';
 import { TransactionGuard } from './guard.js';
 
 /** A failed attempt at a claim transaction, as both runners report it. */
@@ -78,7 +79,7 @@ export interface ConnectionDeps {
   readonly hardStop: AbortSignal;
 }
 
-/** Bound on the side connection that cancels a timed-out handler's query. */
+/** Bound on the socket that carries a cancel request (nothing waits for it). */
 const CANCEL_TIMEOUT_MS = 5000;
 
 /**
@@ -181,7 +182,7 @@ export class ClaimConnection {
         return { kind: 'failed', error: late, infrastructure: false, conflict: false };
       }
       case 'timeout':
-        await this.abandon(work.error);
+        this.abandon(work.error);
         return { kind: 'failed', error: work.error, infrastructure: false, conflict: false };
       case 'stopped':
         await this.rollback();
@@ -300,27 +301,21 @@ export class ClaimConnection {
   }
 
   /**
-   * After a timeout the handler may still be running a statement: cancel it on the
-   * server (else the backend keeps working and holds the claim's row lock until it
-   * notices the closed socket), then destroy the connection. The cancel goes first,
-   * while our socket keeps the backend's pid from being reused by another session.
+   * The handler is given up on while it may still be running a statement: cancel that
+   * on the server (else the backend keeps working and holds the claim's row lock until
+   * it next touches its socket), and mark the connection for destruction on close. The
+   * cancel is the protocol's own request on a socket of its own, outside the pool, and
+   * nothing waits for it: the delivery's answer must not wait for a free connection.
    */
-  private async abandon(reason: Error): Promise<void> {
+  private abandon(reason: Error): void {
     this.markBroken(reason);
-    const pid = (this.client as unknown as { processID?: unknown }).processID;
-    if (typeof pid !== 'number' || this.lost !== undefined) return;
-    let side: PoolClient | undefined;
-    try {
-      side = await acquireClient(this.deps.pool, CANCEL_TIMEOUT_MS, undefined);
-      await side.query('SELECT pg_cancel_backend($1)', [pid]);
-    } catch (err) {
+    if (this.lost !== undefined) return;
+    cancelBackend(this.client, this.deps.pool, CANCEL_TIMEOUT_MS).catch((err: unknown) =>
       this.deps.logger.warn(
-        { err, key: this.key, pid },
-        'effectively-once: could not cancel a timed-out handler',
-      );
-    } finally {
-      side?.release();
-    }
+        { err, key: this.key },
+        'effectively-once: could not cancel an abandoned handler',
+      ),
+    );
   }
 
   private markBroken(cause: unknown): void {
