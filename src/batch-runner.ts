@@ -265,7 +265,7 @@ export class BatchRunner<T> {
       },
       {
         timeoutMs: handlerTimeoutMs,
-        parents: [this.lifecycle.hardStop],
+        abandonOn: this.lifecycle.hardStop,
         timeoutReason: () => new HandlerTimeoutError(first.key, handlerTimeoutMs),
       },
     );

@@ -19,8 +19,10 @@ import type { ConsumerEventName, ConsumerStats, SourceContext } from './types.js
 /** Options of {@link Consumer.stop}. */
 export interface StopOptions {
   /**
-   * Grace period for in-flight handlers. After it, their `ctx.signal` aborts; what
-   * then rolls back is released to the broker, what commits is acked. Default 30 000 ms.
+   * Grace period for in-flight handlers. After it, their `ctx.signal` aborts and they
+   * are given up on: a handler still running has its statement cancelled and its
+   * connection destroyed (it never commits), and its delivery is released to the
+   * broker; what committed before is acked. Default 30 000 ms.
    */
   timeoutMs?: number;
 }

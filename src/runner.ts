@@ -180,7 +180,8 @@ export class Runner<T> {
       },
       {
         timeoutMs,
-        parents: [this.lifecycle.hardStop, delivery.signal],
+        abandonOn: this.lifecycle.hardStop,
+        parents: [delivery.signal],
         timeoutReason: () => new HandlerTimeoutError(key, timeoutMs),
       },
     );

@@ -184,9 +184,14 @@ export class ClaimConnection {
       case 'timeout':
         this.abandon(work.error);
         return { kind: 'failed', error: work.error, infrastructure: false, conflict: false };
-      case 'stopped':
-        await this.rollback();
-        return { kind: 'released', error: new ShutdownError(this.key) };
+      case 'stopped': {
+        const error = new ShutdownError(this.key);
+        // Given up on at the hard stop while still running (a handler that ignores its
+        // signal): a ROLLBACK would queue behind its statement, so abandon it as on timeout.
+        if (this.guard.busy) this.abandon(error);
+        else await this.rollback();
+        return { kind: 'released', error };
+      }
       case 'hook-failed':
         await this.rollback();
         // 25P02: a handler statement failed and the handler caught it, so the hook found

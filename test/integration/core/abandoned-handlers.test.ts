@@ -128,3 +128,88 @@ describe('a timed-out handler, with every other pool connection taken', () => {
     expect(await h.effects()).toEqual([{ id: 'slow', amount: 1 }]);
   });
 });
+
+/** Outcome of `promise`, or 'hung' if it has not settled after `ms` (a liveness bound, not a timing). */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
+  return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
+}
+
+/** How a handler that ignores its signal stays busy: in a statement, or in its own code. */
+const stuck: Array<[string, (tx: pg.PoolClient, pids: number[]) => Promise<void>]> = [
+  ['in a statement', (tx, pids) => sleepingHandlerPid(tx, pids)],
+  ['in its own code', () => new Promise<void>(() => undefined)],
+];
+
+describe.each(stuck)('timeouts off, a handler that ignores its signal, stuck %s', (how, hang) => {
+  it('HTTP: close() resolves after its grace period; the request is answered 503 and its key is free', async () => {
+    const idempotency = createIdempotency({
+      pool: db.pool,
+      scope: `stop-${how}`,
+      schema: db.schema,
+      retention: false,
+      timeoutMs: 0,
+      waitMs: 3000,
+    });
+    const key = randomUUID();
+    const pids: number[] = [];
+    track(pids);
+    let started = false;
+    const answer = idempotency.handle(request(key), async (_r, { tx }) => {
+      started = true;
+      await hang(tx, pids);
+      return new Response('late', { status: 201 });
+    });
+    await waitFor(() => started && (how !== 'in a statement' || pids.length === 1), {
+      what: 'the handler running',
+    });
+    expect(await within(idempotency.close({ timeoutMs: 200 }), 15_000)).not.toBe('hung');
+    const response = await within(answer, 5000);
+    expect(response).not.toBe('hung');
+    expect((response as Response).status).toBe(503);
+    if (pids[0] !== undefined) await backendGone(pids[0], 'the stopped request’s backend to end');
+    // Another instance (the next deploy) runs the retry at once: nothing holds the key.
+    const next = createIdempotency({
+      pool: db.pool,
+      scope: `stop-${how}`,
+      schema: db.schema,
+      retention: false,
+      waitMs: 3000,
+    });
+    cleanups.push(() => next.close());
+    const retry = await next.handle(request(key), async () => new Response('ok', { status: 201 }));
+    expect(retry.status).toBe(201);
+  });
+
+  it.each([
+    ['per message', {}],
+    ['batch mode', { batch: { maxSize: 10, maxWaitMs: 5 } }],
+  ])(
+    'consumer (%s): stop() resolves after its grace period; the delivery is released, its backend gone',
+    async (_mode, extra) => {
+      const pids: number[] = [];
+      track(pids);
+      let started = false;
+      const h = await memoryHarness(db, {
+        ...extra,
+        name: `stop-${how}`,
+        handlerTimeoutMs: 0,
+        before: async (_m, ctx) => {
+          started = true;
+          await hang(ctx.tx, pids);
+        },
+      });
+      const message = h.source.send({ id: 'stuck', amount: 1 }, { key: `stuck-${how}` });
+      await h.consumer.start();
+      await waitFor(() => started && (how !== 'in a statement' || pids.length === 1), {
+        what: 'the handler running',
+      });
+      expect(await within(h.consumer.stop({ timeoutMs: 200 }), 15_000)).not.toBe('hung');
+      expect(message.outcomes).toEqual(['released']);
+      expect(message.state).toBe('queued');
+      if (pids[0] !== undefined) await backendGone(pids[0], 'the stopped handler’s backend to end');
+      expect((await h.effects()).filter((e) => e.id === 'stuck')).toEqual([]);
+    },
+  );
+});
