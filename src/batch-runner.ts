@@ -16,6 +16,7 @@ import { sleep } from './sleep.js';
 import { BatchClaimStatements } from './store/batch-claim.js';
 import {
   ClaimConnection,
+  conflictsExhausted,
   type ConnectionDeps,
   type FailedAttempt,
   type Released,
@@ -170,7 +171,7 @@ export class BatchRunner<T> {
     for (let conflicts = 0; ; conflicts++) {
       const verdict = await this.attempt(items);
       if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (conflicts >= this.cfg.serializationRetries) return verdict;
+      if (conflicts >= this.cfg.serializationRetries) return conflictsExhausted(verdict);
       this.settler.stats.serializationRetries++;
       await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
       if (this.lifecycle.hardStop.aborted)

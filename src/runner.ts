@@ -14,6 +14,7 @@ import { sleep } from './sleep.js';
 import { ClaimStatements } from './store/claim.js';
 import {
   ClaimConnection,
+  conflictsExhausted,
   type ConnectionDeps,
   type FailedAttempt,
   type Released,
@@ -73,8 +74,8 @@ export class Runner<T> {
     for (let conflicts = 0; ; conflicts++) {
       const verdict = await this.attempt(delivery, key, hash);
       if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (conflicts >= this.cfg.serializationRetries || delivery.signal?.aborted === true)
-        return verdict;
+      if (delivery.signal?.aborted === true) return verdict;
+      if (conflicts >= this.cfg.serializationRetries) return conflictsExhausted(verdict);
       this.settler.stats.serializationRetries++;
       await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
       if (this.lifecycle.hardStop.aborted)

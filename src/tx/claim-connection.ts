@@ -332,6 +332,15 @@ export class ClaimConnection {
   }
 }
 
+/**
+ * A serialization failure or deadlock still lost after the runner's in-place runs
+ * (`serializationRetries`): it now fails like a handler error, an attempt spent,
+ * wherever it came from (a claim's conflict is otherwise filed as infrastructure).
+ */
+export function conflictsExhausted(failed: FailedAttempt): FailedAttempt {
+  return { ...failed, infrastructure: false };
+}
+
 function infra(error: EffectivelyOnceError): FailedAttempt {
   return { kind: 'failed', error, infrastructure: true, conflict: false };
 }
