@@ -225,7 +225,7 @@ export async function runAdapterHook(
   conn: ClaimConnection,
 ): Promise<WorkResult> {
   try {
-    for (const d of deliveries) await d.inTransaction?.(conn.client);
+    for (const d of deliveries) await d.inTransaction?.(conn.client, deliveries);
     return { kind: 'ok' };
   } catch (error) {
     return { kind: 'hook-failed', error };

@@ -1,7 +1,8 @@
 import type { EffectivelyOnceError } from '../../src/errors.js';
 import { PartitionRevokedError } from './errors.js';
 import { sleep } from '../../src/sleep.js';
-import type { SourceContext } from '../../src/types.js';
+import type { PoolClient } from 'pg';
+import type { Delivery, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
 import { orderingKeyOf, recordKey } from './keys.js';
@@ -323,13 +324,32 @@ export class PartitionWorker<T> implements RecordOwner {
     item.decoded ??= decodeRecord(record, config.parse);
     item.key ??= recordKey(record, config.key, config.idempotencyHeader);
     const delivery = new RecordDelivery<T>(this, item, item.decoded, this.lost.signal);
-    if (store !== undefined) {
-      delivery.inTransaction = async (tx) => {
-        const next = this.tracker.storableAfter(item.offset);
-        if (next !== undefined) await store.save(tx, record.topic, record.partition, next);
-      };
-    }
+    if (store !== undefined)
+      delivery.inTransaction = (tx, together) => this.storeOffset(store, tx, delivery, together);
     return delivery;
+  }
+
+  /**
+   * `offsets: 'postgres'`: stores the partition's next offset in the effect's
+   * transaction. Every record of this partition committing in it (a batch holds many)
+   * counts as finished, so the first of them stores the offset past them all, once.
+   */
+  private async storeOffset(
+    store: PostgresOffsetStore,
+    tx: PoolClient,
+    delivery: RecordDelivery<T>,
+    together: ReadonlyArray<Delivery<unknown>>,
+  ): Promise<void> {
+    const offsets: bigint[] = [];
+    let first: RecordDelivery<unknown> | undefined;
+    for (const d of together) {
+      if (!(d instanceof RecordDelivery) || d.owner !== this) continue;
+      first ??= d;
+      offsets.push(d.offset);
+    }
+    if (first !== undefined && first !== delivery) return;
+    const next = this.tracker.storableAfter(offsets.length > 0 ? offsets : [delivery.offset]);
+    if (next !== undefined) await store.save(tx, this.topic, this.partition, next);
   }
 
   /** {@link RecordOwner}: publishes a record to the dead-letter topic. */
