@@ -152,6 +152,18 @@ export class PartitionWorker<T> implements RecordOwner {
   }
 
   /**
+   * A fetched record below the stored offset (`offsets: 'postgres'`): applied before, so
+   * never delivered; finished at once so the Kafka commit moves past it. Fetched records
+   * come in offset order, so every skipped one is below every record taken. True when
+   * the commit point may have moved.
+   */
+  skip(offset: bigint): boolean {
+    if (this.state !== 'active' || !this.tracker.add(offset)) return false;
+    this.tracker.finish(offset);
+    return true;
+  }
+
+  /**
    * The partition was revoked (or the consumer crashed out of the group): abort the
    * deliveries' signals, drop what is queued, and never count this worker's acks.
    */
