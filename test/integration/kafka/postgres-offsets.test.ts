@@ -17,6 +17,7 @@ import {
   effects,
   kafkaTestEnv,
   produce,
+  resetToEarliest,
   startConsumer,
   unique,
 } from './kafka-helpers.js';
@@ -62,13 +63,7 @@ describe("Kafka: offsets: 'postgres'", () => {
     ]);
 
     // An operator resets the group to the start of the topic (the group is empty now).
-    const admin = kafka.admin();
-    await admin.connect();
-    try {
-      await admin.resetOffsets({ groupId, topic, earliest: true });
-    } finally {
-      await admin.disconnect();
-    }
+    await resetToEarliest(kafka, groupId, topic);
     expect([...(await committedOffsets(kafka, groupId, topic)).values()].every((o) => o <= 0)).toBe(
       true,
     );
@@ -141,13 +136,7 @@ describe("Kafka: offsets: 'postgres'", () => {
     expect(stored.rows.map((r) => Number(r.next_offset))).toEqual([100]);
 
     // A restart that finds the group's Kafka offsets behind (here: reset to the start).
-    const admin = kafka.admin();
-    await admin.connect();
-    try {
-      await admin.resetOffsets({ groupId, topic, earliest: true });
-    } finally {
-      await admin.disconnect();
-    }
+    await resetToEarliest(kafka, groupId, topic);
     const b = await startConsumer({
       db,
       kafka,
