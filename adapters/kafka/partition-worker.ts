@@ -5,6 +5,7 @@ import type { PoolClient } from 'pg';
 import type { Delivery, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
+import { HeldOffsets } from './held-offsets.js';
 import { orderingKeyOf, recordKey } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
@@ -62,8 +63,8 @@ export class PartitionWorker<T> implements RecordOwner {
   /** Records in flight (or backing off) per ordering key. */
   private readonly inFlight = new Map<string, number>();
   private inFlightRecords = 0;
-  /** Per ordering key, the offsets being retried in place: nothing after them may start. */
-  private readonly held = new Map<string, Set<bigint>>();
+  /** Records being retried in place: nothing after them (of their key) may start. */
+  private readonly held = new HeldOffsets();
   private readonly running = new Set<Promise<void>>();
   private pumpScheduled = false;
   private backlogFull = false;
@@ -216,7 +217,7 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** Puts a record taken back from the runner in front of the later ones of its key. */
   private requeue(item: QueuedRecord<T>): void {
-    this.unhold(item);
+    this.held.release(item);
     let list = this.waiting.get(item.orderingKey);
     if (list === undefined) this.waiting.set(item.orderingKey, (list = new RecordQueue()));
     list.insertByOffset(item);
@@ -225,15 +226,7 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** A record goes back for a retry: the records of its key handed over after it must wait. */
   hold(item: QueuedRecord<T>): void {
-    let offsets = this.held.get(item.orderingKey);
-    if (offsets === undefined) this.held.set(item.orderingKey, (offsets = new Set()));
-    offsets.add(item.offset);
-  }
-
-  private unhold(item: QueuedRecord<T>): void {
-    const offsets = this.held.get(item.orderingKey);
-    if (offsets?.delete(item.offset) === true && offsets.size === 0)
-      this.held.delete(item.orderingKey);
+    this.held.hold(item);
   }
 
   /**
@@ -242,15 +235,9 @@ export class PartitionWorker<T> implements RecordOwner {
    * the queue, behind that one: backing off on its own delay, it could come back first.
    */
   private takeBackBehindLower(item: QueuedRecord<T>): boolean {
-    const offsets = this.held.get(item.orderingKey);
-    if (offsets === undefined) return false;
-    for (const offset of offsets) {
-      if (offset < item.offset) {
-        this.requeue(item);
-        return true;
-      }
-    }
-    return false;
+    if (!this.held.behindLower(item)) return false;
+    this.requeue(item);
+    return true;
   }
 
   private dropWaiting(): void {
@@ -280,7 +267,7 @@ export class PartitionWorker<T> implements RecordOwner {
         const settlement = await this.deliverOnce(item);
         if (settlement === undefined) return;
         if (settlement.kind === 'finished') {
-          this.unhold(item);
+          this.held.release(item);
           this.finish(item);
           return;
         }
