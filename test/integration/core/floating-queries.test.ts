@@ -81,7 +81,10 @@ describe.each([
       ...extra,
       maxAttempts: 2,
       after: async (m, ctx) => {
-        await ctx.tx.query('INSERT INTO child (id, parent_id) VALUES ($1, $2)', [m.id, 'p-missing']);
+        await ctx.tx.query('INSERT INTO child (id, parent_id) VALUES ($1, $2)', [
+          m.id,
+          'p-missing',
+        ]);
         floatingChain(m, ctx.tx);
       },
     });
