@@ -45,6 +45,10 @@ export interface ChaosArgs {
    * slots SERIALIZABLE, odd REPEATABLE READ) or `default` (the database's).
    */
   isolation: IsolationLevel | 'mixed' | 'default';
+  /** Kafka `keyConcurrency`; 1 makes each partition one ordered stream, and turns the order check on. */
+  keyConcurrency: number;
+  /** Kafka offsets: committed to Kafka, or stored in Postgres with each effect. */
+  offsets: 'kafka' | 'postgres';
 }
 
 export function usage(): string {
@@ -63,6 +67,10 @@ export function usage(): string {
   --concurrency C     consumer concurrency per worker (default 8)
   --batch M           batch mode: batchHandler, one transaction per batch of up to M (default off)
   --partitions P      Kafka partitions (default 6)
+  --key-concurrency K Kafka keyConcurrency (default 4). 1: each partition is one ordered
+                      stream, and the checker also checks that every partition's effects
+                      were applied in offset order (order_violations=)
+  --offsets WHERE     Kafka offsets: kafka (default) or postgres (stored with each effect)
   --rate R            producer sends per second, 0 = unpaced (default: spread the sends over
                       ~2 s per kill (4 s for kafka) + 8 s per restart, at least 8 s)
   --timeout SECONDS   fail when not quiescent by then (default 120 + N/40)
@@ -77,7 +85,8 @@ export function usage(): string {
   --fault-kinds LIST  comma-separated, of swallow (catch a unique violation, return),
                       deferred (FK violated at COMMIT), downstream (ECONNREFUSED from a
                       closed loopback port), backend-killed (pg_terminate_backend mid-
-                      handler), serialization (hot pairs: 40001 / 40P01) (default: all)
+                      handler), serialization (hot pairs: 40001 / 40P01), floating (a
+                      query chain through ctx.tx not awaited) (default: all)
   --isolation LEVEL   workers' default_transaction_isolation: default, read-committed,
                       repeatable-read, serializable, or mixed (even workers serializable,
                       odd repeatable read) (default: mixed with serialization faults,
@@ -111,6 +120,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       'handler-faults': { type: 'string' },
       'fault-kinds': { type: 'string' },
       isolation: { type: 'string' },
+      'key-concurrency': { type: 'string' },
+      offsets: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -149,6 +160,11 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     Math.floor(messages / 2),
   );
   const faultKinds = kindsOf(values['fault-kinds']);
+  const offsets = values.offsets ?? 'kafka';
+  if (offsets !== 'kafka' && offsets !== 'postgres')
+    throw new UsageError('--offsets must be kafka or postgres');
+  if (broker !== 'kafka' && (offsets !== 'kafka' || values['key-concurrency'] !== undefined))
+    throw new UsageError('--offsets and --key-concurrency are for --broker kafka');
   const isolation = isolationOf(
     values.isolation,
     handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
@@ -174,6 +190,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     timeoutMs:
       intOption('timeout', values.timeout, Math.ceil(120 + messages / 40), 1, 86_400) * 1000,
     keep: values.keep === true,
+    keyConcurrency: intOption('key-concurrency', values['key-concurrency'], 4, 1, 1000),
+    offsets,
   };
 }
 

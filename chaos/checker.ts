@@ -24,6 +24,8 @@ export interface Verdict {
   wrongCode: number;
   /** Ledger rows; must equal N (one per applied effect). */
   ledgerRows: number;
+  /** Kafka partitions' effects applied out of offset order (undefined: order not checked). */
+  orderViolations: number | undefined;
   /** Keys with a counter row that the plan never sent (must be 0). */
   unknown: number;
   /** Human-readable problems, at most a few examples each. */
@@ -40,6 +42,10 @@ export interface FinalState {
   hotTotal: number;
   /** The run reached quiescence: nothing left to consume, so a missing key cannot come any more. */
   quiescent: boolean;
+  /** Per-partition order (Kafka, one ordered stream per partition); undefined: not checked. */
+  order?: { violations: number; examples: string[] } | undefined;
+  /** Keys whose `floating` fault's late query ran outside the transaction that applied them. */
+  floatingOutside?: string[];
 }
 
 /**
@@ -47,7 +53,8 @@ export interface FinalState {
  * is not dead-lettered; every key that must be dead-lettered (poison, permanent
  * handler faults) has no counter or ledger row and is in the dead-letter target with
  * one of its expected error codes; nothing else is there; the hot rows add up to two
- * per applied hot effect.
+ * per applied hot effect; a floating query never ran outside the claim's transaction;
+ * and, when checked, every partition's effects were applied in offset order.
  */
 export function check(plan: Plan, state: FinalState): Verdict {
   const { counters, ledger, ledgerRows, deadLetters, quiescent } = state;
@@ -103,6 +110,14 @@ export function check(plan: Plan, state: FinalState): Verdict {
   examples('dead-lettered but must be applied (or never sent)', misrouted);
   examples('dead-lettered with an unexpected error code', wrongCode);
   examples('counter rows for keys never sent', unknown);
+  examples(
+    'a floating query ran outside the transaction that applied its key',
+    state.floatingOutside ?? [],
+  );
+  if (state.order !== undefined && state.order.violations > 0)
+    problems.push(
+      `effects applied out of offset order: ${state.order.violations} (${state.order.examples.join('; ')})`,
+    );
   if (ledgerRows !== plan.keys.length)
     problems.push(`ledger has ${ledgerRows} rows, expected ${plan.keys.length}`);
   const hotApplied = plan.faults
@@ -124,6 +139,7 @@ export function check(plan: Plan, state: FinalState): Verdict {
     misrouted: misrouted.length,
     wrongCode: wrongCode.length,
     ledgerRows,
+    orderViolations: state.order?.violations,
     unknown: unknown.length,
     problems,
   };

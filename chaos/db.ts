@@ -7,8 +7,12 @@ import { HOT_ROWS } from './handler-faults.js';
  * dedup table the consumers migrate there:
  * - `counters`: one row per key, `n` incremented by every applied effect. Exactly-once
  *   means n = 1 for every logical key and no row for a poison key.
- * - `ledger`: one row per applied effect (who applied it, on which attempt), for
- *   telling apart a double from a lost message when something goes wrong.
+ * - `ledger`: one row per applied effect (who applied it, on which attempt, from which
+ *   Kafka partition and offset, in which transaction), for telling apart a double from
+ *   a lost message when something goes wrong, and for the order check: its serial id is
+ *   the order effects were written in.
+ * - `floating_late`: what a `floating` handler fault's late query wrote, with the
+ *   transaction it ran in (it must never run outside the claim's).
  * - handler faults' tables (see handler-faults.ts): `swallow_probe` (one row, so
  *   inserting it again is a unique violation), `deferred_parent` / `deferred_child`
  *   (a DEFERRABLE INITIALLY DEFERRED foreign key, checked at COMMIT), `hot_rows` (the
@@ -28,6 +32,7 @@ export function tables(schema: string): ChaosTables {
     hotRows: `${s}.hot_rows`,
     hotArrivals: `${s}.hot_arrivals`,
     faultLog: `${s}.fault_log`,
+    floatingLate: `${s}.floating_late`,
   };
 }
 
@@ -40,6 +45,7 @@ export interface ChaosTables {
   hotRows: string;
   hotArrivals: string;
   faultLog: string;
+  floatingLate: string;
 }
 
 export function adminPool(databaseUrl: string): pg.Pool {
@@ -59,7 +65,13 @@ export async function createChaosSchema(pool: pg.Pool, schema: string): Promise<
   await pool.query(`CREATE TABLE ${t.counters} (key text PRIMARY KEY, n int NOT NULL)`);
   await pool.query(
     `CREATE TABLE ${t.ledger} (id bigserial PRIMARY KEY, key text NOT NULL, worker int NOT NULL,
-       pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+       pid int NOT NULL, attempt int NOT NULL, part int, kafka_offset bigint,
+       xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+       at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+  );
+  await pool.query(
+    `CREATE TABLE ${t.floatingLate} (id bigserial PRIMARY KEY, key text NOT NULL,
+       xid xid8 NOT NULL DEFAULT pg_current_xact_id())`,
   );
   await pool.query(`CREATE TABLE ${t.swallowProbe} (id int PRIMARY KEY)`);
   await pool.query(`INSERT INTO ${t.swallowProbe} VALUES (1)`);
@@ -137,6 +149,38 @@ export async function readFaultLog(pool: pg.Pool, schema: string): Promise<Fault
        FROM ${tables(schema).faultLog} GROUP BY kind, code ORDER BY kind, code`,
   );
   return rows;
+}
+
+/**
+ * Kafka order, per partition (`keyConcurrency` 1: the partition is the ordering key):
+ * adjacent effects of a partition, in the order they were written, whose offsets go
+ * backwards. A partition's effects are written one transaction at a time, in offset
+ * order, so every such pair is a record applied before an earlier one.
+ */
+export async function orderViolations(
+  pool: pg.Pool,
+  schema: string,
+): Promise<{ violations: number; examples: string[] }> {
+  const { rows } = await pool.query<{ part: number; prev: string; next: string }>(
+    `SELECT part, prev::text, kafka_offset::text AS next FROM (
+       SELECT part, kafka_offset, lag(kafka_offset) OVER (PARTITION BY part ORDER BY id) AS prev
+         FROM ${tables(schema).ledger} WHERE part IS NOT NULL) AS w
+      WHERE kafka_offset < prev ORDER BY part`,
+  );
+  return {
+    violations: rows.length,
+    examples: rows.slice(0, 5).map((r) => `partition ${r.part}: offset ${r.next} after ${r.prev}`),
+  };
+}
+
+/** Late writes of `floating` faults that ran outside the transaction that applied their key. */
+export async function floatingOutside(pool: pg.Pool, schema: string): Promise<string[]> {
+  const t = tables(schema);
+  const { rows } = await pool.query<{ key: string }>(
+    `SELECT f.key FROM ${t.floatingLate} f
+      WHERE NOT EXISTS (SELECT 1 FROM ${t.ledger} l WHERE l.key = f.key AND l.xid = f.xid)`,
+  );
+  return rows.map((r) => r.key);
 }
 
 /** Sum of the hot rows: each applied hot effect adds 2 (one to each of its rows). */

@@ -15,6 +15,9 @@ const RENDEZVOUS_MS = { arrived: 15_000, holding: 5_000 };
 /** Between a hot message's two updates: both members hold their first row by then. */
 const HOT_HOLD_S = 0.1;
 
+/** A query chain a handler starts and does not await (see {@link HandlerFaults.commit}). */
+export type FloatingChain = () => void;
+
 /** Fault log kind of a hot message whose partner did not come (code: the phase it waited at). */
 export const HOT_PAIR_ALONE = 'hot-pair-alone';
 
@@ -59,15 +62,23 @@ export class HandlerFaults {
     await this.side.end().catch(() => undefined);
   }
 
-  /** Commits `fault` in `tx`, after the message's effect was written there. */
+  /**
+   * Commits `fault` in `tx`, after the message's effect was written there. A `floating`
+   * fault comes back as a chain for the handler to leave floating as its very last act
+   * (in batch mode, after the whole batch's work): that is when a real handler's
+   * forgotten `await` bites, with its query still on the wire when it returns.
+   */
   async commit(
     tx: pg.PoolClient,
     key: string,
     attempt: number,
     fault: HandlerFault,
-  ): Promise<void> {
-    if (fault.kind === 'serialization') return this.hot(tx, key, attempt, fault);
-    if (!(await this.fires(key, attempt, fault))) return;
+  ): Promise<FloatingChain | undefined> {
+    if (fault.kind === 'serialization') {
+      await this.hot(tx, key, attempt, fault);
+      return undefined;
+    }
+    if (!(await this.fires(key, attempt, fault))) return undefined;
     switch (fault.kind) {
       case 'swallow':
         // The common shape: "already there? fine". Postgres has aborted the transaction.
@@ -76,15 +87,30 @@ export class HandlerFaults {
         } catch (error) {
           if (pgCode(error) !== UNIQUE_VIOLATION) throw error;
         }
-        return;
+        return undefined;
       case 'deferred':
         await tx.query(`INSERT INTO ${this.t.deferredChild} (key, parent) VALUES ($1, -1)`, [key]);
-        return;
+        return undefined;
       case 'downstream':
-        return callDownstream(this.refusedPort);
+        await callDownstream(this.refusedPort);
+        return undefined;
       case 'backend-killed':
-        return this.killBackend(tx, fault);
+        await this.killBackend(tx, fault);
+        return undefined;
+      case 'floating':
+        return () => this.leaveFloating(tx, key);
     }
+  }
+
+  /**
+   * `tx.query(a).then(() => tx.query(b))`, not awaited. `b` records the transaction it
+   * ran in: the checker wants it to be the one that applied the key, or nothing.
+   */
+  private leaveFloating(tx: pg.PoolClient, key: string): void {
+    void tx
+      .query('SELECT pg_sleep(0.02)')
+      .then(() => tx.query(`INSERT INTO ${this.t.floatingLate} (key) VALUES ($1)`, [key]))
+      .catch(() => undefined);
   }
 
   /**

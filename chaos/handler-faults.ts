@@ -17,9 +17,12 @@ import type { Rng } from './rng.js';
  * - `serialization`: "hot" messages, in pairs, update the same small set of rows (in
  *   opposite orders, or the same order) at REPEATABLE READ / SERIALIZABLE, so 40P01 /
  *   40001 happen under contention; the handler lets the error out or swallows it.
+ * - `floating`: the handler returns while a query chain it started through `ctx.tx` is
+ *   still running (`tx.query(a).then(() => tx.query(b))`, not awaited); `b` must never
+ *   run outside the claim's transaction (it used to, in autocommit, behind COMMIT).
  */
 export type HandlerFaultKind =
-  'swallow' | 'deferred' | 'downstream' | 'backend-killed' | 'serialization';
+  'swallow' | 'deferred' | 'downstream' | 'backend-killed' | 'serialization' | 'floating';
 
 export const HANDLER_FAULT_KINDS: readonly HandlerFaultKind[] = [
   'swallow',
@@ -27,6 +30,7 @@ export const HANDLER_FAULT_KINDS: readonly HandlerFaultKind[] = [
   'downstream',
   'backend-killed',
   'serialization',
+  'floating',
 ];
 
 /**
@@ -38,7 +42,7 @@ export type Fires = number | 'always';
 
 /** The fault a message's handler must commit, carried in its body. */
 export type HandlerFault =
-  | { kind: 'swallow' | 'deferred' | 'downstream'; fires: Fires }
+  | { kind: 'swallow' | 'deferred' | 'downstream' | 'floating'; fires: Fires }
   | {
       kind: 'backend-killed';
       fires: number;
@@ -73,7 +77,9 @@ export type ExpectedEnd =
  * retried-infrastructure ones end applied once; a permanent swallowed error is a rolled
  * back transaction (EO_TX_ABORTED), a permanent deferred violation a failed COMMIT with
  * a known outcome (EO_COMMIT_FAILED), a permanent downstream error a handler failure
- * (EO_HANDLER). A killed backend is infrastructure and contention is retried: applied.
+ * (EO_HANDLER), a query permanently left floating a refused use of `ctx.tx` after the
+ * handler settled (EO_TX_CONTROL, issue 27). A killed backend is infrastructure and
+ * contention is retried: applied.
  */
 export function expectedEnd(fault: HandlerFault): ExpectedEnd {
   if (fault.kind === 'backend-killed' || fault.kind === 'serialization') return { end: 'applied' };
@@ -96,6 +102,12 @@ export function expectedEnd(fault: HandlerFault): ExpectedEnd {
         end: 'dead-lettered',
         codes: ['EO_HANDLER'],
         reason: 'downstream ECONNREFUSED every time',
+      };
+    case 'floating':
+      return {
+        end: 'dead-lettered',
+        codes: ['EO_TX_CONTROL'],
+        reason: 'a query chain left floating every time',
       };
   }
 }
@@ -124,13 +136,13 @@ export const HOT_ROWS = 4;
 type Slot =
   | { kind: 'serialization' }
   | { kind: 'backend-killed' }
-  | { kind: 'swallow' | 'deferred' | 'downstream'; permanent: boolean };
+  | { kind: 'swallow' | 'deferred' | 'downstream' | 'floating'; permanent: boolean };
 
 function slots(kinds: readonly HandlerFaultKind[]): Slot[] {
   const all: Slot[] = [];
   if (kinds.includes('serialization')) all.push({ kind: 'serialization' });
   if (kinds.includes('backend-killed')) all.push({ kind: 'backend-killed' });
-  for (const kind of ['swallow', 'deferred', 'downstream'] as const) {
+  for (const kind of ['swallow', 'deferred', 'downstream', 'floating'] as const) {
     if (kinds.includes(kind)) all.push({ kind, permanent: false }, { kind, permanent: true });
   }
   return all;

@@ -24,6 +24,10 @@ export interface WorkerConfig {
   isolation?: IsolationLevel | undefined;
   /** Negative control (see ChaosArgs.control): break the handler on purpose. */
   control?: Control | undefined;
+  /** Kafka: the source's `keyConcurrency` (1: each partition is one ordered stream). */
+  keyConcurrency?: number | undefined;
+  /** Kafka: where offsets are kept; `postgres` stores them with the effects (in `schema`). */
+  offsets?: 'kafka' | 'postgres' | undefined;
 }
 
 /**

@@ -11,7 +11,9 @@ import {
   appliedCount,
   createChaosSchema,
   dropChaosSchema,
+  floatingOutside,
   hotTotal,
+  orderViolations,
   readCounters,
   readFaultLog,
   type FaultLogRow,
@@ -25,6 +27,7 @@ import type { IsolationLevel } from './protocol.js';
 import { defaultRate, produce } from './producer.js';
 import { Rng } from './rng.js';
 import { ensureServices, type ChaosServices } from './services.js';
+import { migrateKafkaOffsets } from 'effectively-once/kafka';
 import type { HandlerFaultReport, RunResult } from './summary.js';
 import { openRunScope } from './run-scope.js';
 
@@ -74,6 +77,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     scope.defer(() => pool.end());
     const schema = `chaos_${runId}`;
     await createChaosSchema(pool, schema);
+    if (args.broker === 'kafka' && args.offsets === 'postgres')
+      await migrateKafkaOffsets(pool, { schema });
     scope.defer(async () => {
       if (success && !args.keep) await dropChaosSchema(pool, schema);
       else say(`kept schema ${schema}`);
@@ -93,6 +98,9 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         control: args.control,
         batch: args.batch,
         isolation: isolationOf(args.isolation, index),
+        ...(args.broker === 'kafka'
+          ? { keyConcurrency: args.keyConcurrency, offsets: args.offsets }
+          : {}),
       }),
       args.workers,
       rng,
@@ -153,7 +161,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     await fleet.stop();
     await poller;
 
-    const verdict = await finalCheck(pool, schema, plan, broker, quiescent);
+    const verdict = await finalCheck(pool, schema, plan, broker, quiescent, checksOrder(args));
     const faultReport = await handlerFaultReport(pool, schema, plan, fleet, shortfalls);
     const report = nemesis.report;
     if (report.kills < args.kills)
@@ -265,12 +273,18 @@ async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
   return false;
 }
 
+/** Kafka with one ordered stream per partition: the order of its effects is checked. */
+function checksOrder(args: ChaosArgs): boolean {
+  return args.broker === 'kafka' && args.keyConcurrency === 1;
+}
+
 async function finalCheck(
   pool: ReturnType<typeof adminPool>,
   schema: string,
   plan: Plan,
   broker: ChaosBroker,
   quiescent: boolean,
+  order: boolean,
 ): Promise<Verdict> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -283,6 +297,8 @@ async function finalCheck(
         deadLetters,
         hotTotal: await hotTotal(pool, schema),
         quiescent,
+        order: order ? await orderViolations(pool, schema) : undefined,
+        floatingOutside: await floatingOutside(pool, schema),
       });
     } catch (error) {
       if (attempt >= 5) throw error;

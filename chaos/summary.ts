@@ -38,6 +38,10 @@ export function summaryLine(r: RunResult): string {
     `applied=${r.verdict.applied}`,
     `doubles=${r.verdict.doubles}`,
     `lost=${r.verdict.lost}`,
+    // Checked only where order is promised per partition (Kafka, keyConcurrency 1).
+    ...(r.verdict.orderViolations === undefined
+      ? []
+      : [`order_violations=${r.verdict.orderViolations}`]),
     `dead_lettered=${r.verdict.deadLettered}`,
     `handler_faults=${r.handlerFaults.planned}`,
     `faults_fired=${r.handlerFaults.fired}`,

@@ -17,11 +17,11 @@ import {
   type HandlerContext,
   type Source,
 } from 'effectively-once';
-import { kafkaSource } from 'effectively-once/kafka';
+import { kafkaRecordOf, kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
 import { tables } from './db.js';
 import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from './kafka-source-timings.js';
-import { HandlerFaults } from './fault-effects.js';
+import { HandlerFaults, type FloatingChain } from './fault-effects.js';
 import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
 import type { ChaosBody } from './plan.js';
 import {
@@ -49,7 +49,7 @@ function send(message: FromWorker): void {
   process.send?.(message);
 }
 
-function source(): Source<ChaosBody> {
+function source(pool: pg.Pool): Source<ChaosBody> {
   const b = cfg.broker;
   if (b.kind === 'sqs') {
     const client = new SQSClient({
@@ -81,8 +81,10 @@ function source(): Source<ChaosBody> {
     groupId: b.groupId,
     topics: [b.topic],
     ...CHAOS_KAFKA_SOURCE,
+    keyConcurrency: cfg.keyConcurrency ?? CHAOS_KAFKA_SOURCE.keyConcurrency,
     // Batch mode gets whole runs of a partition's records, as the README advises.
     pipeline: cfg.batch ?? 1,
+    ...(cfg.offsets === 'postgres' ? { offsets: 'postgres', pool, offsetsSchema: cfg.schema } : {}),
   });
 }
 
@@ -126,22 +128,38 @@ async function main(): Promise<void> {
   const handlerFaults = await HandlerFaults.create(cfg.databaseUrl, t, cfg.index, cfg.maxAttempts);
   const apply = async (
     db: Queryable,
-    items: ReadonlyArray<{ key: string; attempt: number }>,
+    items: ReadonlyArray<{
+      key: string;
+      attempt: number;
+      delivery: HandlerContext<ChaosBody>['delivery'];
+    }>,
   ): Promise<void> => {
     const keys = items.map((i) => i.key);
+    // Where each record came from (Kafka), for the order check; null for SQS.
+    const records = items.map((i) =>
+      cfg.broker.kind === 'kafka' ? kafkaRecordOf(i.delivery) : undefined,
+    );
     // A key twice in one statement would fail ("cannot affect row a second time"): a dedup bug would show.
     await db.query(
       `INSERT INTO ${counters} (key, n) SELECT k, 1 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO UPDATE SET n = ${counters}.n + 1`,
       [keys],
     );
     await db.query(
-      `INSERT INTO ${ledger} (key, worker, pid, attempt) SELECT k, $2, $3, a FROM unnest($1::text[], $4::int[]) AS t(k, a)`,
-      [keys, cfg.index, process.pid, items.map((i) => i.attempt)],
+      `INSERT INTO ${ledger} (key, worker, pid, attempt, part, kafka_offset)
+       SELECT k, $2, $3, a, p, o FROM unnest($1::text[], $4::int[], $5::int[], $6::bigint[]) AS t(k, a, p, o)`,
+      [
+        keys,
+        cfg.index,
+        process.pid,
+        items.map((i) => i.attempt),
+        records.map((r) => r?.partition ?? null),
+        records.map((r) => r?.offset ?? null),
+      ],
     );
   };
   const consumer: Consumer = createConsumer<ChaosBody>({
     name: cfg.consumerName,
-    source: source(),
+    source: source(pool),
     pool,
     schema: cfg.schema,
     concurrency: cfg.concurrency,
@@ -157,12 +175,15 @@ async function main(): Promise<void> {
             if (cfg.control === 'losses') await ctx.delivery.ack();
             // The doubles control writes with autocommit, outside the claim's transaction.
             await apply(cfg.control === 'doubles' ? pool : ctx.tx, [
-              { key: ctx.key, attempt: ctx.attempt },
+              { key: ctx.key, attempt: ctx.attempt, delivery: ctx.delivery },
             ]);
             if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
-            if (body.fault !== undefined)
-              await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
+            const floating =
+              body.fault === undefined
+                ? undefined
+                : await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
             faults.at('in-handler');
+            floating?.();
           },
         }
       : {
@@ -172,12 +193,15 @@ async function main(): Promise<void> {
             await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
             const poison = items.find((i) => i.message.poison === true);
             if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
+            const floating: FloatingChain[] = [];
             for (const item of items) {
               const fault = item.message.fault;
-              if (fault !== undefined)
-                await handlerFaults.commit(ctx.tx, item.key, item.attempt, fault);
+              if (fault === undefined) continue;
+              const chain = await handlerFaults.commit(ctx.tx, item.key, item.attempt, fault);
+              if (chain !== undefined) floating.push(chain);
             }
             faults.at('in-handler');
+            for (const chain of floating) chain();
           },
         }),
   });

@@ -16,6 +16,7 @@ import { sleep } from './sleep.js';
 import { BatchClaimStatements } from './store/batch-claim.js';
 import {
   ClaimConnection,
+  conflictsExhausted,
   type ConnectionDeps,
   type FailedAttempt,
   type Released,
@@ -139,13 +140,20 @@ export class BatchRunner<T> {
       items.length > 1 && !(verdict.infrastructure && !(verdict.error instanceof ClaimBusyError));
     if (!bisect) {
       for (const item of items) {
+        // Once the first of a key went back, its followers here go back untouched (released,
+        // as at the start of run()) and follow it; retried each on its own backoff, they
+        // would come back in any order.
+        const k = item.delivery.orderingKey;
+        if (k !== undefined && opened.has(k)) {
+          outcomes[item.index] = await this.settler.release(item.delivery, item.key);
+          continue;
+        }
         outcomes[item.index] = await this.settler.fail(
           item.delivery,
           item.key,
           verdict.error,
           verdict.infrastructure,
         );
-        const k = item.delivery.orderingKey;
         if (k !== undefined && holdsOrder(outcomes[item.index]!)) {
           opened.add(k);
           hold(k);
@@ -163,7 +171,7 @@ export class BatchRunner<T> {
     for (let conflicts = 0; ; conflicts++) {
       const verdict = await this.attempt(items);
       if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (conflicts >= this.cfg.serializationRetries) return verdict;
+      if (conflicts >= this.cfg.serializationRetries) return conflictsExhausted(verdict);
       this.settler.stats.serializationRetries++;
       await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
       if (this.lifecycle.hardStop.aborted)
@@ -258,7 +266,7 @@ export class BatchRunner<T> {
       },
       {
         timeoutMs: handlerTimeoutMs,
-        parents: [this.lifecycle.hardStop],
+        abandonOn: this.lifecycle.hardStop,
         timeoutReason: () => new HandlerTimeoutError(first.key, handlerTimeoutMs),
       },
     );

@@ -19,8 +19,10 @@ import type { ConsumerEventName, ConsumerStats, SourceContext } from './types.js
 /** Options of {@link Consumer.stop}. */
 export interface StopOptions {
   /**
-   * Grace period for in-flight handlers. After it, their `ctx.signal` aborts; what
-   * then rolls back is released to the broker, what commits is acked. Default 30 000 ms.
+   * Grace period for in-flight handlers. After it, their `ctx.signal` aborts and they
+   * are given up on: a handler still running has its statement cancelled and its
+   * connection destroyed (it never commits), and its delivery is released to the
+   * broker; what committed before is acked. Default 30 000 ms.
    */
   timeoutMs?: number;
 }
@@ -235,8 +237,8 @@ class ConsumerImpl<T> implements Consumer {
 
 /**
  * Each delivery holds a pool connection while it runs, and a handler that also uses the
- * pool (or the cancel of a timed-out handler) needs one more: a pool of `concurrency`
- * connections or fewer can leave a handler waiting for a connection no one will free.
+ * pool (or the retention pruner, the health probe) needs one more: a pool of
+ * `concurrency` connections or fewer can leave one waiting for a connection no one frees.
  */
 function warnIfPoolTooSmall<T>(cfg: ConsumerConfig<T>): void {
   const max = (cfg.pool as { options?: { max?: unknown } }).options?.max;

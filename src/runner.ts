@@ -14,6 +14,7 @@ import { sleep } from './sleep.js';
 import { ClaimStatements } from './store/claim.js';
 import {
   ClaimConnection,
+  conflictsExhausted,
   type ConnectionDeps,
   type FailedAttempt,
   type Released,
@@ -73,8 +74,8 @@ export class Runner<T> {
     for (let conflicts = 0; ; conflicts++) {
       const verdict = await this.attempt(delivery, key, hash);
       if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (conflicts >= this.cfg.serializationRetries || delivery.signal?.aborted === true)
-        return verdict;
+      if (delivery.signal?.aborted === true) return verdict;
+      if (conflicts >= this.cfg.serializationRetries) return conflictsExhausted(verdict);
       this.settler.stats.serializationRetries++;
       await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
       if (this.lifecycle.hardStop.aborted)
@@ -180,7 +181,8 @@ export class Runner<T> {
       },
       {
         timeoutMs,
-        parents: [this.lifecycle.hardStop, delivery.signal],
+        abandonOn: this.lifecycle.hardStop,
+        parents: [delivery.signal],
         timeoutReason: () => new HandlerTimeoutError(key, timeoutMs),
       },
     );
@@ -223,7 +225,7 @@ export async function runAdapterHook(
   conn: ClaimConnection,
 ): Promise<WorkResult> {
   try {
-    for (const d of deliveries) await d.inTransaction?.(conn.client);
+    for (const d of deliveries) await d.inTransaction?.(conn.client, deliveries);
     return { kind: 'ok' };
   } catch (error) {
     return { kind: 'hook-failed', error };

@@ -40,8 +40,10 @@ export interface Delivery<T = unknown> {
    * Optional adapter hook run inside the claim's transaction after the handler
    * succeeded, right before COMMIT (e.g. Kafka's `offsets: 'postgres'` stores the next
    * offset here so it commits atomically with the effect). A throw rolls everything back.
+   * `together` lists the deliveries that commit in this transaction, this one included
+   * (several in batch mode), in order; each one's hook runs, one after the other.
    */
-  inTransaction?(tx: PoolClient): Promise<void>;
+  inTransaction?(tx: PoolClient, together: ReadonlyArray<Delivery<unknown>>): Promise<void>;
   /**
    * Optional: where the delivery comes from, for telemetry (the OpenTelemetry messaging
    * attributes and the producer's trace context). Called only when telemetry is on.

@@ -82,18 +82,18 @@ export class OffsetTracker {
   }
 
   /**
-   * The next offset that may be stored once the transaction of pending record `offset`
-   * commits: past `offset` and every finished record right after it when `offset` is
-   * the lowest unfinished record, else the lowest unfinished record (which this
-   * transaction does not finish). Undefined when `offset` is not pending.
+   * The next offset that may be stored once the transaction finishing the pending
+   * records `offsets` commits (one record, or a batch's): past every record that is
+   * then finished in an unbroken run from the lowest unfinished one, else that lowest
+   * unfinished record (which this transaction does not finish). Undefined when none of
+   * `offsets` is pending.
    */
-  storableAfter(offset: bigint): bigint | undefined {
-    if (!this.isPending(offset)) return undefined;
-    const lowest = this.entries[this.head] as bigint;
-    if (offset !== lowest) return lowest;
-    for (let i = this.head + 1; i < this.entries.length; i++) {
+  storableAfter(offsets: readonly bigint[]): bigint | undefined {
+    const committing = new Set(offsets.filter((offset) => this.isPending(offset)));
+    if (committing.size === 0) return undefined;
+    for (let i = this.head; i < this.entries.length; i++) {
       const candidate = this.entries[i] as bigint;
-      if (!this.finished.has(candidate)) return candidate;
+      if (!this.finished.has(candidate) && !committing.has(candidate)) return candidate;
     }
     return (this.lastReceived as bigint) + 1n;
   }

@@ -1,9 +1,11 @@
 import type { EffectivelyOnceError } from '../../src/errors.js';
 import { PartitionRevokedError } from './errors.js';
 import { sleep } from '../../src/sleep.js';
-import type { SourceContext } from '../../src/types.js';
+import type { PoolClient } from 'pg';
+import type { Delivery, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
+import { HeldOffsets } from './held-offsets.js';
 import { orderingKeyOf, recordKey } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
@@ -61,8 +63,8 @@ export class PartitionWorker<T> implements RecordOwner {
   /** Records in flight (or backing off) per ordering key. */
   private readonly inFlight = new Map<string, number>();
   private inFlightRecords = 0;
-  /** Ordering keys whose record at this offset is being retried: nothing after it may start. */
-  private readonly held = new Map<string, bigint>();
+  /** Records being retried in place: nothing after them (of their key) may start. */
+  private readonly held = new HeldOffsets();
   private readonly running = new Set<Promise<void>>();
   private pumpScheduled = false;
   private backlogFull = false;
@@ -151,6 +153,18 @@ export class PartitionWorker<T> implements RecordOwner {
   }
 
   /**
+   * A fetched record below the stored offset (`offsets: 'postgres'`): applied before, so
+   * never delivered; finished at once so the Kafka commit moves past it. Fetched records
+   * come in offset order, so every skipped one is below every record taken. True when
+   * the commit point may have moved.
+   */
+  skip(offset: bigint): boolean {
+    if (this.state !== 'active' || !this.tracker.add(offset)) return false;
+    this.tracker.finish(offset);
+    return true;
+  }
+
+  /**
    * The partition was revoked (or the consumer crashed out of the group): abort the
    * deliveries' signals, drop what is queued, and never count this worker's acks.
    */
@@ -203,6 +217,7 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** Puts a record taken back from the runner in front of the later ones of its key. */
   private requeue(item: QueuedRecord<T>): void {
+    this.held.release(item);
     let list = this.waiting.get(item.orderingKey);
     if (list === undefined) this.waiting.set(item.orderingKey, (list = new RecordQueue()));
     list.insertByOffset(item);
@@ -211,13 +226,18 @@ export class PartitionWorker<T> implements RecordOwner {
 
   /** A record goes back for a retry: the records of its key handed over after it must wait. */
   hold(item: QueuedRecord<T>): void {
-    const current = this.held.get(item.orderingKey);
-    if (current === undefined || item.offset < current)
-      this.held.set(item.orderingKey, item.offset);
+    this.held.hold(item);
   }
 
-  private unhold(item: QueuedRecord<T>): void {
-    if (this.held.get(item.orderingKey) === item.offset) this.held.delete(item.orderingKey);
+  /**
+   * A record going back for a retry while a lower offset of its key is being retried
+   * (one failure sent several back, e.g. a batch failing as a whole) is taken back into
+   * the queue, behind that one: backing off on its own delay, it could come back first.
+   */
+  private takeBackBehindLower(item: QueuedRecord<T>): boolean {
+    if (!this.held.behindLower(item)) return false;
+    this.requeue(item);
+    return true;
   }
 
   private dropWaiting(): void {
@@ -247,16 +267,19 @@ export class PartitionWorker<T> implements RecordOwner {
         const settlement = await this.deliverOnce(item);
         if (settlement === undefined) return;
         if (settlement.kind === 'finished') {
-          this.unhold(item);
+          this.held.release(item);
           this.finish(item);
           return;
         }
         if (this.state !== 'active') return;
         if (settlement.kind === 'retry') {
-          this.hold(item);
           // Only the record's own failures count towards maxAttempts, not a busy claim or an outage.
           if (settlement.attemptSpent) item.attempt++;
+          this.hold(item);
+          if (this.takeBackBehindLower(item)) return;
           await this.backOff(settlement.delayMs);
+          // A lower record of the key may have gone back while this one waited.
+          if (this.state === 'active' && this.takeBackBehindLower(item)) return;
         } else if (this.deps.config.pipeline > 1) {
           // Taken back so as not to overtake an earlier record being retried: it waits in
           // the queue, in offset order, until that one is done.
@@ -300,13 +323,32 @@ export class PartitionWorker<T> implements RecordOwner {
     item.decoded ??= decodeRecord(record, config.parse);
     item.key ??= recordKey(record, config.key, config.idempotencyHeader);
     const delivery = new RecordDelivery<T>(this, item, item.decoded, this.lost.signal);
-    if (store !== undefined) {
-      delivery.inTransaction = async (tx) => {
-        const next = this.tracker.storableAfter(item.offset);
-        if (next !== undefined) await store.save(tx, record.topic, record.partition, next);
-      };
-    }
+    if (store !== undefined)
+      delivery.inTransaction = (tx, together) => this.storeOffset(store, tx, delivery, together);
     return delivery;
+  }
+
+  /**
+   * `offsets: 'postgres'`: stores the partition's next offset in the effect's
+   * transaction. Every record of this partition committing in it (a batch holds many)
+   * counts as finished, so the first of them stores the offset past them all, once.
+   */
+  private async storeOffset(
+    store: PostgresOffsetStore,
+    tx: PoolClient,
+    delivery: RecordDelivery<T>,
+    together: ReadonlyArray<Delivery<unknown>>,
+  ): Promise<void> {
+    const offsets: bigint[] = [];
+    let first: RecordDelivery<unknown> | undefined;
+    for (const d of together) {
+      if (!(d instanceof RecordDelivery) || d.owner !== this) continue;
+      first ??= d;
+      offsets.push(d.offset);
+    }
+    if (first !== undefined && first !== delivery) return;
+    const next = this.tracker.storableAfter(offsets.length > 0 ? offsets : [delivery.offset]);
+    if (next !== undefined) await store.save(tx, this.topic, this.partition, next);
   }
 
   /** {@link RecordOwner}: publishes a record to the dead-letter topic. */

@@ -61,7 +61,8 @@ export class RecordDelivery<T> implements Delivery<T> {
   inTransaction?: Delivery<T>['inTransaction'];
 
   constructor(
-    private readonly owner: RecordOwner,
+    /** The partition worker that handed the record over. */
+    readonly owner: RecordOwner,
     private readonly item: QueuedRecord<T>,
     decoded: Decoded<T>,
     readonly signal: AbortSignal,
@@ -76,6 +77,11 @@ export class RecordDelivery<T> implements Delivery<T> {
 
   get raw(): KafkaRecord {
     return this.item.record;
+  }
+
+  /** The record's offset. */
+  get offset(): bigint {
+    return this.item.offset;
   }
 
   /** Describes the record for telemetry: topic, partition, offset, group, headers. */

@@ -353,13 +353,17 @@ export class KafkaSource<T = unknown> implements Source<T> {
     }
     if (batch.highWatermark !== undefined) worker.highWatermark = BigInt(batch.highWatermark);
     let resolved: string | undefined;
+    let skipped = false;
     for (const message of batch.messages) {
       if (!payload.isRunning() || payload.isStale() || !worker.accepting) break;
-      // Below the stored offset (offsets: 'postgres'): already applied, skipped without a lookup.
-      if (stored === undefined || BigInt(message.offset) >= stored)
-        worker.enqueue(toKafkaRecord(batch, message));
+      const offset = BigInt(message.offset);
+      // Below the stored offset (offsets: 'postgres'): already applied, skipped without a
+      // lookup, and finished at once, so the group's Kafka offset (its lag) moves past it.
+      if (stored === undefined || offset >= stored) worker.enqueue(toKafkaRecord(batch, message));
+      else skipped = worker.skip(offset) || skipped;
       resolved = message.offset;
     }
+    if (skipped) this.committer?.schedule();
     // Synchronously after the accepting check: a revoked worker never moves the new generation's position.
     if (resolved !== undefined && worker.accepting) payload.resolveOffset(resolved);
   }

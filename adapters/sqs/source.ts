@@ -11,6 +11,7 @@ import { decodeBody } from './body.js';
 import { DeleteBatcher } from './delete-batcher.js';
 import { SqsMessageDelivery, type RedriveMode } from './delivery.js';
 import { Heartbeat } from './heartbeat.js';
+import { HeldBackReceives } from './hold-backs.js';
 import { groupScoped, messageKey } from './keys.js';
 import { resolveSqsOptions, type ResolvedSqsOptions, type SqsSourceOptions } from './options.js';
 import { retryDelay } from '../../src/backoff.js';
@@ -46,6 +47,7 @@ export class SqsSource<T> implements Source<T> {
   private readonly deleter: DeleteBatcher;
   private readonly live = new Set<SqsMessageDelivery<T>>();
   private readonly groups = new Set<Promise<void>>();
+  private readonly heldBack = new HeldBackReceives();
   private facts: QueueFacts;
   private ctx: SourceContext<T> | undefined;
   private running = false;
@@ -254,7 +256,10 @@ export class SqsSource<T> implements Source<T> {
         receivedAt,
         key,
         body: decoded.ok ? decoded.body : (undefined as T),
-        attempt: Number.isInteger(receiveCount) && receiveCount > 0 ? receiveCount : 1,
+        attempt: this.heldBack.attempt(
+          message.MessageId,
+          Number.isInteger(receiveCount) && receiveCount > 0 ? receiveCount : 1,
+        ),
         orderingKey: this.options.fifo ? message.Attributes?.MessageGroupId : undefined,
         rejection,
       },
@@ -317,7 +322,9 @@ export class SqsSource<T> implements Source<T> {
       }
       const outcome = await this.deliverOne(ctx, delivery);
       if (index < deliveries.length - 1 && !this.groupMayContinue(outcome)) {
-        await this.releaseAll(deliveries.slice(index + 1));
+        const followers = deliveries.slice(index + 1);
+        for (const follower of followers) this.heldBack.record(follower.raw.MessageId);
+        await this.releaseAll(followers);
         return;
       }
     }

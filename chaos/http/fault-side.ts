@@ -141,12 +141,13 @@ export class FaultSide {
         return this.effect(ctx, op, run, 'main');
       case 'backend-killed':
         await this.effect(ctx, op, run, 'main');
-        return this.faults.commit(ctx.tx, op, run, {
+        await this.faults.commit(ctx.tx, op, run, {
           kind: 'backend-killed',
           fires: spec.fires,
           by: spec.variant === 'self-throw' ? 'self' : 'other',
           then: spec.variant === 'self-throw' ? 'throw' : 'swallow',
         });
+        return;
       case 'floating': {
         await this.effect(ctx, op, run, 'main');
         await this.failCommit(ctx, op, run, spec.fires);

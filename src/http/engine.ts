@@ -179,7 +179,7 @@ export class Engine {
       },
       {
         timeoutMs: this.cfg.timeoutMs,
-        parents: [this.deps.hardStop],
+        abandonOn: this.deps.hardStop,
         timeoutReason: () => new HandlerTimeoutError(claim.key, this.cfg.timeoutMs),
       },
     );

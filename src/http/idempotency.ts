@@ -113,8 +113,10 @@ export interface IdempotencyStats {
 /** Options of {@link Idempotency.close}. */
 export interface CloseOptions {
   /**
-   * Grace period for requests in flight, in ms. After it their `ctx.signal` aborts
-   * and what has not committed rolls back (answered 503). Default 10 000.
+   * Grace period for requests in flight, in ms. After it their `ctx.signal` aborts and
+   * what has not committed rolls back (answered 503): a handler still running (one that
+   * ignores its signal) has its statement cancelled and its connection destroyed, so
+   * `close()` resolves. Default 10 000.
    */
   timeoutMs?: number;
 }

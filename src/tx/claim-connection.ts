@@ -16,6 +16,7 @@ import {
 } from '../errors.js';
 import { commitClaim } from '../store/commit.js';
 import {
+  IN_FAILED_TRANSACTION,
   isSerializationFailure,
   isStatementError,
   LOCK_NOT_AVAILABLE,
@@ -23,6 +24,7 @@ import {
 } from '../store/pg-errors.js';
 import type { Logger } from '../types.js';
 import { acquireClient } from './acquire.js';
+import { cancelBackend } from './cancel.js';
 import { TransactionGuard } from './guard.js';
 
 /** A failed attempt at a claim transaction, as both runners report it. */
@@ -77,7 +79,7 @@ export interface ConnectionDeps {
   readonly hardStop: AbortSignal;
 }
 
-/** Bound on the side connection that cancels a timed-out handler's query. */
+/** Bound on the socket that carries a cancel request (nothing waits for it). */
 const CANCEL_TIMEOUT_MS = 5000;
 
 /**
@@ -180,13 +182,21 @@ export class ClaimConnection {
         return { kind: 'failed', error: late, infrastructure: false, conflict: false };
       }
       case 'timeout':
-        await this.abandon(work.error);
+        this.abandon(work.error);
         return { kind: 'failed', error: work.error, infrastructure: false, conflict: false };
-      case 'stopped':
-        await this.rollback();
-        return { kind: 'released', error: new ShutdownError(this.key) };
+      case 'stopped': {
+        const error = new ShutdownError(this.key);
+        // Given up on at the hard stop while still running (a handler that ignores its
+        // signal): a ROLLBACK would queue behind its statement, so abandon it as on timeout.
+        if (this.guard.busy) this.abandon(error);
+        else await this.rollback();
+        return { kind: 'released', error };
+      }
       case 'hook-failed':
         await this.rollback();
+        // 25P02: a handler statement failed and the handler caught it, so the hook found
+        // the transaction aborted. The handler's failure, as COMMIT would have found it.
+        if (sqlstateOf(work.error) === IN_FAILED_TRANSACTION) return this.aborted();
         return {
           ...infra(new DatabaseError('adapter in-transaction hook', work.error, { key: this.key })),
           conflict: isSerializationFailure(work.error),
@@ -253,12 +263,7 @@ export class ClaimConnection {
       case 'committed':
         return { kind: 'committed', warning: undefined };
       case 'aborted':
-        return {
-          kind: 'failed',
-          error: new TransactionAbortedError(this.key, 'aborted', first),
-          infrastructure: false,
-          conflict: isSerializationFailure(first),
-        };
+        return this.aborted();
       case 'rejected':
         return {
           kind: 'failed',
@@ -289,28 +294,33 @@ export class ClaimConnection {
     }
   }
 
+  /** An earlier statement of the handler's aborted the transaction: its failure, an attempt spent. */
+  private aborted(): FailedAttempt {
+    const first = this.guard.firstError;
+    return {
+      kind: 'failed',
+      error: new TransactionAbortedError(this.key, 'aborted', first),
+      infrastructure: false,
+      conflict: isSerializationFailure(first),
+    };
+  }
+
   /**
-   * After a timeout the handler may still be running a statement: cancel it on the
-   * server (else the backend keeps working and holds the claim's row lock until it
-   * notices the closed socket), then destroy the connection. The cancel goes first,
-   * while our socket keeps the backend's pid from being reused by another session.
+   * The handler is given up on while it may still be running a statement: cancel that
+   * on the server (else the backend keeps working and holds the claim's row lock until
+   * it next touches its socket), and mark the connection for destruction on close. The
+   * cancel is the protocol's own request on a socket of its own, outside the pool, and
+   * nothing waits for it: the delivery's answer must not wait for a free connection.
    */
-  private async abandon(reason: Error): Promise<void> {
+  private abandon(reason: Error): void {
     this.markBroken(reason);
-    const pid = (this.client as unknown as { processID?: unknown }).processID;
-    if (typeof pid !== 'number' || this.lost !== undefined) return;
-    let side: PoolClient | undefined;
-    try {
-      side = await acquireClient(this.deps.pool, CANCEL_TIMEOUT_MS, undefined);
-      await side.query('SELECT pg_cancel_backend($1)', [pid]);
-    } catch (err) {
+    if (this.lost !== undefined) return;
+    cancelBackend(this.client, this.deps.pool, CANCEL_TIMEOUT_MS).catch((err: unknown) =>
       this.deps.logger.warn(
-        { err, key: this.key, pid },
-        'effectively-once: could not cancel a timed-out handler',
-      );
-    } finally {
-      side?.release();
-    }
+        { err, key: this.key },
+        'effectively-once: could not cancel an abandoned handler',
+      ),
+    );
   }
 
   private markBroken(cause: unknown): void {
@@ -320,6 +330,15 @@ export class ClaimConnection {
   private markDownIfUnavailable(cause: unknown): void {
     if (isUnavailable(cause)) this.deps.health.markDown(cause);
   }
+}
+
+/**
+ * A serialization failure or deadlock still lost after the runner's in-place runs
+ * (`serializationRetries`): it now fails like a handler error, an attempt spent,
+ * wherever it came from (a claim's conflict is otherwise filed as infrastructure).
+ */
+export function conflictsExhausted(failed: FailedAttempt): FailedAttempt {
+  return { ...failed, infrastructure: false };
 }
 
 function infra(error: EffectivelyOnceError): FailedAttempt {

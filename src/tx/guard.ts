@@ -67,6 +67,14 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
     this.floating = this.pending > 0;
   }
 
+  /**
+   * Whether the handler may still be using the connection: it has not settled (its
+   * work was given up on), or a query it sent has not been answered.
+   */
+  get busy(): boolean {
+    return !this.ended || this.pending > 0;
+  }
+
   /** The first call refused because it came after {@link end}, if any. */
   get lateUse(): TransactionControlError | undefined {
     return this.late;

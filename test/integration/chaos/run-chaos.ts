@@ -91,9 +91,9 @@ export function transcript(run: ChaosRun): string {
 }
 
 /**
- * Handler faults in the smoke: 24 spread over the kinds (3 keys each of swallow,
- * deferred and downstream, transient and permanent, 3 killed backends, 2 hot pairs
- * rounded up from 3 keys), so 25 faulty keys of which 9 must be dead-lettered.
+ * Handler faults in the smoke: 24 spread over the kinds (transient and permanent: 3
+ * keys each of swallow, 2 each of deferred, downstream and floating; 3 killed backends,
+ * 2 hot pairs rounded up from 3 keys), so 25 faulty keys of which 9 must be dead-lettered.
  */
 const SMOKE_HANDLER_FAULTS = { planned: 25, deadLettered: 9 };
 

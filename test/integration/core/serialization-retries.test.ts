@@ -18,6 +18,7 @@ beforeAll(async () => {
 afterAll(async () => db.close());
 beforeEach(async () => {
   await db.pool.query('DROP TABLE IF EXISTS charges, processed_messages, counter');
+  await db.pool.query('DROP FUNCTION IF EXISTS refuse_claim()');
   await db.pool.query(
     'CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL); INSERT INTO counter VALUES (1, 0)',
   );
@@ -144,4 +145,42 @@ describe('serializationRetries', () => {
     expect(h.consumer.stats().serializationRetries).toBe(0);
     expect(await counter()).toBe(11);
   });
+
+  it.each([
+    ['per message', {}],
+    ['batch mode', { batch: { maxSize: 10, maxWaitMs: 5 } }],
+  ])(
+    '%s: a claim that keeps losing (40001 from the claim statement) also fails like a handler error past the budget',
+    async (_mode, extra) => {
+      const failures: boolean[] = [];
+      const h = await memoryHarness(db, { ...extra, serializationRetries: 1, maxAttempts: 2 });
+      await h.consumer.start();
+      // The claim's own INSERT loses a serialization race every time it runs.
+      await db.pool.query(`
+        CREATE FUNCTION refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.message_key = 'lost-race' THEN
+            RAISE EXCEPTION 'could not serialize access' USING ERRCODE = '40001';
+          END IF;
+          RETURN NEW;
+        END $$;
+        CREATE TRIGGER refuse_claim BEFORE INSERT ON processed_messages
+          FOR EACH ROW EXECUTE FUNCTION refuse_claim()`);
+      h.consumer.on('failed', (f) => failures.push(f.willRetry));
+      const message = h.source.send({ id: 'race', amount: 5 }, { key: 'lost-race' });
+      try {
+        await waitFor(() => settled(message) || failures.length >= 6, {
+          timeoutMs: 30_000,
+          what: 'settled or looping',
+        });
+      } finally {
+        await h.consumer.stop();
+      }
+      expect(message.state).toBe('dead-lettered');
+      expect(message.outcomes).toEqual(['retry', 'dead-lettered']);
+      expect(failures).toEqual([true, false]);
+      expect(codesOf(message.deadLetterReason)).toContain('40001');
+      expect(h.consumer.stats().serializationRetries).toBe(2);
+    },
+  );
 });

@@ -82,6 +82,17 @@ export async function committedOffsets(
   }
 }
 
+/** What an operator does to replay a topic: the (empty) group's offsets back to the start. */
+export async function resetToEarliest(kafka: Kafka, groupId: string, topic: string): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.resetOffsets({ groupId, topic, earliest: true });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /** Reads `count` records of `topic` from the beginning (with a throwaway group). */
 export async function readTopic(
   kafka: Kafka,

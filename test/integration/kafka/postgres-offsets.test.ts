@@ -17,6 +17,7 @@ import {
   effects,
   kafkaTestEnv,
   produce,
+  resetToEarliest,
   startConsumer,
   unique,
 } from './kafka-helpers.js';
@@ -62,13 +63,7 @@ describe("Kafka: offsets: 'postgres'", () => {
     ]);
 
     // An operator resets the group to the start of the topic (the group is empty now).
-    const admin = kafka.admin();
-    await admin.connect();
-    try {
-      await admin.resetOffsets({ groupId, topic, earliest: true });
-    } finally {
-      await admin.disconnect();
-    }
+    await resetToEarliest(kafka, groupId, topic);
     expect([...(await committedOffsets(kafka, groupId, topic)).values()].every((o) => o <= 0)).toBe(
       true,
     );
@@ -94,6 +89,79 @@ describe("Kafka: offsets: 'postgres'", () => {
       expect(
         (await effects(db)).map((r) => r.seq).sort((x, y) => (x as number) - (y as number)),
       ).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    } finally {
+      await b.stop();
+    }
+  }, 60_000);
+
+  it('batch mode stores the offset past each whole batch, so a restart skips everything applied', async () => {
+    const topic = unique('pgoffb');
+    const groupId = unique('g-pgoffb');
+    await createTopics(kafka, [{ topic, partitions: 1 }]);
+    const records = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        partition: 0,
+        value: JSON.stringify({ seq: from + i }),
+      }));
+    const source = {
+      offsets: 'postgres' as const,
+      pool: db.pool,
+      offsetsSchema: db.schema,
+      pipeline: 25,
+    };
+    const consumer = { batch: { maxSize: 25, maxWaitMs: 20 } };
+    await db.pool.query('TRUNCATE effects');
+    await produce(kafka, topic, records(0, 100));
+    const a = await startConsumer({
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'a',
+      source,
+      consumer,
+    });
+    try {
+      await waitFor(async () => (await effectCount(db)) === 100, {
+        timeoutMs: 30_000,
+        what: '100 effects',
+      });
+    } finally {
+      await a.stop();
+    }
+    const stored = await db.pool.query<{ next_offset: string }>(
+      `SELECT next_offset FROM ${quoteIdentifier(db.schema)}.eo_kafka_offsets WHERE group_id = $1`,
+      [groupId],
+    );
+    expect(stored.rows.map((r) => Number(r.next_offset))).toEqual([100]);
+
+    // A restart that finds the group's Kafka offsets behind (here: reset to the start).
+    await resetToEarliest(kafka, groupId, topic);
+    const b = await startConsumer({
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'b',
+      source,
+      consumer,
+    });
+    try {
+      // Every record is below the stored offset: skipped, yet the group's Kafka offset
+      // (what lag monitoring reads) still moves to the end.
+      await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 100, {
+        timeoutMs: 30_000,
+        what: 'the Kafka offset past the skipped records',
+      });
+      expect(b.consumer.stats().received).toBe(0);
+      await produce(kafka, topic, records(100, 10));
+      await waitFor(async () => (await effectCount(db)) === 110, {
+        timeoutMs: 30_000,
+        what: '110 effects',
+      });
+      expect(await doubleEffects(db)).toEqual([]);
+      // Nothing below the stored offset came back, not even to be found a duplicate.
+      expect(b.consumer.stats()).toMatchObject({ received: 10, processed: 10, duplicates: 0 });
     } finally {
       await b.stop();
     }

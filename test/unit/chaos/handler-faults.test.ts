@@ -38,9 +38,9 @@ describe('handler fault plan', () => {
         'deferred/transient',
         'deferred/transient',
         'downstream/permanent',
-        'downstream/permanent',
         'downstream/transient',
-        'downstream/transient',
+        'floating/permanent',
+        'floating/transient',
         'serialization/swallow',
         'serialization/throw',
         'swallow/permanent',
@@ -67,6 +67,8 @@ describe('handler fault plan', () => {
       'deferred/permanent': 'EO_COMMIT_FAILED',
       'downstream/transient': 'applied',
       'downstream/permanent': 'EO_HANDLER',
+      'floating/transient': 'applied',
+      'floating/permanent': 'EO_TX_CONTROL',
       'backend-killed/self-throw': 'applied',
       'backend-killed/other-swallow': 'applied',
       'serialization/throw': 'applied',
@@ -184,5 +186,22 @@ describe('checker with handler faults', () => {
   it('flags hot rows that do not add up to two per applied hot effect', () => {
     const v = check(p, { ...perfect(p), hotTotal: 2 * p.hotKeys + 1 });
     expect(v.problems.join('\n')).toContain('hot rows add up to');
+  });
+
+  it('flags a floating query that ran outside the transaction that applied its key', () => {
+    const v = check(p, { ...perfect(p), floatingOutside: [transient] });
+    expect(v.problems.join('\n')).toContain(`outside the transaction that applied its key: 1`);
+  });
+
+  it('reports order violations only when order was checked, and fails the run on one', () => {
+    expect(check(p, perfect(p)).orderViolations).toBeUndefined();
+    const ordered = check(p, { ...perfect(p), order: { violations: 0, examples: [] } });
+    expect(ordered).toMatchObject({ orderViolations: 0, problems: [] });
+    const order = { violations: 1, examples: ['partition 0: offset 3 after 7'] };
+    const v = check(p, { ...perfect(p), order });
+    expect(v.orderViolations).toBe(1);
+    expect(v.problems.join('\n')).toContain(
+      'out of offset order: 1 (partition 0: offset 3 after 7)',
+    );
   });
 });

@@ -104,26 +104,26 @@ describe('OffsetTracker', () => {
   describe('storableAfter (offsets stored with the effect)', () => {
     it('moves past the record and the finished records right after it when it is the lowest unfinished', () => {
       const t = tracker([10, 11, 12, 13]);
-      expect(t.storableAfter(10n)).toBe(11n);
+      expect(t.storableAfter([10n])).toBe(11n);
       t.finish(11n);
       t.finish(12n);
-      expect(t.storableAfter(10n)).toBe(13n);
+      expect(t.storableAfter([10n])).toBe(13n);
       t.finish(13n);
-      expect(t.storableAfter(10n)).toBe(14n);
+      expect(t.storableAfter([10n])).toBe(14n);
     });
 
     it('stays at the lowest unfinished record when an earlier record is still open', () => {
       const t = tracker([10, 11, 12]);
-      expect(t.storableAfter(12n)).toBe(10n);
+      expect(t.storableAfter([12n])).toBe(10n);
       t.finish(10n);
-      expect(t.storableAfter(12n)).toBe(11n);
+      expect(t.storableAfter([12n])).toBe(11n);
     });
 
     it('is undefined for records that are not pending', () => {
       const t = tracker([10, 11]);
       t.finish(10n);
-      expect(t.storableAfter(10n)).toBeUndefined();
-      expect(t.storableAfter(99n)).toBeUndefined();
+      expect(t.storableAfter([10n])).toBeUndefined();
+      expect(t.storableAfter([99n])).toBeUndefined();
     });
   });
 
@@ -161,7 +161,7 @@ describe('OffsetTracker', () => {
       const finished = new Set<bigint>();
       for (const offset of order) {
         // Before finishing `offset`, what it may store must be safe: every received record below is finished.
-        const storable = t.storableAfter(offset) as bigint;
+        const storable = t.storableAfter([offset]) as bigint;
         for (const r of received)
           if (r < storable && r !== offset) expect(finished.has(r)).toBe(true);
         t.finish(offset);

@@ -129,7 +129,7 @@ describe("offsets: 'postgres'", () => {
 
     // Record 2 commits first: records 0 and 1 are open, so it may only store 0.
     const two = fakeTx();
-    await byOffset('2').inTransaction?.(two.tx);
+    await byOffset('2').inTransaction?.(two.tx, [byOffset('2')]);
     expect(two.queries[0]?.values).toEqual(['billing', 't', 0, '0']);
     expect(two.queries[0]?.text).toMatch(/GREATEST/);
     gates.get('2')?.open();
@@ -137,17 +137,46 @@ describe("offsets: 'postgres'", () => {
 
     // Record 0 is the lowest open one: it may store 1 (record 1 is still open).
     const zero = fakeTx();
-    await byOffset('0').inTransaction?.(zero.tx);
+    await byOffset('0').inTransaction?.(zero.tx, [byOffset('0')]);
     expect(zero.queries[0]?.values).toEqual(['billing', 't', 0, '1']);
     gates.get('0')?.open();
     await tick(5);
 
     // Record 1 closes the gap: everything through 2 is done, so 3.
     const one = fakeTx();
-    await byOffset('1').inTransaction?.(one.tx);
+    await byOffset('1').inTransaction?.(one.tx, [byOffset('1')]);
     expect(one.queries[0]?.values).toEqual(['billing', 't', 0, '3']);
     gates.get('1')?.open();
     await waitFor(() => consumer.committed('t', 0) === 3);
+  });
+
+  it('a batch committing several records of the partition stores the offset past them all, once', async () => {
+    const { pool } = fakePool([]);
+    const hold = gate();
+    const { consumer, runner } = await start(
+      pool,
+      async () => {
+        await hold.promise;
+        return { do: 'ack' };
+      },
+      3,
+    );
+    try {
+      consumer.assign({ t: [0] });
+      await consumer.batch(
+        't',
+        0,
+        messages(0, 4, (o) => ({ key: Buffer.from(`k${o}`) })),
+      );
+      await waitFor(() => runner.delivered.length === 3);
+      // Records 0..2 in one transaction (record 3 not handed over yet): 3 is the next to store.
+      const together = runner.delivered.slice(0, 3);
+      const tx = fakeTx();
+      for (const d of together) await d.inTransaction?.(tx.tx, together);
+      expect(tx.queries.map((q) => q.values)).toEqual([['billing', 't', 0, '3']]);
+    } finally {
+      hold.open();
+    }
   });
 
   it('retries loading stored offsets while heartbeating, and reports the failures', async () => {

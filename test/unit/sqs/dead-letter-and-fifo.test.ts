@@ -158,7 +158,8 @@ describe('FIFO queues', () => {
     });
     await waitFor(() => sqs.remaining(url).length === 0, { what: 'all processed' });
     await s.stop();
-    expect(order).toEqual(['0@2', '1@2', '2@2']);
+    // The followers' held-back receive is not one of their attempts (issue 27).
+    expect(order).toEqual(['0@2', '1@1', '2@1']);
   });
 });
 
