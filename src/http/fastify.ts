@@ -14,6 +14,7 @@ import type {
 } from 'fastify';
 import { ConfigurationError } from '../errors.js';
 import type { IdempotencyContext } from './context.js';
+import { dropStream, runRoute, type RouteRun } from './fastify-reply.js';
 import {
   executeBuffered,
   type BufferedExecutor,
@@ -21,7 +22,7 @@ import {
   type Idempotency,
   type RequestOverrides,
 } from './idempotency.js';
-import { carrierResponse, knownBytes } from './known-body.js';
+import { knownBytes } from './known-body.js';
 import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
@@ -74,9 +75,12 @@ type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
  * });
  * ```
  *
- * The handler may return its payload or `reply.send()` it. Throwing rolls back and goes
- * to Fastify's error handler; a 5xx rolls back and is sent unstored. In-place retries
- * after a serialization failure run the handler again.
+ * The handler may return its payload, `reply.send()` it (also later, from a callback),
+ * or send a stream. Its work is done when its promise settles with an answer given (a
+ * handler that returns no promise: at its `reply.send`); then the transaction commits
+ * and the answer goes out. Throwing before that rolls back and goes to Fastify's error
+ * handler; a 5xx rolls back and is sent unstored. In-place retries after a
+ * serialization failure run the handler again.
  */
 export const idempotencyPlugin = Object.assign(
   async (fastify: FastifyInstance, options: FastifyIdempotencyOptions): Promise<void> => {
@@ -145,11 +149,16 @@ function wrap(
     const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
     const url = requestUrl(request.protocol, request.host, request.url);
     const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
+    // The latest run (a serialization failure runs the handler again).
+    let latest: RouteRun | undefined;
     const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
+      // An earlier run's answer is void: its transaction rolled back.
+      dropStream(latest?.stream);
       restore(reply, snapshot);
       request.idempotency = ctx;
       try {
-        return await run(handler, this, request, reply, ctx);
+        latest = await runRoute(handler, this, request, reply, ctx);
+        return latest.response;
       } finally {
         request.idempotency = null;
       }
@@ -167,13 +176,23 @@ function wrap(
           (_request, ctx) => routeHandler(ctx),
           overrides,
         );
-    // A handler abandoned on timeout may still hold these: the answer goes out for real.
-    Reflect.deleteProperty(reply, 'send');
-    Reflect.deleteProperty(reply, 'then');
     restore(reply, snapshot);
+    const stream =
+      execution.kind === 'response' && execution.response === latest?.response
+        ? latest.stream
+        : undefined;
+    if (stream === undefined) dropStream(latest?.stream);
     if (execution.kind === 'threw') throw execution.error;
     const { response } = execution;
     reply.code(response.status).headers(nodeHeaders(response));
+    // The handler's stream payload, committed (or its 5xx rolled back): as it comes. One
+    // that failed since: the response is cut, never ended cleanly (the client retries).
+    if (stream?.failure !== undefined) {
+      reply.hijack();
+      reply.raw.destroy();
+      return undefined;
+    }
+    if (stream !== undefined) return reply.send(stream.payload);
     // Bytes the library holds (serialized here, or replayed; carried beside a bodyless
     // Response, or the body built from them, left to the GC): sent as they are.
     const bytes = knownBytes(response);
@@ -189,70 +208,6 @@ function isBufferedExecutor(
   idempotency: Idempotency,
 ): idempotency is Idempotency & BufferedExecutor {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
-}
-
-/**
- * Runs the route's handler with `reply.send` held back and turns what it sent or
- * returned into a web Response (serialized as Fastify would: the route's serializer for
- * objects, JSON by default).
- */
-async function run(
-  handler: RouteHandlerMethod,
-  instance: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  ctx: IdempotencyContext,
-): Promise<Response> {
-  let sent: { payload: unknown } | undefined;
-  const send = (payload?: unknown): FastifyReply => {
-    sent ??= { payload };
-    return reply;
-  };
-  Reflect.set(reply, 'send', send);
-  // A reply is a thenable that settles once it was sent: `return reply.send(x)` from an
-  // async handler would wait for a send that is held back here, forever.
-  Reflect.set(reply, 'then', undefined);
-  let returned: unknown;
-  try {
-    returned = await handler.call(instance, request, reply);
-  } finally {
-    Reflect.deleteProperty(reply, 'send');
-    Reflect.deleteProperty(reply, 'then');
-  }
-  const payload = sent !== undefined ? sent.payload : returned === reply ? undefined : returned;
-  if (payload instanceof Error) throw payload;
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== undefined) headers.set(name, String(value));
-  }
-  const type = (fallback: string): void => {
-    if (!headers.has('content-type')) headers.set('content-type', fallback);
-  };
-  const init = { status: reply.statusCode, headers };
-  if (payload === undefined || payload === null) return new Response(null, init);
-  if (typeof payload === 'string') {
-    type('text/plain; charset=utf-8');
-    return carrierResponse(Buffer.from(payload), init);
-  }
-  if (payload instanceof Uint8Array) {
-    type('application/octet-stream');
-    return new Response(payload, init);
-  }
-  if (payload instanceof Readable) {
-    type('application/octet-stream');
-    return ctx.streamed(new Response(Readable.toWeb(payload) as ReadableStream<Uint8Array>, init));
-  }
-  type('application/json; charset=utf-8');
-  const serialized = reply.serialize(payload);
-  return carrierResponse(
-    typeof serialized === 'string'
-      ? Buffer.from(serialized)
-      : serialized instanceof Uint8Array
-        ? serialized
-        : new Uint8Array(serialized),
-    init,
-  );
 }
 
 function restore(
