@@ -99,8 +99,7 @@ async function serve(settings: Settings, databaseUrl: string): Promise<void> {
         await effect(tx);
         res.status(200).type('text/plain');
         if (flush) res.flushHeaders();
-        for (const chunk of chunks(settings))
-          if (!res.write(chunk)) await once(res, 'drain');
+        for (const chunk of chunks(settings)) if (!res.write(chunk)) await once(res, 'drain');
         res.end();
       }),
     );

@@ -30,8 +30,12 @@ import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 export type RouteIdempotency =
   /** Not idempotent: the route runs as usual. */
   | false
-  /** Idempotent (whatever its method), optionally as a webhook receiver. */
-  | { webhook?: WebhookOptions };
+  /**
+   * Idempotent (whatever its method): optionally a webhook receiver, and optionally
+   * with another endpoint family than the registration's (`use`: e.g. one created
+   * with `concurrent: 'reject'`).
+   */
+  | { webhook?: WebhookOptions; use?: Idempotency };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,7 +46,10 @@ declare module 'fastify' {
     idempotency: IdempotencyContext | null;
   }
   interface FastifyContextConfig {
-    /** `false` opts a route out; an object opts it in (a webhook receiver, another method). */
+    /**
+     * `false` opts a route out; an object opts it in (a webhook receiver, another
+     * method, another endpoint family with `use`).
+     */
     idempotency?: RouteIdempotency;
   }
 }
@@ -51,7 +58,12 @@ declare module 'fastify' {
 export interface FastifyIdempotencyOptions {
   /** The endpoint settings and key table (see createIdempotency). */
   idempotency: Idempotency;
-  /** Routes with these methods are idempotent unless `config.idempotency` is false. Default POST, PATCH. */
+  /**
+   * Which routes the plugin wraps (runs inside a key's transaction): those with one of
+   * these methods, unless `config.idempotency` says otherwise. Default POST, PATCH.
+   * Not the same as createIdempotency's `methods`, the methods on which a wrapped
+   * route requires the key (400 without it).
+   */
   methods?: readonly string[];
   /** The key's scope from the Fastify request (`request.user.tenantId`), instead of the endpoint's. */
   scope?: (request: FastifyRequest) => string | Promise<string>;
@@ -62,9 +74,21 @@ export interface FastifyIdempotencyOptions {
 const RAW_BODY = Symbol('effectively-once.rawBody');
 type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
 
+/** The nearest registration's settings, on the Fastify instance it was registered in. */
+const SETTINGS = Symbol('effectively-once.fastifySettings');
+interface Settings {
+  options: FastifyIdempotencyOptions;
+  methods: ReadonlySet<string>;
+}
+type WithSettings = FastifyInstance & { [SETTINGS]?: Settings };
+/** Handlers this plugin made: a route wrapped by an outer registration is not wrapped again. */
+const wrapped = new WeakSet<RouteHandlerMethod>();
+
 /**
- * The Fastify plugin. Register it (awaited) before the routes it should cover, in
- * the scope that holds them; it is not encapsulated, like fastify-plugin's:
+ * The Fastify plugin. Register it (awaited) before the routes it should cover, in the
+ * scope that holds them: like a fastify-plugin plugin it is not encapsulated itself, so
+ * it covers the scope it is registered in and that scope's children. Registered again
+ * inside a child scope (with other options), it takes over that scope's routes:
  *
  * ```ts
  * await app.register(idempotencyPlugin, { idempotency });
@@ -84,28 +108,43 @@ type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
  */
 export const idempotencyPlugin = Object.assign(
   async (fastify: FastifyInstance, options: FastifyIdempotencyOptions): Promise<void> => {
-    const { idempotency } = options;
-    if (typeof idempotency?.execute !== 'function')
-      throw new ConfigurationError('idempotency', 'must come from createIdempotency()');
+    checkIdempotency(options?.idempotency, 'idempotency');
     const methods = new Set((options.methods ?? ['POST', 'PATCH']).map((m) => m.toUpperCase()));
-    fastify.decorateRequest('idempotency', null);
-    fastify.addHook('onRoute', (route: RouteOptions) => {
+    (fastify as WithSettings)[SETTINGS] = { options, methods };
+    if (!fastify.hasRequestDecorator('idempotency')) fastify.decorateRequest('idempotency', null);
+    fastify.addHook('onRoute', function (this: FastifyInstance, route: RouteOptions) {
+      if (wrapped.has(route.handler)) return;
+      // The registration nearest to the route's scope, whichever hook runs first.
+      const settings = (this as WithSettings)[SETTINGS] ?? { options, methods };
       const setting = route.config?.idempotency;
       if (setting === false) return;
       const routeMethods = Array.isArray(route.method) ? route.method : [route.method];
-      if (setting === undefined && !routeMethods.some((m) => methods.has(m.toUpperCase()))) return;
-      const webhook = setting === undefined ? undefined : setting.webhook;
+      if (setting === undefined && !routeMethods.some((m) => settings.methods.has(m.toUpperCase())))
+        return;
+      const webhook = setting?.webhook;
       if (webhook !== undefined) checkWebhookOptions(webhook);
+      if (setting?.use !== undefined) checkIdempotency(setting.use, 'config.idempotency.use');
       route.preParsing = [...hooksOf(route.preParsing), keepRawBody];
-      route.handler = wrap(route.handler, idempotency, options, webhook);
+      route.handler = wrap(
+        route.handler,
+        setting?.use ?? settings.options.idempotency,
+        settings.options,
+        webhook,
+      );
+      wrapped.add(route.handler);
     });
   },
   {
-    // fastify-plugin's markers, without the dependency: the hooks reach the parent scope.
+    // fastify-plugin's markers, without the dependency: the hooks reach the registering scope.
     [Symbol.for('skip-override')]: true,
     [Symbol.for('fastify.display-name')]: 'effectively-once-idempotency',
   },
 );
+
+function checkIdempotency(idempotency: Idempotency | undefined, name: string): void {
+  if (typeof idempotency?.execute !== 'function')
+    throw new ConfigurationError(name, 'must come from createIdempotency()');
+}
 
 function hooksOf<T>(hooks: T | T[] | undefined): T[] {
   if (hooks === undefined) return [];
