@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
 import {
   createIdempotency,
   type Idempotency,
@@ -152,6 +153,22 @@ export function observe(
 }
 
 /**
+ * A streamed answer that fails after COMMIT: the response is cut (never ended cleanly),
+ * the effect committed once, and the retry gets the replay, marked `stream`.
+ */
+export async function expectCutThenReplayed(
+  fixture: CompletionFixture,
+  url: string,
+): Promise<void> {
+  const key = randomUUID();
+  await expect(observe(url, key, {}, fixture.committed)).rejects.toThrow(/aborted|reset|socket/i);
+  expect(await fixture.charges(key)).toBe(1);
+  const replay = await observe(url, key, {}, fixture.committed);
+  expect(replay.status).toBe(200);
+  expect(replay.headers['idempotent-body-omitted']).toBe('stream');
+}
+
+/**
  * This process's open file descriptors on the library's spill files (Linux: /proc;
  * elsewhere an empty list, the check is then vacuous).
  */
@@ -162,7 +179,7 @@ export function openSpillFiles(): string[] {
   for (const fd of fs.readdirSync(dir)) {
     try {
       const target = fs.readlinkSync(`${dir}/${fd}`);
-      if (target.includes('effectively-once-')) open.push(target);
+      if (/effectively-once-[^/]*\.body/.test(target)) open.push(target);
     } catch {
       // Closed while listing.
     }

@@ -59,6 +59,7 @@ describe('Express: an answer past maxBodyBytes', () => {
 
   it('res.write() says when to wait: a handler awaiting drain finishes, the body arrives whole', async () => {
     let refusals = 0;
+    const spillNames: string[] = [];
     const url = await serve(async (_req, res, { tx, key }) => {
       await tx.query(CHARGE, [key, 'cus_ok', 'export']);
       res.status(200).type('application/octet-stream');
@@ -66,11 +67,16 @@ describe('Express: an answer past maxBodyBytes', () => {
         if (res.write(body.subarray(i, i + 16 * 1024))) continue;
         refusals++;
         await once(res, 'drain');
+        // The file behind the body is open, and already gone from the directory.
+        spillNames.push(
+          ...fs.readdirSync(os.tmpdir()).filter((n) => /^effectively-once-.*\.body$/.test(n)),
+        );
       }
       res.end();
     });
     await expectSentWholeThenOmitted(url, body);
     expect(refusals).toBeGreaterThan(0);
+    expect(spillNames).toEqual([]);
   });
 
   it('stream.pipe(res): the source is paused by backpressure, the body arrives whole', async () => {

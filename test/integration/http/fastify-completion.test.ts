@@ -11,7 +11,7 @@ import { describe, expect, it } from '@jest/globals';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Idempotency, IdempotencyContext } from 'effectively-once/http';
 import { idempotencyPlugin } from 'effectively-once/http/fastify';
-import { CHARGE, completionFixture, observe } from './completion-support.js';
+import { CHARGE, completionFixture, expectCutThenReplayed, observe } from './completion-support.js';
 
 const fixture = completionFixture('http_fastify_done');
 
@@ -130,13 +130,7 @@ describe('Fastify: a callback-style handler (reply.send later, not async)', () =
         reply.type('text/csv').send(rows);
       });
     });
-    const url = `${await listen(fastify)}/export`;
-    const key = randomUUID();
-    await expect(observe(url, key, {}, fixture.committed)).rejects.toThrow(/aborted|reset|socket/i);
-    expect(await fixture.charges(key)).toBe(1);
-    const replay = await observe(url, key, {}, fixture.committed);
-    expect(replay.status).toBe(200);
-    expect(replay.headers['idempotent-body-omitted']).toBe('stream');
+    await expectCutThenReplayed(fixture, `${await listen(fastify)}/export`);
   });
 
   it('abandoned on timeout, its late reply.send sends no second answer and crashes nothing', async () => {
@@ -159,6 +153,67 @@ describe('Fastify: a callback-style handler (reply.send later, not async)', () =
     expect(late).not.toBeInstanceOf(Error);
     const next = await observe(`${base}/fast`, randomUUID(), {}, fixture.committed);
     expect(next.status).toBe(200);
+  });
+});
+
+describe('Fastify: what a held reply refuses', () => {
+  it('reply.send(error) from a callback rolls back and reaches the error handler', async () => {
+    const fastify = await app(fixture.endpoint());
+    fastify.setErrorHandler((error, _request, reply) =>
+      reply.code(502).send({ caught: (error as Error).message }),
+    );
+    fastify.post('/charges', function (request, reply) {
+      const { tx, key } = context(request.idempotency);
+      void tx
+        .query(CHARGE, [key, 'cus_ok', 'charge'])
+        .then(() => reply.send(new Error('the card network said no')));
+    });
+    const key = randomUUID();
+    const answer = await observe(`${await listen(fastify)}/charges`, key, {}, fixture.committed);
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body.toString())).toEqual({ caught: 'the card network said no' });
+    expect(await fixture.charges(key)).toBe(0);
+  });
+
+  it('reply.hijack() throws: the answer must wait for COMMIT', async () => {
+    const fastify = await app(fixture.endpoint());
+    let refused: unknown;
+    fastify.post('/raw', async (_request, reply) => {
+      try {
+        reply.hijack();
+      } catch (error) {
+        refused = error;
+      }
+      return { hijacked: false };
+    });
+    const answer = await observe(
+      `${await listen(fastify)}/raw`,
+      randomUUID(),
+      {},
+      fixture.committed,
+    );
+    expect(answer.status).toBe(200);
+    expect(refused).toMatchObject({ code: 'EO_CONFIGURATION' });
+  });
+
+  it('a stream payload is read after the transaction: its ctx.tx query is refused, the response cut', async () => {
+    const fastify = await app(fixture.endpoint());
+    fastify.post('/export', async (request, reply) => {
+      const { tx, key } = context(request.idempotency);
+      await tx.query(CHARGE, [key, 'cus_ok', 'export']);
+      const rows = Readable.from(
+        (async function* () {
+          yield 'id\n';
+          const { rows: found } = await tx.query<{ id: string }>('SELECT id FROM charges');
+          for (const row of found) yield `${row.id}\n`;
+        })(),
+      );
+      return reply.type('text/csv').send(rows);
+    });
+    const url = `${await listen(fastify)}/export`;
+    const key = randomUUID();
+    await expect(observe(url, key, {}, fixture.committed)).rejects.toThrow(/aborted|reset|socket/i);
+    expect(await fixture.charges(key)).toBe(1);
   });
 });
 

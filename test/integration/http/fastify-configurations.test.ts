@@ -105,4 +105,36 @@ describe('Fastify: two configurations in one app', () => {
     const outside = await observe(`${base}/outside`, randomUUID(), {}, fixture.committed);
     expect(JSON.parse(outside.body.toString())).toEqual({ idempotent: false });
   });
+
+  it("a route opted in outside createIdempotency's methods: a key is optional, and without one nothing is kept", async () => {
+    const app = Fastify();
+    fixture.later(() => app.close());
+    await app.register(idempotencyPlugin, { idempotency: fixture.endpoint() });
+    let runs = 0;
+    app.put('/profile', { config: { idempotency: {} } }, async (request) => {
+      runs++;
+      return { idempotent: request.idempotency !== null };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    if (address === null || typeof address === 'string') throw new Error('not on TCP');
+    const url = `http://127.0.0.1:${address.port}/profile`;
+    const put = (key?: string) =>
+      fetch(url, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        body: '{}',
+      });
+    for (let i = 0; i < 2; i++) {
+      const unkeyed = await put();
+      expect(unkeyed.status).toBe(200);
+      expect(unkeyed.headers.get('idempotent-replayed')).toBeNull();
+      expect(await unkeyed.json()).toEqual({ idempotent: true });
+    }
+    const key = randomUUID();
+    await put(key);
+    const replay = await put(key);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(runs).toBe(3);
+  });
 });
