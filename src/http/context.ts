@@ -46,3 +46,23 @@ export type IdempotentHandler = (
   request: Request,
   ctx: IdempotencyContext,
 ) => Response | Promise<Response>;
+
+/** What the engine tells an adapter's handler beyond the public context (internal). */
+export interface AdapterHooks {
+  /** The endpoint's `maxBodyBytes`: the most of a body an adapter holds in memory. */
+  readonly maxBodyBytes: number;
+  /**
+   * The handler's work is done: revokes `ctx.tx` now, in this tick, rather than when
+   * the adapter's promise settles a few ticks later.
+   */
+  readonly workDone: () => void;
+}
+
+/** Where the engine puts {@link AdapterHooks} on the context it builds (not public). */
+export const adapterHooks = Symbol('effectively-once.adapterHooks');
+
+/** The hooks of a context the engine built; defaults for any other. */
+export function hooksOf(ctx: IdempotencyContext): AdapterHooks {
+  const hooks = (ctx as { [adapterHooks]?: AdapterHooks })[adapterHooks];
+  return hooks ?? { maxBodyBytes: 1024 * 1024, workDone: () => undefined };
+}

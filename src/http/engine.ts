@@ -16,7 +16,8 @@ import {
 } from '../tx/claim-connection.js';
 import { readResponseBody } from './body.js';
 import { knownBytes } from './known-body.js';
-import type { IdempotencyContext } from './context.js';
+import { adapterHooks, type AdapterHooks, type IdempotencyContext } from './context.js';
+import { declaredBody } from './held-body.js';
 import { IdempotencyKeyReusedError } from './errors.js';
 import type { IdempotencyConfig } from './options.js';
 import { recordOf, replayOf, withBody } from './replay.js';
@@ -147,9 +148,13 @@ export class Engine {
     let request: Request | undefined;
     const requestCopy = (): Request => (request ??= copyRequest(job.request(), job.body));
     const streamed = this.streamedResponses;
+    const hooks: AdapterHooks = {
+      maxBodyBytes: this.cfg.maxBodyBytes,
+      workDone: () => conn.guard.end(),
+    };
     const result = await guardedCall(
       async (link) => {
-        const ctx: IdempotencyContext = {
+        const ctx: IdempotencyContext & { [adapterHooks]: AdapterHooks } = {
           tx,
           key: claim.key,
           scope: claim.scope,
@@ -165,6 +170,7 @@ export class Engine {
             streamed.add(response);
             return response;
           },
+          [adapterHooks]: hooks,
         };
         let response: unknown;
         try {
@@ -249,6 +255,12 @@ export class Engine {
     const store = { kind: 'store', response, unread: false } as const;
     if (this.streamedResponses.has(response))
       return { ...store, body: response.body, omitted: 'stream', stored: null };
+    // A body the adapter holds and sends itself (Express's res, a Fastify stream payload).
+    const held = declaredBody(response);
+    if (held !== undefined) {
+      const kept = await held.seal();
+      return { ...store, body: null, omitted: kept.omitted, stored: kept.bytes, unread: true };
+    }
     // Bytes the adapter serialized itself: no stream to read, no second Response to
     // build; the response goes out as it is (a carrier has no body to read anyway).
     const bytes = knownBytes(response);

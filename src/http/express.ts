@@ -1,28 +1,37 @@
 /**
  * effectively-once/http/express: Idempotency-Key endpoints and webhook receivers for
  * Express 5, thin over effectively-once/http. The handler writes to `res` as usual;
- * what it writes is held back, stored with the effect, committed, then sent.
+ * what it writes is held back (bounded memory, then a temporary file), stored with the
+ * effect, committed, then sent.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ConfigurationError } from '../errors.js';
-import type { IdempotencyContext } from './context.js';
-import type { Idempotency, RequestOverrides } from './idempotency.js';
+import { HandlerRun } from './completion.js';
+import { hooksOf, type IdempotencyContext } from './context.js';
+import { declaredBody } from './held-body.js';
+import { HeldResponse } from './held-response.js';
+import type { Execution, Idempotency, RequestOverrides } from './idempotency.js';
+import { knownBytes } from './known-body.js';
 import {
   nodeHeaders,
   requestUrl,
   restoreHeaders,
-  sendResponse,
   snapshotHeaders,
   webRequest,
+  type HeaderSnapshot,
 } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
 /**
  * An Express handler run inside the key's transaction: write the effect through
- * `ctx.tx`, answer with `res` as usual (`res.status(201).json(…)`). `req.body` is the
- * parsed body (JSON, form or text; otherwise a Buffer): do not mount a body parser
- * before it, the adapter needs the raw bytes. Throwing (or rejecting) rolls back and
- * passes the error to Express; a 5xx rolls back and is sent unstored.
+ * `ctx.tx`, answer with `res` as usual (`res.status(201).json(…)`, `res.write` …
+ * `res.end()`, `stream.pipe(res)`, `res.sendFile`). Its work is done when its promise
+ * settles with `res.end()` called (a handler that returns no promise: at `res.end()`);
+ * then `ctx.tx` is revoked, the transaction commits, and only then does anything reach
+ * the client. `req.body` is the parsed body (JSON, form or text; otherwise a Buffer):
+ * do not mount a body parser before it, the adapter needs the raw bytes. Throwing (or
+ * rejecting) before its work is done rolls back and passes the error to Express, even
+ * after `res.json()`; a 5xx rolls back and is sent unstored.
  */
 export type ExpressIdempotentHandler = (
   req: Request,
@@ -108,31 +117,63 @@ async function run(
     Buffer.isBuffer(req.body) ? req.body : req,
   );
   const snapshot = snapshotHeaders(res);
-  let held: HeldResponse | undefined;
+  // The latest run's held `res` (a serialization failure runs the handler again).
+  const latest: { held?: HeldResponse } = {};
   const execution = await idempotency.execute(
     request,
     async (_request, ctx) => {
-      held?.discard();
-      // A run after a serialization failure starts from the headers the request came with.
+      // An earlier run's answer is void: its transaction rolled back.
+      latest.held?.release();
+      latest.held?.body.discard();
       restoreHeaders(res, snapshot);
       req.body = parseBody(ctx.body, req.get('content-type'));
-      held = new HeldResponse(res, ctx, () => handler(req, res, ctx));
-      const ran = await held.ran;
-      if (ran.kind === 'threw') throw ran.error;
-      return ran.response;
+      const hooks = hooksOf(ctx);
+      // Express's rule: the work is done when the handler settled and called res.end().
+      const run = new HandlerRun<true>({ returned: () => 'wait', workDone: hooks.workDone });
+      const held = new HeldResponse(res, hooks.maxBodyBytes, run);
+      latest.held = held;
+      const outcome = await run.start(() => handler(req, res, ctx)).done;
+      if (outcome.kind === 'threw') throw outcome.error;
+      return held.response();
     },
     overrides,
   );
-  const streamed =
-    execution.kind === 'response' && execution.outcome === 'executed' && held?.streaming === true;
-  if (!streamed) held?.discard();
+  return answer(execution, latest.held, res, snapshot);
+}
+
+/**
+ * Sends what the request ended with, or hands Express the handler's error. The one
+ * place the held `res` is released: after the verified COMMIT (or the rollback).
+ */
+async function answer(
+  execution: Execution,
+  held: HeldResponse | undefined,
+  res: Response,
+  snapshot: HeaderSnapshot,
+): Promise<unknown> {
+  held?.release();
+  // The handler's own answer (committed, or a 5xx rolled back): what it wrote, held.
+  if (
+    held !== undefined &&
+    execution.kind === 'response' &&
+    declaredBody(execution.response) === held.body
+  ) {
+    await held.body.sendTo(res);
+    return undefined;
+  }
+  held?.body.discard();
   restoreHeaders(res, snapshot);
   if (execution.kind === 'threw') return execution.error;
-  if (streamed && held !== undefined) {
-    for (const [name, value] of Object.entries(nodeHeaders(execution.response)))
-      if (value !== undefined) res.setHeader(name, value);
-    await held.send(execution.response);
-  } else await sendResponse(execution.response, res);
+  // The library's answer (a replay, a problem): bytes in hand, then sent in one call, so
+  // a handler abandoned on timeout cannot interleave anything.
+  const { response } = execution;
+  const bytes = knownBytes(response) ?? new Uint8Array(await response.arrayBuffer());
+  restoreHeaders(res, snapshot);
+  res.statusCode = response.status;
+  for (const [name, value] of Object.entries(nodeHeaders(response)))
+    if (value !== undefined) res.setHeader(name, value);
+  if (held !== undefined) held.endWith(bytes);
+  else res.end(bytes);
   return undefined;
 }
 
@@ -161,174 +202,4 @@ function parseBody(bytes: Uint8Array, contentType: string | undefined): unknown 
     return Object.fromEntries(new URLSearchParams(buffer.toString('utf8')));
   if (type.startsWith('text/')) return buffer.toString('utf8');
   return buffer;
-}
-
-type Callback = (error?: Error | null) => void;
-type Method = (...args: unknown[]) => unknown;
-type Held = 'writeHead' | 'write' | 'end' | 'flushHeaders';
-/** How the handler's run ended: a response, or what it threw. */
-type Ran = { kind: 'response'; response: globalThis.Response } | { kind: 'threw'; error: unknown };
-type WriteArgs = [chunk?: unknown, encoding?: unknown, callback?: unknown];
-
-/**
- * The handler's `res`, held back: writeHead/write/end are recorded, not sent. Once the
- * handler ended it, {@link ran} resolves with the web Response to store. A
- * handler that calls `res.flushHeaders()` streams instead: the Response resolves at
- * once (marked `ctx.streamed`), and what it writes after is queued until COMMIT, then
- * {@link send} forwards it with the real methods as it comes, nothing of it stored.
- */
-class HeldResponse {
-  readonly ran: Promise<Ran>;
-  private readonly saved: Record<Held, Method>;
-  private readonly chunks: Buffer[] = [];
-  private stream: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private state: 'holding' | 'streaming' | 'done' = 'holding';
-
-  constructor(
-    private readonly res: Response,
-    ctx: IdempotencyContext,
-    run: () => void | Promise<void>,
-  ) {
-    // Reflect.get: the methods are kept as values, to be applied to `res` later.
-    const saved = (name: Held): Method => {
-      const method: unknown = Reflect.get(res, name);
-      return method as Method;
-    };
-    this.saved = {
-      writeHead: saved('writeHead'),
-      write: saved('write'),
-      end: saved('end'),
-      flushHeaders: saved('flushHeaders'),
-    };
-    // Settles with the response once the handler ended it, or with what the handler threw.
-    this.ran = new Promise<Ran>((settle) => {
-      const resolve = (response: globalThis.Response): void =>
-        settle({ kind: 'response', response });
-      res.writeHead = ((status: number, ...rest: unknown[]) => {
-        this.writeHead(status, rest);
-        return res;
-      }) as Response['writeHead'];
-      res.write = ((...args: WriteArgs) => {
-        this.push(args[0], args[1]);
-        callbackOf(args)?.();
-        return true;
-      }) as Response['write'];
-      res.end = ((...args: WriteArgs) => {
-        this.push(args[0], args[1]);
-        if (this.state === 'streaming') this.closeStream();
-        else if (this.state === 'holding') {
-          this.restore();
-          resolve(this.toResponse(Buffer.concat(this.chunks)));
-        }
-        this.state = 'done';
-        callbackOf(args)?.();
-        return res;
-      }) as Response['end'];
-      res.flushHeaders = () => {
-        if (this.state !== 'holding') return;
-        this.state = 'streaming';
-        const body = new ReadableStream<Uint8Array>({
-          start: (controller) => {
-            this.stream = controller;
-            for (const chunk of this.chunks.splice(0)) controller.enqueue(chunk);
-          },
-        });
-        resolve(ctx.streamed(this.toResponse(body)));
-      };
-      Promise.resolve()
-        .then(run)
-        .catch((error: unknown) => {
-          this.discard();
-          settle({ kind: 'threw', error });
-        });
-    });
-  }
-
-  get streaming(): boolean {
-    return this.stream !== undefined;
-  }
-
-  /** Sends a streamed response: status and headers, then what the handler writes. */
-  async send(response: globalThis.Response): Promise<void> {
-    const res = this.res;
-    res.statusCode = response.status;
-    // The head goes out with the real writeHead (flushHeaders calls it); write and end stay
-    // held until the handler ends, each chunk forwarded below in order.
-    Reflect.set(res, 'writeHead', this.saved.writeHead);
-    Reflect.apply(this.saved.flushHeaders, res, []);
-    try {
-      for await (const chunk of response.body ?? []) {
-        if (Reflect.apply(this.saved.write, res, [chunk]) === false)
-          await new Promise<void>((resolve) => res.once('drain', resolve));
-      }
-    } finally {
-      this.restore();
-      Reflect.apply(this.saved.end, res, []);
-    }
-  }
-
-  /** The response will not be sent (rolled back, failed): drop whatever comes. */
-  discard(): void {
-    if (this.state === 'streaming') this.closeStream();
-    this.state = 'done';
-    this.restore();
-  }
-
-  private restore(): void {
-    Object.assign(this.res, this.saved);
-  }
-
-  private closeStream(): void {
-    try {
-      this.stream?.close();
-    } catch {
-      // Already cancelled: the transaction did not commit and nobody reads it.
-    }
-  }
-
-  private writeHead(status: number, rest: unknown[]): void {
-    const res = this.res;
-    res.statusCode = status;
-    const headers = rest.find((r) => typeof r === 'object' && r !== null);
-    if (Array.isArray(headers)) {
-      for (let i = 0; i + 1 < headers.length; i += 2)
-        res.setHeader(String(headers[i]), String(headers[i + 1]));
-    } else if (headers !== undefined) {
-      for (const [name, value] of Object.entries(headers as Record<string, string | string[]>))
-        res.setHeader(name, value);
-    }
-  }
-
-  private push(chunk: unknown, encoding: unknown): void {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    if (this.state === 'done') return;
-    const bytes =
-      typeof chunk === 'string'
-        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
-        : chunk instanceof Uint8Array
-          ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-          : undefined;
-    if (bytes === undefined) throw new TypeError('res.write() takes a string or bytes');
-    if (this.stream === undefined) this.chunks.push(bytes);
-    else {
-      try {
-        this.stream.enqueue(bytes);
-      } catch {
-        // Cancelled: see closeStream.
-      }
-    }
-  }
-
-  private toResponse(body: Uint8Array | ReadableStream<Uint8Array>): globalThis.Response {
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(this.res.getHeaders())) {
-      if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-      else if (value !== undefined) headers.set(name, String(value));
-    }
-    return new globalThis.Response(body, { status: this.res.statusCode, headers });
-  }
-}
-
-function callbackOf(args: WriteArgs): Callback | undefined {
-  return args.find((a): a is Callback => typeof a === 'function');
 }

@@ -14,6 +14,7 @@ import type {
 } from 'fastify';
 import { ConfigurationError } from '../errors.js';
 import type { IdempotencyContext } from './context.js';
+import { dropStream, runRoute, type RouteRun } from './fastify-reply.js';
 import {
   executeBuffered,
   type BufferedExecutor,
@@ -21,7 +22,7 @@ import {
   type Idempotency,
   type RequestOverrides,
 } from './idempotency.js';
-import { carrierResponse, knownBytes } from './known-body.js';
+import { knownBytes } from './known-body.js';
 import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
@@ -29,8 +30,12 @@ import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 export type RouteIdempotency =
   /** Not idempotent: the route runs as usual. */
   | false
-  /** Idempotent (whatever its method), optionally as a webhook receiver. */
-  | { webhook?: WebhookOptions };
+  /**
+   * Idempotent (whatever its method): optionally a webhook receiver, and optionally
+   * with another endpoint family than the registration's (`use`: e.g. one created
+   * with `concurrent: 'reject'`).
+   */
+  | { webhook?: WebhookOptions; use?: Idempotency };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,7 +46,10 @@ declare module 'fastify' {
     idempotency: IdempotencyContext | null;
   }
   interface FastifyContextConfig {
-    /** `false` opts a route out; an object opts it in (a webhook receiver, another method). */
+    /**
+     * `false` opts a route out; an object opts it in (a webhook receiver, another
+     * method, another endpoint family with `use`).
+     */
     idempotency?: RouteIdempotency;
   }
 }
@@ -50,7 +58,12 @@ declare module 'fastify' {
 export interface FastifyIdempotencyOptions {
   /** The endpoint settings and key table (see createIdempotency). */
   idempotency: Idempotency;
-  /** Routes with these methods are idempotent unless `config.idempotency` is false. Default POST, PATCH. */
+  /**
+   * Which routes the plugin wraps (runs inside a key's transaction): those with one of
+   * these methods, unless `config.idempotency` says otherwise. Default POST, PATCH.
+   * Not the same as createIdempotency's `methods`, the methods on which a wrapped
+   * route requires the key (400 without it).
+   */
   methods?: readonly string[];
   /** The key's scope from the Fastify request (`request.user.tenantId`), instead of the endpoint's. */
   scope?: (request: FastifyRequest) => string | Promise<string>;
@@ -61,9 +74,21 @@ export interface FastifyIdempotencyOptions {
 const RAW_BODY = Symbol('effectively-once.rawBody');
 type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
 
+/** The nearest registration's settings, on the Fastify instance it was registered in. */
+const SETTINGS = Symbol('effectively-once.fastifySettings');
+interface Settings {
+  options: FastifyIdempotencyOptions;
+  methods: ReadonlySet<string>;
+}
+type WithSettings = FastifyInstance & { [SETTINGS]?: Settings };
+/** Handlers this plugin made: a route wrapped by an outer registration is not wrapped again. */
+const wrapped = new WeakSet<RouteHandlerMethod>();
+
 /**
- * The Fastify plugin. Register it (awaited) before the routes it should cover, in
- * the scope that holds them; it is not encapsulated, like fastify-plugin's:
+ * The Fastify plugin. Register it (awaited) before the routes it should cover, in the
+ * scope that holds them: like a fastify-plugin plugin it is not encapsulated itself, so
+ * it covers the scope it is registered in and that scope's children. Registered again
+ * inside a child scope (with other options), it takes over that scope's routes:
  *
  * ```ts
  * await app.register(idempotencyPlugin, { idempotency });
@@ -74,34 +99,52 @@ type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
  * });
  * ```
  *
- * The handler may return its payload or `reply.send()` it. Throwing rolls back and goes
- * to Fastify's error handler; a 5xx rolls back and is sent unstored. In-place retries
- * after a serialization failure run the handler again.
+ * The handler may return its payload, `reply.send()` it (also later, from a callback),
+ * or send a stream. Its work is done when its promise settles with an answer given (a
+ * handler that returns no promise: at its `reply.send`); then the transaction commits
+ * and the answer goes out. Throwing before that rolls back and goes to Fastify's error
+ * handler; a 5xx rolls back and is sent unstored. In-place retries after a
+ * serialization failure run the handler again.
  */
 export const idempotencyPlugin = Object.assign(
   async (fastify: FastifyInstance, options: FastifyIdempotencyOptions): Promise<void> => {
-    const { idempotency } = options;
-    if (typeof idempotency?.execute !== 'function')
-      throw new ConfigurationError('idempotency', 'must come from createIdempotency()');
+    checkIdempotency(options?.idempotency, 'idempotency');
     const methods = new Set((options.methods ?? ['POST', 'PATCH']).map((m) => m.toUpperCase()));
-    fastify.decorateRequest('idempotency', null);
-    fastify.addHook('onRoute', (route: RouteOptions) => {
+    (fastify as WithSettings)[SETTINGS] = { options, methods };
+    if (!fastify.hasRequestDecorator('idempotency')) fastify.decorateRequest('idempotency', null);
+    fastify.addHook('onRoute', function (this: FastifyInstance, route: RouteOptions) {
+      if (wrapped.has(route.handler)) return;
+      // The registration nearest to the route's scope, whichever hook runs first.
+      const settings = (this as WithSettings)[SETTINGS] ?? { options, methods };
       const setting = route.config?.idempotency;
       if (setting === false) return;
       const routeMethods = Array.isArray(route.method) ? route.method : [route.method];
-      if (setting === undefined && !routeMethods.some((m) => methods.has(m.toUpperCase()))) return;
-      const webhook = setting === undefined ? undefined : setting.webhook;
+      if (setting === undefined && !routeMethods.some((m) => settings.methods.has(m.toUpperCase())))
+        return;
+      const webhook = setting?.webhook;
       if (webhook !== undefined) checkWebhookOptions(webhook);
+      if (setting?.use !== undefined) checkIdempotency(setting.use, 'config.idempotency.use');
       route.preParsing = [...hooksOf(route.preParsing), keepRawBody];
-      route.handler = wrap(route.handler, idempotency, options, webhook);
+      route.handler = wrap(
+        route.handler,
+        setting?.use ?? settings.options.idempotency,
+        settings.options,
+        webhook,
+      );
+      wrapped.add(route.handler);
     });
   },
   {
-    // fastify-plugin's markers, without the dependency: the hooks reach the parent scope.
+    // fastify-plugin's markers, without the dependency: the hooks reach the registering scope.
     [Symbol.for('skip-override')]: true,
     [Symbol.for('fastify.display-name')]: 'effectively-once-idempotency',
   },
 );
+
+function checkIdempotency(idempotency: Idempotency | undefined, name: string): void {
+  if (typeof idempotency?.execute !== 'function')
+    throw new ConfigurationError(name, 'must come from createIdempotency()');
+}
 
 function hooksOf<T>(hooks: T | T[] | undefined): T[] {
   if (hooks === undefined) return [];
@@ -145,11 +188,16 @@ function wrap(
     const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
     const url = requestUrl(request.protocol, request.host, request.url);
     const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
+    // The latest run (a serialization failure runs the handler again).
+    let latest: RouteRun | undefined;
     const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
+      // An earlier run's answer is void: its transaction rolled back.
+      dropStream(latest?.stream);
       restore(reply, snapshot);
       request.idempotency = ctx;
       try {
-        return await run(handler, this, request, reply, ctx);
+        latest = await runRoute(handler, this, request, reply, ctx);
+        return latest.response;
       } finally {
         request.idempotency = null;
       }
@@ -167,13 +215,23 @@ function wrap(
           (_request, ctx) => routeHandler(ctx),
           overrides,
         );
-    // A handler abandoned on timeout may still hold these: the answer goes out for real.
-    Reflect.deleteProperty(reply, 'send');
-    Reflect.deleteProperty(reply, 'then');
     restore(reply, snapshot);
+    const stream =
+      execution.kind === 'response' && execution.response === latest?.response
+        ? latest.stream
+        : undefined;
+    if (stream === undefined) dropStream(latest?.stream);
     if (execution.kind === 'threw') throw execution.error;
     const { response } = execution;
     reply.code(response.status).headers(nodeHeaders(response));
+    // The handler's stream payload, committed (or its 5xx rolled back): as it comes. One
+    // that failed since: the response is cut, never ended cleanly (the client retries).
+    if (stream?.failure !== undefined) {
+      reply.hijack();
+      reply.raw.destroy();
+      return undefined;
+    }
+    if (stream !== undefined) return reply.send(stream.payload);
     // Bytes the library holds (serialized here, or replayed; carried beside a bodyless
     // Response, or the body built from them, left to the GC): sent as they are.
     const bytes = knownBytes(response);
@@ -189,70 +247,6 @@ function isBufferedExecutor(
   idempotency: Idempotency,
 ): idempotency is Idempotency & BufferedExecutor {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
-}
-
-/**
- * Runs the route's handler with `reply.send` held back and turns what it sent or
- * returned into a web Response (serialized as Fastify would: the route's serializer for
- * objects, JSON by default).
- */
-async function run(
-  handler: RouteHandlerMethod,
-  instance: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  ctx: IdempotencyContext,
-): Promise<Response> {
-  let sent: { payload: unknown } | undefined;
-  const send = (payload?: unknown): FastifyReply => {
-    sent ??= { payload };
-    return reply;
-  };
-  Reflect.set(reply, 'send', send);
-  // A reply is a thenable that settles once it was sent: `return reply.send(x)` from an
-  // async handler would wait for a send that is held back here, forever.
-  Reflect.set(reply, 'then', undefined);
-  let returned: unknown;
-  try {
-    returned = await handler.call(instance, request, reply);
-  } finally {
-    Reflect.deleteProperty(reply, 'send');
-    Reflect.deleteProperty(reply, 'then');
-  }
-  const payload = sent !== undefined ? sent.payload : returned === reply ? undefined : returned;
-  if (payload instanceof Error) throw payload;
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== undefined) headers.set(name, String(value));
-  }
-  const type = (fallback: string): void => {
-    if (!headers.has('content-type')) headers.set('content-type', fallback);
-  };
-  const init = { status: reply.statusCode, headers };
-  if (payload === undefined || payload === null) return new Response(null, init);
-  if (typeof payload === 'string') {
-    type('text/plain; charset=utf-8');
-    return carrierResponse(Buffer.from(payload), init);
-  }
-  if (payload instanceof Uint8Array) {
-    type('application/octet-stream');
-    return new Response(payload, init);
-  }
-  if (payload instanceof Readable) {
-    type('application/octet-stream');
-    return ctx.streamed(new Response(Readable.toWeb(payload) as ReadableStream<Uint8Array>, init));
-  }
-  type('application/json; charset=utf-8');
-  const serialized = reply.serialize(payload);
-  return carrierResponse(
-    typeof serialized === 'string'
-      ? Buffer.from(serialized)
-      : serialized instanceof Uint8Array
-        ? serialized
-        : new Uint8Array(serialized),
-    init,
-  );
 }
 
 function restore(

@@ -1,0 +1,162 @@
+/**
+ * A Fastify route handler's run inside the key's transaction: the handler gets a
+ * held reply, and what it sends or returns becomes a web Response to store.
+ *
+ * The held reply is a child of the real one (`Object.create(reply)`): every method and
+ * decorator works as usual (`code`, `header`, `type`, `serialize`, `redirect` …), but
+ * `send` reports the answer to the run instead of sending it, and `then` (what `await
+ * reply` and `return reply` use) resolves at that answer. The real reply is never
+ * touched: there is nothing to put back, and a handler abandoned on timeout that calls
+ * `reply.send` later reaches only the held one, which ignores it.
+ */
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import { ConfigurationError } from '../errors.js';
+import { HandlerRun } from './completion.js';
+import { hooksOf, type IdempotencyContext } from './context.js';
+import { declaredResponse, type DeclaredBody, type KeptBody } from './held-body.js';
+import { carrierResponse } from './known-body.js';
+
+/** A stream payload (Node or web, as Fastify takes them), sent as it comes after COMMIT. */
+export type StreamPayload = NodeJS.ReadableStream | ReadableStream<Uint8Array>;
+
+/** One run of the route's handler: its Response, and its stream payload if any. */
+export interface RouteRun {
+  response: Response;
+  stream: HeldStream | undefined;
+}
+
+/**
+ * A stream payload, held until COMMIT without being read: never stored (a replay says
+ * `stream`). An error it raises while held is kept (an `'error'` without a listener
+ * would end the process): before COMMIT it rolls back; after, the adapter cuts the
+ * response instead of sending it.
+ */
+export class HeldStream implements DeclaredBody {
+  failure: Error | undefined;
+
+  constructor(readonly payload: StreamPayload) {
+    if ('on' in payload) payload.on('error', (error: Error) => (this.failure ??= error));
+  }
+
+  seal(): Promise<KeptBody> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    return Promise.resolve({ bytes: null, omitted: 'stream' });
+  }
+}
+
+/**
+ * Runs the route's handler with a held reply; resolves with the Response to store once
+ * its work is done (see completion.ts), or rejects with what it threw.
+ */
+export async function runRoute(
+  handler: RouteHandlerMethod,
+  instance: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: IdempotencyContext,
+): Promise<RouteRun> {
+  // Fastify's rules for what a handler returns: a sync handler's value is sent unless
+  // it is undefined; an async handler's is sent (undefined too) unless it sent already.
+  // A stream is held from the moment it is answered with (its errors kept).
+  const run = new HandlerRun<unknown>({
+    returned: (value, async) =>
+      async || value !== undefined
+        ? { answer: isStream(value) ? new HeldStream(value) : value }
+        : 'wait',
+    workDone: hooksOf(ctx).workDone,
+  });
+  const held = holdReply(reply, run);
+  const outcome = await run.start(() => handler.call(instance, request, held)).done;
+  if (outcome.kind === 'threw') {
+    // A stream it answered with before failing will not be read.
+    const given = run.given?.answer;
+    if (given instanceof HeldStream) dropStream(given);
+    throw outcome.error;
+  }
+  return responseOf(held, outcome.answer === held ? undefined : outcome.answer);
+}
+
+function holdReply(reply: FastifyReply, run: HandlerRun<unknown>): FastifyReply {
+  const held = Object.create(reply) as FastifyReply;
+  const send = (payload?: unknown): FastifyReply => {
+    // Fastify sends an Error to the error handler: here it rolls back first.
+    if (payload instanceof Error) run.fail(payload);
+    else if (!run.answer(isStream(payload) ? new HeldStream(payload) : payload)) {
+      reply.log.warn(
+        'effectively-once: reply.send() after the idempotent route answered or timed out; ignored',
+      );
+      if (isStream(payload)) dropStream(payload);
+    }
+    return held;
+  };
+  const then = (fulfilled?: () => unknown, rejected?: (error: unknown) => unknown): void =>
+    void run.answered.then(fulfilled, rejected);
+  const hijack = (): never => {
+    throw new ConfigurationError(
+      'reply.hijack()',
+      'an idempotent route answers after COMMIT; it cannot hand the response to the handler',
+    );
+  };
+  Object.defineProperties(held, {
+    send: { value: send },
+    then: { value: then },
+    hijack: { value: hijack },
+  });
+  return held;
+}
+
+/** Fastify's own test: a Node stream has `pipe`, a web stream `getReader`. */
+function isStream(payload: unknown): payload is StreamPayload {
+  if (typeof payload !== 'object' || payload === null) return false;
+  const candidate = payload as { pipe?: unknown; getReader?: unknown };
+  return typeof candidate.pipe === 'function' || typeof candidate.getReader === 'function';
+}
+
+/** The payload as a web Response, serialized as Fastify would (the route's serializer). */
+function responseOf(held: FastifyReply, payload: unknown): RouteRun {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(held.getHeaders())) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, String(value));
+  }
+  const type = (fallback: string): void => {
+    if (!headers.has('content-type')) headers.set('content-type', fallback);
+  };
+  const init = { status: held.statusCode, headers };
+  const bytes = (body: Uint8Array): RouteRun => ({
+    response: carrierResponse(body, init),
+    stream: undefined,
+  });
+  if (payload === undefined || payload === null)
+    return { response: new Response(null, init), stream: undefined };
+  if (typeof payload === 'string') {
+    type('text/plain; charset=utf-8');
+    return bytes(Buffer.from(payload));
+  }
+  if (payload instanceof Uint8Array) {
+    type('application/octet-stream');
+    return bytes(payload);
+  }
+  if (payload instanceof HeldStream) {
+    type('application/octet-stream');
+    return { response: declaredResponse(payload, init), stream: payload };
+  }
+  type('application/json; charset=utf-8');
+  const serialized = held.serialize(payload);
+  return bytes(
+    typeof serialized === 'string'
+      ? Buffer.from(serialized)
+      : serialized instanceof Uint8Array
+        ? serialized
+        : new Uint8Array(serialized),
+  );
+}
+
+/** A stream payload that will not be sent (rolled back, replaced): let its source go. */
+export function dropStream(stream: StreamPayload | HeldStream | undefined): void {
+  if (stream instanceof HeldStream) stream = stream.payload;
+  if (stream === undefined) return;
+  if ('getReader' in stream) void stream.cancel().catch(() => undefined);
+  else (stream as Partial<Readable>).destroy?.();
+}
