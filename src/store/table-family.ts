@@ -35,12 +35,16 @@ export interface TableFamily {
 }
 
 /**
- * Runs a family's DDL under a transaction-scoped advisory lock (concurrent
- * `CREATE ... IF NOT EXISTS` can still collide on the catalog). When every relation
- * and function exists it runs nothing at all: `CREATE INDEX IF NOT EXISTS` takes a table lock even
- * when the index exists, and would queue behind every open claim (a long handler),
- * stalling the claims queued behind it; a worker starting next to a busy fleet must not
- * touch the DDL.
+ * Runs a family's DDL under an advisory lock (concurrent `CREATE ... IF NOT EXISTS` can
+ * still collide on the catalog). When every relation and function exists it runs
+ * nothing at all: `CREATE INDEX IF NOT EXISTS` takes a table lock even when the index
+ * exists, and would queue behind every open claim (a long handler), stalling the claims
+ * queued behind it; a worker starting next to a busy fleet must not touch the DDL.
+ *
+ * The lock is the session's, taken before the transaction starts: a backend reads
+ * another's committed catalog changes at transaction start (and when it locks a
+ * relation), not when an advisory lock is granted, so a check inside a transaction
+ * begun before the wait still saw the relations missing and ran the DDL again.
  */
 export async function applyDdl(
   pool: Pool,
@@ -60,10 +64,13 @@ export async function applyDdl(
     );
     return rows[0]?.ready === true;
   };
+  let locked = false;
+  let broken: unknown;
   try {
     if (await ready()) return 'present';
+    await client.query('SELECT pg_advisory_lock($1)', [options.lockKey]);
+    locked = true;
     await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [options.lockKey]);
     // Another process may have created them while this one waited for the lock.
     const result = (await ready()) ? 'present' : 'created';
     if (result === 'created') for (const statement of ddl.statements) await client.query(statement);
@@ -76,6 +83,15 @@ export async function applyDdl(
       table: options.ref.table,
     });
   } finally {
-    client.release();
+    if (locked)
+      await client.query('SELECT pg_advisory_unlock($1)', [options.lockKey]).catch((error) => {
+        // Not unlocked: the session must end, and the lock with it.
+        broken = error;
+      });
+    client.release(broken === undefined ? undefined : toError(broken));
   }
+}
+
+function toError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
 }

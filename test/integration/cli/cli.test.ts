@@ -171,7 +171,7 @@ describe('migrate', () => {
           const { rows } = await db.pool.query(
             `SELECT 1 FROM pg_stat_activity
               WHERE application_name = 'effectively-once-cli' AND wait_event = 'advisory'
-                AND strpos(query, 'pg_advisory_xact_lock') > 0`,
+                AND strpos(query, 'pg_advisory_lock') > 0`,
           );
           return rows.length > 0;
         },
