@@ -109,6 +109,11 @@ async function run(
   const overrides: RequestOverrides = {};
   if (options.scope !== undefined) overrides.scope = await options.scope(req);
   if (options.route !== undefined) overrides.route = options.route(req);
+  else {
+    // Telemetry's name for the endpoint: the mounted template, never the path (ids).
+    const template: unknown = (req.route as { path?: unknown } | undefined)?.path;
+    if (typeof template === 'string') overrides.routeTemplate = req.baseUrl + template;
+  }
   if (options.webhook !== undefined) overrides.webhook = options.webhook;
   const request = webRequest(
     requestUrl(req.protocol, req.get('host'), req.originalUrl),

@@ -184,6 +184,8 @@ function wrap(
     const overrides: RequestOverrides = {};
     if (options.scope !== undefined) overrides.scope = await options.scope(request);
     if (options.route !== undefined) overrides.route = options.route(request);
+    // Telemetry's name for the endpoint: the route's template, never the path (ids).
+    else overrides.routeTemplate = request.routeOptions.url;
     if (webhook !== undefined) overrides.webhook = webhook;
     const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
     const url = requestUrl(request.protocol, request.host, request.url);

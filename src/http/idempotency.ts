@@ -45,8 +45,9 @@ export interface RequestOverrides {
   route?: string;
   /**
    * The route's template as the framework matched it (`/orders/:id`), for telemetry
-   * (the span's name, `http.route`); never the raw path. Default: `route` when given
-   * here or by a `route` function, else none.
+   * (the span's name, `http.route`); never the raw path. A route you chose (here or
+   * by a `route` function) names the span instead. The Express and Fastify adapters
+   * pass their matched route's.
    */
   routeTemplate?: string;
   /**
@@ -502,8 +503,7 @@ class IdempotencyImpl implements Idempotency {
       return this.threw(error);
     }
     try {
-      const template =
-        overrides.routeTemplate ?? overrides.route ?? (cfg.routeIsPath ? undefined : route);
+      const template = overrides.route ?? (cfg.routeIsPath ? overrides.routeTemplate : route);
       telemetry?.identified({ key, route, ...(template !== undefined ? { template } : {}) });
     } catch (err) {
       cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');

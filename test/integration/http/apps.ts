@@ -30,6 +30,10 @@ export interface AppOptions {
   webhook?: WebhookOptions;
   /** The adapter's per-request scope, from the request's headers (Express, Fastify). */
   scope?: (headers: Headers) => string;
+  /** The route's path (Express, Fastify; default `/run`), under `mount` when given. */
+  path?: string;
+  /** A router's mount path (Express) or a plugin's prefix (Fastify). */
+  mount?: string;
 }
 
 export interface App {
@@ -82,10 +86,13 @@ async function startHono({ idempotency, run, webhook }: AppOptions): Promise<App
   };
 }
 
-async function startExpress({ idempotency, run, webhook, scope }: AppOptions): Promise<App> {
+async function startExpress(options: AppOptions): Promise<App> {
+  const { idempotency, run, webhook, scope, path = '/run', mount } = options;
   const app = express();
-  app.post(
-    '/run',
+  const router = mount === undefined ? app : express.Router();
+  if (mount !== undefined) app.use(mount, router);
+  router.post(
+    path,
     idempotentExpress(
       idempotency,
       async (req, res, ctx) => {
@@ -110,21 +117,27 @@ async function startExpress({ idempotency, run, webhook, scope }: AppOptions): P
   };
 }
 
-async function startFastify({ idempotency, run, webhook, scope }: AppOptions): Promise<App> {
+async function startFastify(options: AppOptions): Promise<App> {
+  const { idempotency, run, webhook, scope, path = '/run', mount } = options;
   const app = Fastify();
   await app.register(idempotencyPlugin, {
     idempotency,
     ...(scope !== undefined ? { scope: (request) => scope(headersOf(request.headers)) } : {}),
   });
-  app.post(
-    '/run',
-    { config: { idempotency: webhook === undefined ? {} : { webhook } } },
-    async (request, reply) => {
-      const ctx = request.idempotency;
-      if (ctx === null) throw new Error('not idempotent');
-      const { status, body } = await run(ctx, headersOf(request.headers));
-      return reply.code(status).send(body);
+  await app.register(
+    async (routes) => {
+      routes.post(
+        path,
+        { config: { idempotency: webhook === undefined ? {} : { webhook } } },
+        async (request, reply) => {
+          const ctx = request.idempotency;
+          if (ctx === null) throw new Error('not idempotent');
+          const { status, body } = await run(ctx, headersOf(request.headers));
+          return reply.code(status).send(body);
+        },
+      );
     },
+    mount === undefined ? {} : { prefix: mount },
   );
   await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -70,15 +70,30 @@ describe.each(FRAMEWORKS)('%s: request spans carry no raw path and no raw key', 
     expect(JSON.stringify(span?.attributes)).not.toContain(key);
   });
 
-  it('the default route (the URL path) is no template: the span is named by the method alone', async () => {
+  it('the default route: the core knows no template (the span is named by the method); an adapter passes its route’s', async () => {
     const app = await start(framework);
     const key = randomUUID();
     expect((await post(`${app.url}/run`, key, {})).status).toBe(201);
     const [span] = requestSpans();
-    expect(span?.name).toBe('POST');
-    expect(span?.attributes['http.route']).toBeUndefined();
+    const template = framework === 'hono' ? undefined : '/run';
+    expect(span?.name).toBe(template === undefined ? 'POST' : `POST ${template}`);
+    expect(span?.attributes['http.route']).toBe(template);
     expect(Object.values(span?.attributes ?? {})).not.toContain(key);
-    expect(JSON.stringify(span?.attributes)).not.toContain('/run');
+  });
+});
+
+describe('Express and Fastify name the span by their matched route, not the path', () => {
+  it.each(['express', 'fastify'] as const)('%s', async (framework) => {
+    const idempotency = endpoint();
+    const run = async () => ({ status: 201, body: { ok: true } });
+    const app = fixture.track(
+      await startApp({ framework, idempotency, run, path: '/orders/:id/refunds', mount: '/v1' }),
+    );
+    expect((await post(`${app.url}/v1/orders/4242/refunds`, randomUUID(), {})).status).toBe(201);
+    const [span] = requestSpans();
+    expect(span?.name).toBe('POST /v1/orders/:id/refunds');
+    expect(span?.attributes['http.route']).toBe('/v1/orders/:id/refunds');
+    expect(JSON.stringify(span?.attributes)).not.toContain('4242');
   });
 });
 
