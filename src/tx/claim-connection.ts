@@ -38,6 +38,12 @@ export interface FailedAttempt {
   infrastructure: boolean;
   /** A serialization failure or deadlock: worth running again at once, in a fresh transaction. */
   conflict: boolean;
+  /**
+   * The conflict was over the library's own row (an adapter hook's: the stored Kafka
+   * offset, which every transaction of a partition raises), not the message's work:
+   * past `serializationRetries` it stays infrastructure instead of spending an attempt.
+   */
+  ownRow?: boolean;
 }
 
 /** The delivery must go back untouched: the consumer is stopping. */
@@ -200,6 +206,7 @@ export class ClaimConnection {
         return {
           ...infra(new DatabaseError('adapter in-transaction hook', work.error, { key: this.key })),
           conflict: isSerializationFailure(work.error),
+          ownRow: true,
         };
       case 'threw':
         await this.rollback();
@@ -335,10 +342,12 @@ export class ClaimConnection {
 /**
  * A serialization failure or deadlock still lost after the runner's in-place runs
  * (`serializationRetries`): it now fails like a handler error, an attempt spent,
- * wherever it came from (a claim's conflict is otherwise filed as infrastructure).
+ * wherever it came from in the claim, the handler or COMMIT (a claim's conflict is
+ * otherwise filed as infrastructure). One over an adapter's own row is never the
+ * message's: it stays infrastructure, retried with backoff.
  */
 export function conflictsExhausted(failed: FailedAttempt): FailedAttempt {
-  return { ...failed, infrastructure: false };
+  return { ...failed, infrastructure: failed.ownRow === true };
 }
 
 function infra(error: EffectivelyOnceError): FailedAttempt {
