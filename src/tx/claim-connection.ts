@@ -14,7 +14,7 @@ import {
   TransactionControlError,
   describe,
 } from '../errors.js';
-import { commitClaim } from '../store/commit.js';
+import { commitClaim, type CommitOutcome } from '../store/commit.js';
 import {
   IN_FAILED_TRANSACTION,
   isSerializationFailure,
@@ -264,7 +264,8 @@ export class ClaimConnection {
         }),
       );
     }
-    const outcome = await commitClaim(this.client, xid, beforeCommit);
+    const outcome = await this.commitBeforeHardStop(xid, beforeCommit);
+    if (outcome === undefined) return { kind: 'released', error: new ShutdownError(this.key) };
     const first = this.guard.firstError;
     switch (outcome.kind) {
       case 'committed':
@@ -298,6 +299,36 @@ export class ClaimConnection {
         this.markBroken(outcome.error);
         this.markDownIfUnavailable(outcome.error);
         return infra(new CommitUnknownError(this.key, outcome.error));
+    }
+  }
+
+  /**
+   * The verified COMMIT, unless a shutdown's hard stop comes first (undefined). A COMMIT
+   * can wait without end (a deferred constraint's check waiting on a lock, a synchronous
+   * standby that is gone): at the hard stop it is abandoned like a handler, cancelled
+   * and its connection destroyed. Its outcome is then unknown, so the delivery goes back
+   * unacked, and the redelivery's claim settles it. Past the hard stop, no COMMIT starts.
+   */
+  private async commitBeforeHardStop(
+    xid: string,
+    beforeCommit: string | undefined,
+  ): Promise<CommitOutcome | undefined> {
+    const stop = this.deps.hardStop;
+    if (stop.aborted) {
+      await this.rollback();
+      return undefined;
+    }
+    let onStop: (() => void) | undefined;
+    const stopped = new Promise<undefined>((resolve) => {
+      onStop = () => resolve(undefined);
+      stop.addEventListener('abort', onStop, { once: true });
+    });
+    try {
+      const outcome = await Promise.race([commitClaim(this.client, xid, beforeCommit), stopped]);
+      if (outcome === undefined) this.abandon(new ShutdownError(this.key));
+      return outcome;
+    } finally {
+      stop.removeEventListener('abort', onStop!);
     }
   }
 
