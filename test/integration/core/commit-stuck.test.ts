@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { memoryHarness } from '../../helpers/memory-harness.js';
-import { waitFor } from '../../helpers/wait-for.js';
+import { sleep, waitFor, within } from '../../helpers/wait-for.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -20,13 +20,6 @@ beforeAll(async () => {
     INSERT INTO parent VALUES ('p1')`);
 });
 afterAll(async () => db.close());
-
-/** Outcome of `promise`, or 'hung' if it has not settled after `ms` (a liveness bound, not a timing). */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
-  return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
-}
 
 describe.each([
   ['per message', {}],
@@ -58,7 +51,7 @@ describe.each([
       await h.consumer.start();
       await waitFor(() => returned, { what: 'the handler returned' });
       // The COMMIT is now waiting for the lock: past the handler's timeout, stop() gives up on it.
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await sleep(700);
       expect(await within(h.consumer.stop({ timeoutMs: 200 }), 15_000)).not.toBe('hung');
       expect(message.state).not.toBe('acked');
       await unlock();

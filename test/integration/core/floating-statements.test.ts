@@ -14,7 +14,7 @@ import pg from 'pg';
 import type { EffectivelyOnceError } from '../../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { memoryHarness } from '../../helpers/memory-harness.js';
-import { waitFor } from '../../helpers/wait-for.js';
+import { waitFor, within } from '../../helpers/wait-for.js';
 
 let db: TestDatabase;
 const cleanups: Array<() => Promise<void>> = [];
@@ -29,13 +29,6 @@ beforeEach(async () => {
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
-
-/** Outcome of `promise`, or 'hung' if it has not settled after `ms` (a liveness bound, not a timing). */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
-  return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
-}
 
 type Send = (tx: pg.PoolClient, sql: string, then: () => void) => void;
 
