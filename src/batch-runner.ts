@@ -261,7 +261,8 @@ export class BatchRunner<T> {
         try {
           await this.callHandlers(fresh, tx, link.signal);
         } finally {
-          conn.guard.end();
+          // What it left running on tx is still its work: under its timeout and the hard stop.
+          await conn.guard.finish();
         }
       },
       {

@@ -176,7 +176,8 @@ export class Runner<T> {
             delivery,
           });
         } finally {
-          conn.guard.end();
+          // What it left running on tx is still its work: under its timeout and the hard stop.
+          await conn.guard.finish();
         }
       },
       {

@@ -14,7 +14,7 @@ import {
   TransactionControlError,
   describe,
 } from '../errors.js';
-import { commitClaim } from '../store/commit.js';
+import { commitClaim, type CommitOutcome } from '../store/commit.js';
 import {
   IN_FAILED_TRANSACTION,
   isSerializationFailure,
@@ -38,6 +38,12 @@ export interface FailedAttempt {
   infrastructure: boolean;
   /** A serialization failure or deadlock: worth running again at once, in a fresh transaction. */
   conflict: boolean;
+  /**
+   * The conflict was over the library's own row (an adapter hook's: the stored Kafka
+   * offset, which every transaction of a partition raises), not the message's work:
+   * past `serializationRetries` it stays infrastructure instead of spending an attempt.
+   */
+  ownRow?: boolean;
 }
 
 /** The delivery must go back untouched: the consumer is stopping. */
@@ -200,6 +206,7 @@ export class ClaimConnection {
         return {
           ...infra(new DatabaseError('adapter in-transaction hook', work.error, { key: this.key })),
           conflict: isSerializationFailure(work.error),
+          ownRow: true,
         };
       case 'threw':
         await this.rollback();
@@ -257,7 +264,8 @@ export class ClaimConnection {
         }),
       );
     }
-    const outcome = await commitClaim(this.client, xid, beforeCommit);
+    const outcome = await this.commitBeforeHardStop(xid, beforeCommit);
+    if (outcome === undefined) return { kind: 'released', error: new ShutdownError(this.key) };
     const first = this.guard.firstError;
     switch (outcome.kind) {
       case 'committed':
@@ -291,6 +299,36 @@ export class ClaimConnection {
         this.markBroken(outcome.error);
         this.markDownIfUnavailable(outcome.error);
         return infra(new CommitUnknownError(this.key, outcome.error));
+    }
+  }
+
+  /**
+   * The verified COMMIT, unless a shutdown's hard stop comes first (undefined). A COMMIT
+   * can wait without end (a deferred constraint's check waiting on a lock, a synchronous
+   * standby that is gone): at the hard stop it is abandoned like a handler, cancelled
+   * and its connection destroyed. Its outcome is then unknown, so the delivery goes back
+   * unacked, and the redelivery's claim settles it. Past the hard stop, no COMMIT starts.
+   */
+  private async commitBeforeHardStop(
+    xid: string,
+    beforeCommit: string | undefined,
+  ): Promise<CommitOutcome | undefined> {
+    const stop = this.deps.hardStop;
+    if (stop.aborted) {
+      await this.rollback();
+      return undefined;
+    }
+    let onStop: (() => void) | undefined;
+    const stopped = new Promise<undefined>((resolve) => {
+      onStop = () => resolve(undefined);
+      stop.addEventListener('abort', onStop, { once: true });
+    });
+    try {
+      const outcome = await Promise.race([commitClaim(this.client, xid, beforeCommit), stopped]);
+      if (outcome === undefined) this.abandon(new ShutdownError(this.key));
+      return outcome;
+    } finally {
+      stop.removeEventListener('abort', onStop!);
     }
   }
 
@@ -335,10 +373,12 @@ export class ClaimConnection {
 /**
  * A serialization failure or deadlock still lost after the runner's in-place runs
  * (`serializationRetries`): it now fails like a handler error, an attempt spent,
- * wherever it came from (a claim's conflict is otherwise filed as infrastructure).
+ * wherever it came from in the claim, the handler or COMMIT (a claim's conflict is
+ * otherwise filed as infrastructure). One over an adapter's own row is never the
+ * message's: it stays infrastructure, retried with backoff.
  */
 export function conflictsExhausted(failed: FailedAttempt): FailedAttempt {
-  return { ...failed, infrastructure: false };
+  return { ...failed, infrastructure: failed.ownRow === true };
 }
 
 function infra(error: EffectivelyOnceError): FailedAttempt {

@@ -72,7 +72,7 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
    * work was given up on), or a query it sent has not been answered.
    */
   get busy(): boolean {
-    return !this.ended || this.pending > 0;
+    return !this.ended || this.pending > 0 || running(this.client);
   }
 
   /** The first call refused because it came after {@link end}, if any. */
@@ -85,10 +85,29 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
    * were still in flight then, once the continuations they released have run (one
    * macrotask), so a chained late call has been refused and shows in {@link lateUse}.
    * Immediate for a handler that awaited its queries: nothing is floating.
+   *
+   * Queries the guard cannot count (a submittable such as `pg.Query` or a cursor, a
+   * callback given in the config object: pg returns no promise for them) are waited
+   * for on the client itself: it is still running a statement the library did not send.
    */
   async settled(): Promise<void> {
     if (this.pending > 0) await new Promise<void>((resolve) => (this.onIdle = resolve));
+    if (running(this.client)) {
+      this.floating = true;
+      await drained(this.client);
+    }
     if (this.floating) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  /**
+   * The handler settled: ends `tx` ({@link end}) and resolves once what it left running
+   * on the connection is answered ({@link settled}). Awaited as part of the handler's
+   * work, so a statement it left floating that does not end is bounded by the handler's
+   * timeout and given up on at a shutdown's hard stop, like a handler that never returns.
+   */
+  async finish(): Promise<void> {
+    this.end();
+    await this.settled();
   }
 
   /** {@link ProxyHandler.get}: `query` and `release` are ours, the rest is the client's. */
@@ -164,4 +183,32 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
   private record(error: unknown): void {
     this.failure ??= { error };
   }
+}
+
+/** What the guard reads of pg's `Client` to see that it is still running a statement. */
+interface ClientState {
+  readyForQuery?: unknown;
+  _queryable?: unknown;
+  _ending?: unknown;
+}
+
+/** Whether `client` is running (or has queued) a statement and can still answer it. */
+function running(client: PoolClient): boolean {
+  const state = client as unknown as ClientState;
+  return state.readyForQuery === false && state._queryable !== false && state._ending !== true;
+}
+
+/** Resolves when `client` has answered everything queued on it, or can answer nothing more. */
+function drained(client: PoolClient): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      client.off('drain', done);
+      client.off('error', done);
+      client.off('end', done);
+      resolve();
+    };
+    client.on('drain', done);
+    client.on('error', done);
+    client.on('end', done);
+  });
 }

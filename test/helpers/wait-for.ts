@@ -29,3 +29,10 @@ export async function waitFor<T>(
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** Outcome of `promise`, or 'hung' if it has not settled after `ms` (a liveness bound, not a timing). */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
+  return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
+}

@@ -16,7 +16,7 @@ import { createIdempotency } from '../../../src/http/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { memoryHarness } from '../../helpers/memory-harness.js';
-import { waitFor } from '../../helpers/wait-for.js';
+import { waitFor, within } from '../../helpers/wait-for.js';
 
 let db: TestDatabase;
 const cleanups: Array<() => Promise<void>> = [];
@@ -128,13 +128,6 @@ describe('a timed-out handler, with every other pool connection taken', () => {
     expect(await h.effects()).toEqual([{ id: 'slow', amount: 1 }]);
   });
 });
-
-/** Outcome of `promise`, or 'hung' if it has not settled after `ms` (a liveness bound, not a timing). */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
-  return Promise.race([promise, hung]).finally(() => clearTimeout(timer));
-}
 
 /** How a handler that ignores its signal stays busy: in a statement, or in its own code. */
 const stuck: Array<[string, (tx: pg.PoolClient, pids: number[]) => Promise<void>]> = [

@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { ManualSource } from '../../helpers/manual-source.js';
 import { memoryHarness, type Charge } from '../../helpers/memory-harness.js';
-import { sleep, waitFor } from '../../helpers/wait-for.js';
+import { sleep, waitFor, within } from '../../helpers/wait-for.js';
 
 let db: TestDatabase;
 const cleanups: Array<() => Promise<void>> = [];
@@ -42,11 +42,6 @@ function extraPool(options: pg.PoolConfig = {}): pg.Pool {
   pool.on('error', () => undefined);
   cleanups.push(() => pool.end().catch(() => undefined));
   return pool;
-}
-
-/** Outcome of `promise`, or 'hung' if it has not settled after `ms` (a liveness bound, not a timing). */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'hung'> {
-  return Promise.race([promise, sleep(ms).then(() => 'hung' as const)]);
 }
 
 describe('start()', () => {
