@@ -176,8 +176,9 @@ export class Engine {
         try {
           response = await job.handler(ctx, requestCopy);
         } finally {
-          // The handler's work is over: a query it left floating is refused, not autocommitted.
-          conn.guard.end();
+          // The handler's work is over: a query it left floating is refused, not
+          // autocommitted, and what it left running counts against its timeout.
+          await conn.guard.finish();
         }
         if (!isResponse(response))
           throw new TypeError('an idempotent handler must return a Response');
