@@ -38,7 +38,7 @@ describe.each(FRAMEWORKS)('%s: a statement left running when the handler answere
     ]);
     expect(first === 'hung' ? first : first.status).toBe(503);
     const effects = async () =>
-      (await db.pool.query('SELECT key FROM effects WHERE key = $1', [key])).rows;
+      (await db.pool.query<{ key: string }>('SELECT key FROM effects WHERE key = $1', [key])).rows;
     expect(await effects()).toEqual([]);
     const retry = await post(`${app.url}/run`, key, {});
     expect([retry.status, JSON.parse(retry.body)]).toEqual([201, { run: 2 }]);
