@@ -1,5 +1,5 @@
 import type { RelayEventName, RelayEvents } from './events.js';
-import type { OutboxStats } from './parked.js';
+import type { OutboxStats } from './stats.js';
 
 // The relay's public face, in a module of its own: `createRelay` (relay.ts) builds one
 // and the telemetry hooks (telemetry.ts) are handed one, so both import it from here.
@@ -22,6 +22,11 @@ export interface RelayMetrics {
 export interface Relay {
   /** This relay's `lease_owner`. */
   readonly owner: string;
+  /**
+   * The destinations it publishes (its `publishers`' keys), sorted: the only rows it
+   * claims. Rows of other destinations are left to the relays that publish them.
+   */
+  readonly destinations: readonly string[];
   /** Starts LISTENing and relaying. Rejects if already started. */
   start(): Promise<void>;
   /**
@@ -38,6 +43,9 @@ export interface Relay {
   off<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void;
   /** This relay's counters. */
   metrics(): RelayMetrics;
-  /** The table's pending and parked counts and its lag (a query). */
-  stats(): Promise<OutboxStats>;
+  /**
+   * The table's pending and parked counts and its lag, in all and per destination (a
+   * query); `destination` narrows them to one (whether this relay publishes it or not).
+   */
+  stats(options?: { destination?: string }): Promise<OutboxStats>;
 }

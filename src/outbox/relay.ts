@@ -9,7 +9,7 @@ import { Doorbell } from './doorbell.js';
 import { outboxChannel } from './enqueue.js';
 import { RelayEventHub } from './events.js';
 import { NotifyListener } from './listener.js';
-import { outboxStats } from './parked.js';
+import { outboxStats } from './stats.js';
 import { publishStep } from './publish.js';
 import { resolveRelayOptions, type RelayOptions } from './relay-options.js';
 import type { Relay, RelayMetrics } from './relay-types.js';
@@ -37,6 +37,7 @@ export function createRelay(options: RelayOptions): Relay {
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const counters: RelayMetrics = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
   const telemetry = options.telemetry;
+  const destinations = Object.keys(options.publishers).sort();
   const settling: SettleContext = {
     publish: publishStep({
       publishers: new Map(Object.entries(options.publishers)),
@@ -71,7 +72,7 @@ export function createRelay(options: RelayOptions): Relay {
     while (state === 'running') {
       let batch: ClaimedBatch | undefined;
       try {
-        batch = await statements.claim(owner, config.batchSize, config.leaseMs);
+        batch = await statements.claim(owner, destinations, config.batchSize, config.leaseMs);
         if (batch !== undefined) await settleBatch(batch, settling);
         failures = 0;
       } catch (error) {
@@ -89,6 +90,7 @@ export function createRelay(options: RelayOptions): Relay {
 
   const relay: Relay = {
     owner,
+    destinations,
     async start() {
       if (state !== 'new') throw new StateError(`relay.start() called while ${state}`);
       state = 'running';
@@ -127,6 +129,10 @@ export function createRelay(options: RelayOptions): Relay {
       );
       for (const timer of timers) timer.unref();
       loop = run();
+      logger.info(
+        { owner, destinations, schema: ref.schema, table: ref.table },
+        `effectively-once: outbox relay started, publishing ${destinations.join(', ') || 'nothing'}`,
+      );
     },
     async stop() {
       if (state !== 'running') return;
@@ -141,7 +147,8 @@ export function createRelay(options: RelayOptions): Relay {
     on: (event, fn) => hub.on(event, fn),
     off: (event, fn) => hub.off(event, fn),
     metrics: () => ({ ...counters }),
-    stats: () => outboxStats(options.pool, ref),
+    stats: (filter = {}) =>
+      outboxStats(options.pool, { ...ref, destination: filter.destination }),
   };
   try {
     telemetry?.attach?.(relay);

@@ -11,10 +11,9 @@ import {
   type Relay,
   type RelayOptions,
 } from 'effectively-once/outbox';
-import { runCli } from '../../../src/cli/run.js';
-import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { Receiver, enqueueCommitted } from './support.js';
+import { Receiver, cli, enqueueCommitted } from './support.js';
 
 let db: TestDatabase;
 let receiver: Receiver;
@@ -50,17 +49,6 @@ function relay(options: Partial<RelayOptions> = {}): Relay {
   });
   relays.push(r);
   return r;
-}
-
-async function cli(argv: string[]) {
-  const out: string[] = [];
-  const code = await runCli(argv, {
-    stdout: (t) => out.push(t),
-    stderr: (t) => out.push(t),
-    env: { DATABASE_URL: databaseUrl() },
-    signal: new AbortController().signal,
-  });
-  return { code, stdout: out.join('\n') };
 }
 
 async function row(id: string) {

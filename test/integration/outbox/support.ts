@@ -2,6 +2,8 @@ import http from 'node:http';
 import type net from 'node:net';
 import type pg from 'pg';
 import { enqueue, type OutboxMessage } from 'effectively-once/outbox';
+import { runCli } from '../../../src/cli/run.js';
+import { databaseUrl } from '../../helpers/db.js';
 
 /** One request the receiver answered. */
 export interface Received {
@@ -86,4 +88,16 @@ export async function enqueueCommitted(
     }
   }
   return ids;
+}
+
+/** Runs the command line against the tests' database; its exit code and output. */
+export async function cli(argv: string[]): Promise<{ code: number; stdout: string }> {
+  const out: string[] = [];
+  const code = await runCli(argv, {
+    stdout: (t) => out.push(t),
+    stderr: (t) => out.push(t),
+    env: { DATABASE_URL: databaseUrl() },
+    signal: new AbortController().signal,
+  });
+  return { code, stdout: out.join('\n') };
 }
