@@ -21,8 +21,9 @@ export interface RelayOptions extends OutboxTableOptions {
    */
   leaseMs?: number;
   /**
-   * Longest wait for one publisher call, in ms; then its rows count as failed. At most
-   * half of `leaseMs` (the default), so a batch is settled before its lease runs out.
+   * Longest wait for one publisher call, in ms; then its rows count as failed and the
+   * publisher's signal aborts. At most half of `leaseMs` (the default; more is refused
+   * with a `ConfigurationError`), so a batch is settled before its lease runs out.
    */
   publishTimeoutMs?: number;
   /**
@@ -40,13 +41,13 @@ export interface RelayOptions extends OutboxTableOptions {
    * connects with the pool's settings, a `ClientConfig` with those, `false` polls only.
    */
   listen?: boolean | ClientConfig;
-  /** Delete published rows older than `publishedMs`, every `intervalMs` (default 60 000). */
+  /** Delete published rows older than `publishedMs`, every `intervalMs` (1 000 to 86 400 000, default 60 000). */
   retention?: { publishedMs: number; intervalMs?: number };
   /** How often the `lag` event fires while it has a listener, in ms. Default 10 000. */
   lagIntervalMs?: number;
   /** Names this relay in `lease_owner`. Default `host:pid:random`. */
   owner?: string;
-  /** Where unhandled errors go. Default: nowhere. */
+  /** Where `error` events nobody listens for go (and the start line). Default: nowhere. */
   logger?: Logger;
   /**
    * Tracing and metrics hooks: `otelRelayTelemetry()` from `effectively-once/otel`
@@ -64,6 +65,7 @@ export interface ResolvedRelayOptions {
   maxAttempts: number;
   backoff: { initialMs: number; maxMs: number };
   lagIntervalMs: number;
+  retention: { publishedMs: number; intervalMs: number } | undefined;
 }
 
 /** Validates `options`; throws a `ConfigurationError` naming the first bad one. */
@@ -116,5 +118,18 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       ),
     },
     lagIntervalMs: intOption('lagIntervalMs', options.lagIntervalMs, 10_000, 100, 86_400_000),
+    retention:
+      retention === undefined
+        ? undefined
+        : {
+            publishedMs: retention.publishedMs,
+            intervalMs: intOption(
+              'retention.intervalMs',
+              retention.intervalMs,
+              60_000,
+              1000,
+              86_400_000,
+            ),
+          },
   };
 }

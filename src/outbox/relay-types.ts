@@ -32,7 +32,8 @@ export interface Relay {
   /**
    * Stops claiming, waits for the batch in flight to be published and marked (at most
    * `publishTimeoutMs` plus the marks), then closes the LISTEN connection. Nothing is
-   * left leased by a relay that stopped this way.
+   * left leased by a relay that stopped this way. During `start()`, it lets the start
+   * finish first; called again, it returns the same promise.
    */
   stop(): Promise<void>;
   /** Looks for due rows now, as a notification would. */

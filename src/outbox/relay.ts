@@ -4,7 +4,6 @@ import type { ClientConfig } from 'pg';
 import { retryDelay } from '../backoff.js';
 import { DatabaseError, EffectivelyOnceError, StateError } from '../errors.js';
 import { silentLogger } from '../events.js';
-import { intOption } from '../option-checks.js';
 import { Doorbell } from './doorbell.js';
 import { outboxChannel } from './enqueue.js';
 import { RelayEventHub } from './events.js';
@@ -88,67 +87,74 @@ export function createRelay(options: RelayOptions): Relay {
     }
   }
 
+  /** start()'s work: the LISTEN connection, then (unless stop() came meanwhile) the rest. */
+  async function begin(): Promise<void> {
+    const listen = options.listen ?? true;
+    if (listen !== false) {
+      const clientConfig: ClientConfig = listen === true ? { ...options.pool.options } : listen;
+      listener = new NotifyListener(clientConfig, outboxChannel(ref), {
+        wake,
+        lost: (error) => fail(new DatabaseError('outbox LISTEN connection', error), 'listen'),
+      });
+      await listener.start();
+    }
+    if (state !== 'running') return;
+    const retention = config.retention;
+    if (retention !== undefined) {
+      const prune = (): void =>
+        void pruneOutbox(options.pool, { ...ref, olderThan: retention.publishedMs }).catch(
+          (error: unknown) => fail(error, 'outbox retention'),
+        );
+      timers.push(setInterval(prune, retention.intervalMs));
+    }
+    timers.push(
+      setInterval(() => {
+        if (!hub.listens('lag')) return;
+        outboxStats(options.pool, ref).then(
+          (stats) => hub.emit('lag', stats),
+          (error: unknown) => fail(error, 'outbox stats'),
+        );
+      }, config.lagIntervalMs),
+    );
+    for (const timer of timers) timer.unref();
+    loop = run();
+    logger.info(
+      { owner, destinations, schema: ref.schema, table: ref.table },
+      `effectively-once: outbox relay started, publishing ${destinations.join(', ') || 'nothing'}`,
+    );
+  }
+
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
   const relay: Relay = {
     owner,
     destinations,
     async start() {
       if (state !== 'new') throw new StateError(`relay.start() called while ${state}`);
       state = 'running';
-      const listen = options.listen ?? true;
-      if (listen !== false) {
-        const clientConfig: ClientConfig = listen === true ? { ...options.pool.options } : listen;
-        listener = new NotifyListener(clientConfig, outboxChannel(ref), {
-          wake,
-          lost: (error) => fail(new DatabaseError('outbox LISTEN connection', error), 'listen'),
-        });
-        await listener.start();
-      }
-      if (options.retention !== undefined) {
-        const { publishedMs } = options.retention;
-        const every = intOption(
-          'retention.intervalMs',
-          options.retention.intervalMs,
-          60_000,
-          1000,
-          86_400_000,
-        );
-        const prune = (): void =>
-          void pruneOutbox(options.pool, { ...ref, olderThan: publishedMs }).catch(
-            (error: unknown) => fail(error, 'outbox retention'),
-          );
-        timers.push(setInterval(prune, every));
-      }
-      timers.push(
-        setInterval(() => {
-          if (!hub.listens('lag')) return;
-          outboxStats(options.pool, ref).then(
-            (stats) => hub.emit('lag', stats),
-            (error: unknown) => fail(error, 'outbox stats'),
-          );
-        }, config.lagIntervalMs),
-      );
-      for (const timer of timers) timer.unref();
-      loop = run();
-      logger.info(
-        { owner, destinations, schema: ref.schema, table: ref.table },
-        `effectively-once: outbox relay started, publishing ${destinations.join(', ') || 'nothing'}`,
-      );
+      starting = begin();
+      await starting;
     },
-    async stop() {
-      if (state !== 'running') return;
-      state = 'stopping';
-      for (const timer of timers) clearInterval(timer);
-      doorbell.interrupt();
-      await loop;
-      await listener?.close();
-      state = 'stopped';
+    stop() {
+      if (state === 'new' || state === 'stopped') return Promise.resolve();
+      stopping ??= (async () => {
+        state = 'stopping';
+        // A start() still connecting finishes first (and then starts nothing more), so
+        // what it opened is closed below.
+        await starting?.catch(() => undefined);
+        for (const timer of timers) clearInterval(timer);
+        doorbell.interrupt();
+        await loop;
+        await listener?.close();
+        state = 'stopped';
+      })();
+      return stopping;
     },
     wake,
     on: (event, fn) => hub.on(event, fn),
     off: (event, fn) => hub.off(event, fn),
     metrics: () => ({ ...counters }),
-    stats: (filter = {}) =>
-      outboxStats(options.pool, { ...ref, destination: filter.destination }),
+    stats: (filter = {}) => outboxStats(options.pool, { ...ref, destination: filter.destination }),
   };
   try {
     telemetry?.attach?.(relay);

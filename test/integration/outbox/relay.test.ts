@@ -289,7 +289,7 @@ describe('parking', () => {
 });
 
 describe('a relay killed mid-publish', () => {
-  it('leaves its rows leased until the lease runs out, then another relay publishes them', async () => {
+  it('leaves its rows, and the later rows of their keys, waiting until the lease runs out; then another relay publishes them', async () => {
     receiver.holdFirst = true;
     const ids = await enqueueCommitted(
       db.pool,
@@ -300,6 +300,11 @@ describe('a relay killed mid-publish', () => {
       })),
       db.schema,
     );
+    const [later] = await enqueueCommitted(
+      db.pool,
+      [{ destination: 'effects', orderingKey: 'p', payload: { k: 'p', n: 1 } }],
+      db.schema,
+    );
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', fileURLToPath(new URL('./relay-child.ts', import.meta.url))],
@@ -308,7 +313,7 @@ describe('a relay killed mid-publish', () => {
           ...process.env,
           EO_OUTBOX_SCHEMA: db.schema,
           EO_OUTBOX_URL: receiver.url,
-          EO_OUTBOX_LEASE_MS: '3000',
+          EO_OUTBOX_LEASE_MS: '5000',
         },
         stdio: ['ignore', 'pipe', 'inherit'],
       },
@@ -321,17 +326,27 @@ describe('a relay killed mid-publish', () => {
       expect(await row(id)).toMatchObject({ lease_owner: 'child', attempts: 1 });
     child.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
+    receiver.holdFirst = false;
 
     const survivor = relay({ owner: 'survivor' });
     const published: string[] = [];
     survivor.on('published', (e) => published.push(e.id));
     await survivor.start();
-    await waitFor(() => published.length === 3, { what: 'the survivor publishing them' });
-    expect(published.sort()).toEqual([...ids].sort());
+    // While the dead relay's lease lasts, neither its rows nor the next row of key p move
+    // (seen before the leases are seen still running, so seen during them).
+    expect(published).toEqual([]);
+    expect(await row(later!)).toMatchObject({ state: 'pending', attempts: 0 });
+    const { rows: leased } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${db.table('eo_outbox')} WHERE lease_until > now()`,
+    );
+    expect(leased[0]!.n).toBe(3);
+    await waitFor(() => published.length === 4, { what: 'the survivor publishing them' });
+    expect(published.sort()).toEqual([...ids, later].sort());
     for (const id of ids) expect(await row(id)).toMatchObject({ state: 'published', attempts: 2 });
+    expect(receiver.acceptedOf('p')).toEqual([0, 1]);
     // Each row reached the receiver twice (the dead relay's request, the survivor's), with
     // one Idempotency-Key: the receiver can tell they are one message.
     expect(receiver.held.map((h) => h.key).sort()).toEqual([...ids].sort());
-    expect(receiver.accepted.map((a) => a.key).sort()).toEqual([...ids].sort());
+    expect(receiver.accepted.map((a) => a.key).sort()).toEqual([...ids, later].sort());
   });
 });
