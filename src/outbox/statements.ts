@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
 import type { TableRef } from '../store/identifiers.js';
+import { sqlLiteral } from '../store/literals.js';
 import type { OutboxRecord } from './record.js';
 import { outboxRelations } from './table.js';
 
@@ -60,9 +61,10 @@ export class RelayStatements {
     // time, in order, and a stuck row holds back its own destination's key only. Rows of
     // destinations this relay does not publish are never touched: another relay's.
     // One token per claim, from a sequence: it only grows, so a relay whose lease ran
-    // out holds a smaller token than whoever claimed the row after it.
+    // out holds a smaller token than whoever claimed the row after it. nextval takes the
+    // sequence's name as a string: sqlLiteral's, right whatever standard_conforming_strings.
     this.claimSql = `
-      WITH token AS (SELECT nextval('${sequence.replace(/'/g, "''")}') AS t),
+      WITH token AS (SELECT nextval(${sqlLiteral(sequence)}::regclass) AS t),
       due AS (
         SELECT o.id FROM ${table} o
          WHERE o.state = 'pending' AND o.available_at <= now()
