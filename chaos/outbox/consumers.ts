@@ -32,6 +32,9 @@ export function chaosSqs(endpoint: string): SQSClient {
   });
 }
 
+/** sqsSource settings of both services: a killed process's messages come back within 5 s. */
+const SQS_TIMINGS = { visibilityTimeout: 5, heartbeat: true, waitTimeSeconds: 2 };
+
 /** Service A's source: the producer's operations, keyed by their idempotency key. */
 export function inputSource<T>(cfg: OutboxNodeConfig): Source<T> {
   const input = cfg.input;
@@ -41,10 +44,7 @@ export function inputSource<T>(cfg: OutboxNodeConfig): Source<T> {
       queueUrl: input.queueUrl,
       keyAttribute: 'Idempotency-Key',
       deadLetterQueueUrl: input.deadLetterQueueUrl,
-      // Short, so a killed worker's messages come back quickly; the heartbeat keeps live ones.
-      visibilityTimeout: 5,
-      heartbeat: true,
-      waitTimeSeconds: 2,
+      ...SQS_TIMINGS,
     });
   return kafkaSource<T>({
     kafka: chaosKafka(cfg, input.brokers),
@@ -64,9 +64,7 @@ export function outputSource<T>(cfg: OutboxNodeConfig): Source<T> {
     return sqsSource<T>({
       client: chaosSqs(output.endpoint),
       queueUrl: output.queueUrl,
-      visibilityTimeout: 5,
-      heartbeat: true,
-      waitTimeSeconds: 2,
+      ...SQS_TIMINGS,
     });
   if (output.kind !== 'kafka') throw new Error(`no consumer for a ${output.kind} output`);
   return kafkaSource<T>({

@@ -4,7 +4,6 @@
  * or the ports of service B's HTTP receivers), with what the run asks of them: is
  * everything consumed, and how many copies reached B's side.
  */
-import net from 'node:net';
 import {
   CreateQueueCommand,
   DeleteQueueCommand,
@@ -12,7 +11,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
+import { freePorts } from '../../test/helpers/services/ports.js';
 import type { ChaosBroker } from '../broker-api.js';
+import { createBroker } from '../broker.js';
 import type { ChaosServices } from '../services.js';
 import type { OutboxChaosArgs } from './args.js';
 import { chaosSqs } from './consumers.js';
@@ -33,17 +34,12 @@ export interface ChaosOutput {
 }
 
 /** Service A's input: the broker runs' topic or queue. */
-export async function createInput(
+export function createInput(
   args: OutboxChaosArgs,
   services: ChaosServices,
   runId: string,
 ): Promise<ChaosBroker> {
-  if (args.broker === 'sqs') {
-    const { createSqsBroker } = await import('../sqs-broker.js');
-    return createSqsBroker(services.brokerEndpoint, `${runId}-a`);
-  }
-  const { createKafkaBroker } = await import('../kafka-broker.js');
-  return createKafkaBroker(services.brokerEndpoint.split(','), `${runId}-a`, args.partitions);
+  return createBroker(args, services.brokerEndpoint, `${runId}-a`);
 }
 
 export async function createOutput(
@@ -99,7 +95,7 @@ export async function createOutput(
       },
     };
   }
-  const ports = await Promise.all(Array.from({ length: args.bWorkers }, freePort));
+  const ports = await freePorts(args.bWorkers);
   const t = outboxTables(schema);
   return {
     config: { kind: 'http', ports },
@@ -128,13 +124,4 @@ async function topicRecords(brokers: string[], topic: string): Promise<number> {
   } finally {
     await admin.disconnect();
   }
-}
-
-/** A loopback port nobody listens on now. */
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }

@@ -6,7 +6,6 @@
  */
 import http from 'node:http';
 import type pg from 'pg';
-import { serviceB } from './services.js';
 import { outboxTables, type Downstream, type OutboxNodeConfig } from './shared.js';
 
 const EARLY_503 = 0.05;
@@ -21,7 +20,6 @@ export async function startReceiver(
   if (cfg.output.kind !== 'http') throw new Error('the receiver serves the HTTP output');
   const port = cfg.output.ports[cfg.index % cfg.output.ports.length]!;
   const t = outboxTables(cfg.schema);
-  const apply = serviceB(cfg);
   const dedup = cfg.control !== 'no-dedup';
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -32,26 +30,15 @@ export async function startReceiver(
     await pool.query(`INSERT INTO ${t.bRequests} (key) VALUES ($1)`, [key]);
     if (Math.random() < EARLY_503) return void res.writeHead(503).end('busy');
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Downstream;
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      // A second request of the key waits here for the first's COMMIT, then finds it.
-      const fresh = dedup
-        ? (
-            await client.query(
-              `INSERT INTO ${t.bSeen} (key) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1`,
-              [key],
-            )
-          ).rowCount === 1
-        : true;
-      if (fresh) await apply(body, client, key);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    // One statement: the key and the effect commit together; a second request of the
+    // key waits for the first's key row, then finds it and applies nothing.
+    await pool.query(
+      dedup
+        ? `WITH fresh AS (INSERT INTO ${t.bSeen} (key) VALUES ($3) ON CONFLICT DO NOTHING RETURNING 1)
+           INSERT INTO ${t.bApplied} (op, account, outbox_id, pid) SELECT $1::text, $2::text, $3::text, $4::int FROM fresh`
+        : `INSERT INTO ${t.bApplied} (op, account, outbox_id, pid) VALUES ($1, $2, $3, $4)`,
+      [body.op, body.account, key, process.pid],
+    );
     const roll = Math.random();
     if (roll < LATE_DROP) return void res.destroy();
     if (roll < LATE_DROP + LATE_503) return void res.writeHead(503).end('applied, but say 503');

@@ -58,7 +58,7 @@ export function serviceA(cfg: OutboxNodeConfig) {
 /** Service B: the downstream effect, keyed by the outbox id the record carries. */
 export function serviceB(cfg: OutboxNodeConfig) {
   const t = outboxTables(cfg.schema);
-  return async (body: Downstream, tx: pg.PoolClient | pg.Pool, key: string): Promise<void> => {
+  return async (body: Downstream, tx: pg.PoolClient, key: string): Promise<void> => {
     await tx.query(
       `INSERT INTO ${t.bApplied} (op, account, outbox_id, pid) VALUES ($1, $2, $3, $4)`,
       [body.op, body.account, key, process.pid],

@@ -11,7 +11,8 @@
  *   503 or a dropped connection is applied twice.
  */
 import { describe, expect, it } from '@jest/globals';
-import { runChaos, transcript } from './run-chaos.js';
+import { runOutboxChaos } from './outbox-run.js';
+import { transcript } from './run-chaos.js';
 
 describe('outbox chaos negative controls', () => {
   it.each([
@@ -22,27 +23,7 @@ describe('outbox chaos negative controls', () => {
   ])(
     '--publisher %s --control %s makes the run fail with %s > 0',
     async (publisher, control, field) => {
-      const run = await runChaos(
-        [
-          '--target',
-          'outbox',
-          '--publisher',
-          publisher,
-          '--operations',
-          '300',
-          '--accounts',
-          '10',
-          '--kills',
-          '3',
-          '--seed',
-          '7',
-          '--timeout',
-          '100',
-          '--control',
-          control,
-        ],
-        120_000,
-      );
+      const run = await runOutboxChaos(publisher, ['--control', control]);
       const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
       expect({ code: run.code, context }).toEqual({ code: 1, context });
       expect(Number(run.fields[field] ?? 'NaN')).toBeGreaterThan(0);

@@ -10,7 +10,8 @@
  * `npm run chaos -- --target outbox --publisher kafka|sqs|http` (chaos/RESULTS.md).
  */
 import { describe, expect, it } from '@jest/globals';
-import { runChaos, transcript } from './run-chaos.js';
+import { runOutboxChaos } from './outbox-run.js';
+import { transcript } from './run-chaos.js';
 
 describe('chaos smoke: outbox', () => {
   it.each([
@@ -20,27 +21,7 @@ describe('chaos smoke: outbox', () => {
   ])(
     '--publisher %s: every operation applied once in A and in B, in commit order per account, through kills, a Postgres restart and requeued poison rows',
     async (publisher, broker) => {
-      const run = await runChaos(
-        [
-          '--target',
-          'outbox',
-          '--publisher',
-          publisher,
-          '--operations',
-          '300',
-          '--accounts',
-          '10',
-          '--kills',
-          '3',
-          '--pg-restarts',
-          '1',
-          '--seed',
-          '7',
-          '--timeout',
-          '100',
-        ],
-        120_000,
-      );
+      const run = await runOutboxChaos(publisher);
       const context = `${run.line ?? '(no summary line)'}\n${transcript(run)}`;
       expect({ code: run.code, context }).toEqual({ code: 0, context });
       expect(run.fields).toMatchObject({

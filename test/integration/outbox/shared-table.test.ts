@@ -4,54 +4,38 @@
  * running relay serves waits pending (in the stats and the lag, not parked), and one
  * destination's rows never hold back another's, even under one ordering key.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import {
-  createRelay,
   httpPublisher,
   listParked,
-  migrateOutbox,
   outboxStats,
   type OutboxStats,
   type Relay,
 } from 'effectively-once/outbox';
 import type { Logger } from 'effectively-once';
-import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { Receiver, cli, enqueueCommitted } from './support.js';
+import { Receiver, cli, enqueueCommitted, outboxTestBed } from './support.js';
 
-let db: TestDatabase;
+const bed = outboxTestBed('outbox_shared');
+/** The payments service's receiver is the bed's; the emails service has its own. */
 let payments: Receiver;
 let emails: Receiver;
-const relays: Relay[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase('outbox_shared');
-  await migrateOutbox(db.pool, { schema: db.schema });
-});
-
-afterAll(async () => {
-  await db.close();
-});
 
 beforeEach(async () => {
-  payments = new Receiver();
+  payments = bed.receiver;
   emails = new Receiver();
-  await Promise.all([payments.start(), emails.start()]);
-  await db.pool.query(`TRUNCATE ${db.table('eo_outbox')}`);
+  await emails.start();
 });
 
 afterEach(async () => {
-  await Promise.all(relays.splice(0).map((r) => r.stop()));
-  await Promise.all([payments.close(), emails.close()]);
+  await emails.close();
 });
 
 function relay(
   destinations: Record<string, Receiver>,
   options: { logger?: Logger; lagIntervalMs?: number } = {},
 ): Relay {
-  const r = createRelay({
-    pool: db.pool,
-    schema: db.schema,
+  return bed.relay({
     publishers: Object.fromEntries(
       Object.entries(destinations).map(([name, receiver]) => [
         name,
@@ -59,12 +43,9 @@ function relay(
       ]),
     ),
     maxAttempts: 3,
-    backoff: { initialMs: 5, maxMs: 20 },
     pollIntervalMs: 50,
     ...options,
   });
-  relays.push(r);
-  return r;
 }
 
 /** Five rows of key `k` for each destination, interleaved, emails first. */
@@ -76,8 +57,8 @@ function rows(k: string) {
 }
 
 async function states(destination: string) {
-  const { rows: found } = await db.pool.query<{ state: string; attempts: number }>(
-    `SELECT state, attempts FROM ${db.table('eo_outbox')} WHERE destination = $1 ORDER BY seq`,
+  const { rows: found } = await bed.db.pool.query<{ state: string; attempts: number }>(
+    `SELECT state, attempts FROM ${bed.db.table('eo_outbox')} WHERE destination = $1 ORDER BY seq`,
     [destination],
   );
   return found;
@@ -95,7 +76,7 @@ describe('a relay claims only the destinations it publishes', () => {
     const only = relay({ payments }, { logger, lagIntervalMs: 100 });
     const lags: OutboxStats[] = [];
     only.on('lag', (s) => lags.push(s));
-    await enqueueCommitted(db.pool, rows('cust-1'), db.schema);
+    await enqueueCommitted(bed.db.pool, rows('cust-1'), bed.db.schema);
     await only.start();
     // It says which destinations it serves.
     expect(only.destinations).toEqual(['payments']);
@@ -114,7 +95,7 @@ describe('a relay claims only the destinations it publishes', () => {
     expect(await states('emails')).toEqual(
       Array.from({ length: 5 }, () => ({ state: 'pending', attempts: 0 })),
     );
-    expect(await listParked(db.pool, { schema: db.schema })).toEqual([]);
+    expect(await listParked(bed.db.pool, { schema: bed.db.schema })).toEqual([]);
     expect(only.metrics()).toMatchObject({ published: 5, failed: 0, parked: 0 });
     // The stats and the lag show them, by destination.
     const emailStats = { destination: 'emails', pending: 5, parked: 0 };
@@ -124,18 +105,27 @@ describe('a relay claims only the destinations it publishes', () => {
       byDestination: [expect.objectContaining(emailStats)],
     });
     expect(lags.at(-1)!.oldestPendingAgeMs).toBeGreaterThan(0);
-    expect(await outboxStats(db.pool, { schema: db.schema, destination: 'emails' })).toMatchObject({
+    expect(
+      await outboxStats(bed.db.pool, { schema: bed.db.schema, destination: 'emails' }),
+    ).toMatchObject({
       pending: 5,
       parked: 0,
       byDestination: [expect.objectContaining(emailStats)],
     });
-    const shown = await cli(['outbox', '--schema', db.schema, '--destination', 'emails', '--json']);
+    const shown = await cli([
+      'outbox',
+      '--schema',
+      bed.db.schema,
+      '--destination',
+      'emails',
+      '--json',
+    ]);
     expect(JSON.parse(shown.stdout)).toMatchObject({
       pending: 5,
       byDestination: [expect.objectContaining(emailStats)],
       parkedRows: [],
     });
-    const table = await cli(['outbox', '--schema', db.schema]);
+    const table = await cli(['outbox', '--schema', bed.db.schema]);
     expect(table.stdout).toMatch(/^emails +5 +0 +\d+$/m);
     expect(await only.stats({ destination: 'payments' })).toEqual({
       pending: 0,
@@ -145,8 +135,7 @@ describe('a relay claims only the destinations it publishes', () => {
     });
 
     // The emails service's relay starts (a rolling deploy): its rows go out, in order.
-    relay({ emails });
-    await relays.at(-1)!.start();
+    await relay({ emails }).start();
     await waitFor(() => emails.accepted.length === 5, { what: 'emails published' });
     expect(emails.acceptedOf('cust-1')).toEqual([0, 1, 2, 3, 4]);
   });
@@ -155,7 +144,7 @@ describe('a relay claims only the destinations it publishes', () => {
     const a = relay({ payments });
     const b = relay({ emails });
     await Promise.all([a.start(), b.start()]);
-    await enqueueCommitted(db.pool, [...rows('k1'), ...rows('k2')], db.schema);
+    await enqueueCommitted(bed.db.pool, [...rows('k1'), ...rows('k2')], bed.db.schema);
     await waitFor(() => payments.accepted.length === 10 && emails.accepted.length === 10, {
       what: 'everything published',
     });
@@ -173,7 +162,7 @@ describe('a relay claims only the destinations it publishes', () => {
   it('a parked row holds back its own destination’s rows of its key, not another destination’s', async () => {
     emails.respond = (r) => (r.body.n === 0 ? 400 : 200);
     const both = relay({ payments, emails });
-    await enqueueCommitted(db.pool, rows('k'), db.schema);
+    await enqueueCommitted(bed.db.pool, rows('k'), bed.db.schema);
     await both.start();
     await waitFor(() => payments.accepted.length === 5, { what: 'payments published' });
     expect((await states('emails')).map((r) => r.state)).toEqual([
