@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --outbox [--broker sqs|kafka] [--rows 5000] [--relays 2] [--batch 50]
- *  [--latency-rows 200] [--out bench/results]`
+ *  [--latency-rows 200] [--writers 8] [--order-transactions 2000] [--out bench/results]`
  *
  * The outbox relay, measured side by side in one run against one Postgres and broker:
  * 1. DB ceiling: relays doing the same claim + mark work with a publisher that returns
@@ -9,8 +9,8 @@
  *    the same parallelism, straight from memory (no database);
  * 3. the relay: claim, publish, mark, end to end;
  * then commit→publish latency (COMMIT returned → the publisher's send resolved), one
- * row every 10 ms, with NOTIFY and poll-only (the default 1 s poll). Writes
- * `<out>/latest-outbox-<broker>.md`.
+ * row every 10 ms, with NOTIFY and poll-only (the default 1 s poll); then the cost of
+ * enqueue's commit order (bench/outbox-order.ts). Writes `<out>/latest-outbox-<broker>.md`.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,7 +28,9 @@ import {
   type OutboxRecord,
   type Publisher,
 } from '../src/outbox/index.js';
+import { orderCost, orderCostLines } from './outbox-order.js';
 import { ensureServices, type Endpoints } from './services.js';
+import { percentile } from './stats.js';
 
 const SCHEMA = 'eo_bench_outbox';
 const KEYS = 100;
@@ -39,6 +41,8 @@ interface Options {
   relays: number;
   batch: number;
   latencyRows: number;
+  writers: number;
+  orderTransactions: number;
   out: string;
 }
 
@@ -51,6 +55,8 @@ function options(argv: string[]): Options {
       relays: { type: 'string', default: '2' },
       batch: { type: 'string', default: '50' },
       'latency-rows': { type: 'string', default: '200' },
+      writers: { type: 'string', default: '8' },
+      'order-transactions': { type: 'string', default: '2000' },
       out: { type: 'string', default: 'bench/results' },
     },
   });
@@ -62,6 +68,8 @@ function options(argv: string[]): Options {
     relays: Number(values.relays),
     batch: Number(values.batch),
     latencyRows: Number(values['latency-rows']),
+    writers: Number(values.writers),
+    orderTransactions: Number(values['order-transactions']),
     out: values.out,
   };
 }
@@ -213,8 +221,7 @@ async function latency(
   return [...committed].map(([id, at]) => sent.get(id)! - at).sort((a, b) => a - b);
 }
 
-const pct = (sorted: number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const pct = (samples: number[], p: number): number => percentile(samples, p / 100) ?? NaN;
 
 /** Runs the outbox bench and writes its table. */
 export async function runOutboxBench(argv: string[]): Promise<void> {
@@ -222,7 +229,7 @@ export async function runOutboxBench(argv: string[]): Promise<void> {
   const services = await ensureServices(o.broker);
   const pool = new pg.Pool({
     connectionString: services.endpoints.databaseUrl,
-    max: 4 * o.relays + 4,
+    max: Math.max(4 * o.relays + 4, o.writers + 2),
   });
   try {
     await pool.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
@@ -241,6 +248,13 @@ export async function runOutboxBench(argv: string[]): Promise<void> {
     const notify = await latency(pool, o, broker.publisher, true);
     const poll = await latency(pool, o, broker.publisher, false);
     await broker.close();
+    const order = {
+      schema: SCHEMA,
+      writers: o.writers,
+      transactions: o.orderTransactions,
+      rounds: 2,
+    };
+    const orderRuns = await orderCost(pool, order);
 
     const best = (xs: number[]): number => Math.max(...xs);
     const floor = Math.min(best(db), best(ceiling));
@@ -269,6 +283,7 @@ export async function runOutboxBench(argv: string[]): Promise<void> {
       '',
       `p50 with NOTIFY < 20 ms (target): ${pct(notify, 50) < 20 ? 'met' : 'NOT met'}.`,
       '',
+      ...orderCostLines(orderRuns, order),
     ];
     const text = lines.join('\n');
     console.log(text);

@@ -5,7 +5,7 @@ export type { ChaosBroker, DeadLetter } from './broker-api.js';
 
 /** The run's broker; each kind is loaded only when used (kafkajs or the SQS SDK). */
 export async function createBroker(
-  args: ChaosArgs,
+  args: Pick<ChaosArgs, 'broker' | 'partitions'>,
   endpoint: string,
   runId: string,
 ): Promise<ChaosBroker> {

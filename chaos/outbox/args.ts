@@ -1,25 +1,38 @@
 import { parseArgs } from 'node:util';
 import { intOption, UsageError } from '../args.js';
-import { OUTBOX_CONTROLS, type OutboxControl } from './shared.js';
+import {
+  INPUT_BROKER,
+  OUTBOX_CONTROLS,
+  OUTBOX_PUBLISHERS,
+  type OutboxControl,
+  type OutboxPublisherName,
+} from './shared.js';
 
 /** What one outbox chaos run does; see `outboxUsage()`. */
 export interface OutboxChaosArgs {
   target: 'outbox';
-  broker: 'kafka';
+  /** What the relays publish with, and so what service B is (and A's input broker). */
+  publisher: OutboxPublisherName;
+  /** The broker service A consumes from: Kafka for the Kafka publisher, else SQS. */
+  broker: 'kafka' | 'sqs';
   /** Logical operations sent to service A, each to reach service B exactly once. */
   operations: number;
   /** Accounts (ordering keys) the operations are spread over. */
   accounts: number;
   /** Share of operations the producer sends twice (same idempotency key). */
   duplicateRatio: number;
-  /** Processes of each kind: service A consumers, relays, service B consumers. */
+  /** Operations whose outbox rows are refused (and park) until the run fixes the cause. */
+  poison: number;
+  /** Longest random pause in A's transactions between the enqueue and the COMMIT, ms. */
+  hotDelayMs: number;
+  /** Processes of each kind: service A consumers, relays (half per destination set), service B. */
   aWorkers: number;
   relays: number;
   bWorkers: number;
   /** SIGKILLs, spread over relays, A and B workers in turn. */
   kills: number;
   pgRestarts: number;
-  /** Kafka SIGKILL + restarts (private Kafka only). */
+  /** Kafka SIGKILL + restarts (private Kafka, --publisher kafka only). */
   brokerRestarts: number;
   partitions: number;
   leaseMs: number;
@@ -31,35 +44,44 @@ export interface OutboxChaosArgs {
 }
 
 export function outboxUsage(): string {
-  return `usage: tsx chaos/main.ts --target outbox [--broker kafka] [options]
+  return `usage: tsx chaos/main.ts --target outbox [--publisher kafka|sqs|http] [options]
 
 Service A (consumer processes) applies each operation and enqueues an outbox row in
-the same transaction (ordering key = account); relay processes publish the rows to a
-second topic; service B (consumer processes, dedup key = the outbox id) applies the
-downstream effect. Relays, A and B workers are SIGKILLed at random moments and
-restarted; Postgres is crash-restarted. The checker wants every operation applied
-exactly once by A and by B, and B's apply order per account = A's commit order.
+the same transaction (ordering key = account); relay processes of two destination sets
+(each account's rows go to one) publish the rows; service B applies the downstream
+effect once per outbox id. Relays, A and B processes are SIGKILLed at random moments and
+restarted; Postgres is crash-restarted; poison rows park and are requeued once the run
+"fixes" them. The checker wants every operation applied exactly once by A and by B,
+and B's apply order per account = A's commit order.
 
+  --publisher P       kafka (default): Kafka in and out, B a kafkaSource consumer;
+                      sqs: SQS in, an SQS FIFO queue out, B an sqsSource consumer;
+                      http: SQS in, B an HTTP receiver that dedups on Idempotency-Key
+                      and answers 503 or drops the connection now and then
   --operations N      logical operations (default 2000)
   --accounts K        accounts = ordering keys (default 20)
   --duplicates R      share of operations the producer sends twice, 0 to 1 (default 0.1)
+  --poison P          operations whose rows park until fixed (default N/500, at least 2)
+  --hot-delay MS      longest pause in A's transaction after its enqueue (default 5)
   --a-workers W       service A consumer processes (default 2)
-  --relays R          relay processes (default 2)
-  --b-workers W       service B consumer processes (default 2)
+  --relays R          relay processes, at least 2: even slots publish one destination
+                      set, odd slots the other (default 2)
+  --b-workers W       service B processes (default 2)
   --kills K           SIGKILLs, relay / A / B in turn (default 6)
   --pg-restarts P     Postgres crash-restarts (default 1)
-  --broker-restarts B Kafka SIGKILL + restarts (default 0)
+  --broker-restarts B Kafka SIGKILL + restarts, --publisher kafka only (default 0)
   --partitions P      partitions of each topic (default 4)
   --lease MS          the relays' leaseMs (default 3000)
   --seed S            seed of the plan (default: random)
   --timeout SECONDS   give up waiting for quiescence then (default 120 + N/50)
   --keep              keep the chaos schema after a successful run
-  --control C         negative control, the run must fail: offset-key (B dedups by
-                      topic/partition/offset, not the outbox id) or unordered (no
-                      ordering key on the outbox rows)
+  --control C         negative control, the run must fail: unordered (no ordering key),
+                      enqueue-order (enqueue without the key lock), offset-key (kafka:
+                      B dedups by topic/partition/offset) or no-dedup (http: the
+                      receiver ignores Idempotency-Key)
 
-Only Kafka (record key = ordering key keeps the per-key order to the consumer);
-Postgres and Kafka are started privately unless DATABASE_URL / KAFKA_BROKERS are set.`;
+Postgres and the brokers are started privately unless DATABASE_URL / KAFKA_BROKERS /
+SQS_ENDPOINT are set.`;
 }
 
 export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
@@ -68,7 +90,10 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
     strict: true,
     options: {
       target: { type: 'string' },
+      publisher: { type: 'string' },
       broker: { type: 'string' },
+      poison: { type: 'string' },
+      'hot-delay': { type: 'string' },
       operations: { type: 'string' },
       accounts: { type: 'string' },
       duplicates: { type: 'string' },
@@ -89,27 +114,48 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
   });
   if (values.help === true) throw new UsageError('');
   if (values.target !== 'outbox') throw new UsageError('--target must be outbox');
-  if ((values.broker ?? 'kafka') !== 'kafka')
-    throw new UsageError('--target outbox runs on --broker kafka only (see chaos/README.md)');
+  const publisher = (values.publisher ?? 'kafka') as OutboxPublisherName;
+  if (!OUTBOX_PUBLISHERS.includes(publisher))
+    throw new UsageError(`--publisher must be one of ${OUTBOX_PUBLISHERS.join(', ')}`);
+  const broker = INPUT_BROKER[publisher];
+  if (values.broker !== undefined && values.broker !== broker)
+    throw new UsageError(`--publisher ${publisher} takes its input from ${broker}`);
   const control = values.control as OutboxControl | undefined;
-  if (control !== undefined && !OUTBOX_CONTROLS.includes(control))
-    throw new UsageError(`--control must be one of ${OUTBOX_CONTROLS.join(', ')}`);
+  const controls = OUTBOX_CONTROLS[publisher];
+  if (control !== undefined && !controls.includes(control))
+    throw new UsageError(
+      `--control for --publisher ${publisher} must be one of ${controls.join(', ')}`,
+    );
+  const brokerRestarts = intOption('broker-restarts', values['broker-restarts'], 0, 0, 10);
+  if (brokerRestarts > 0 && broker !== 'kafka')
+    throw new UsageError(
+      '--broker-restarts needs --publisher kafka (ElasticMQ keeps messages in memory)',
+    );
   const operations = intOption('operations', values.operations, 2000, 1, 1_000_000);
   const duplicates = Number(values.duplicates ?? '0.1');
   if (!Number.isFinite(duplicates) || duplicates < 0 || duplicates > 1)
     throw new UsageError('--duplicates must be a number from 0 to 1');
   return {
     target: 'outbox',
-    broker: 'kafka',
+    publisher,
+    broker,
     operations,
     accounts: intOption('accounts', values.accounts, 20, 1, 100_000),
     duplicateRatio: duplicates,
+    poison: intOption(
+      'poison',
+      values.poison,
+      Math.min(Math.max(2, Math.floor(operations / 500)), Math.floor(operations / 10)),
+      0,
+      Math.floor(operations / 10),
+    ),
+    hotDelayMs: intOption('hot-delay', values['hot-delay'], 5, 0, 1000),
     aWorkers: intOption('a-workers', values['a-workers'], 2, 1, 32),
-    relays: intOption('relays', values.relays, 2, 1, 32),
+    relays: intOption('relays', values.relays, 2, 2, 32),
     bWorkers: intOption('b-workers', values['b-workers'], 2, 1, 32),
     kills: intOption('kills', values.kills, 6, 0, 1000),
     pgRestarts: intOption('pg-restarts', values['pg-restarts'], 1, 0, 10),
-    brokerRestarts: intOption('broker-restarts', values['broker-restarts'], 0, 0, 10),
+    brokerRestarts,
     partitions: intOption('partitions', values.partitions, 4, 1, 64),
     leaseMs: intOption('lease', values.lease, 3000, 1000, 3_600_000),
     seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),

@@ -3,38 +3,37 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
 import { migrateOutbox, outboxStats } from 'effectively-once/outbox';
 import { sleep } from '../../src/sleep.js';
 import { adminPool, dropChaosSchema } from '../db.js';
 import { Fleet } from '../fleet.js';
-import { createKafkaBroker } from '../kafka-broker.js';
-import { planEvents } from '../nemesis.js';
 import type { Send } from '../plan.js';
 import { produce } from '../producer.js';
 import { Rng } from '../rng.js';
+import { openRunScope } from '../run-scope.js';
 import { ensureServices } from '../services.js';
 import type { OutboxChaosArgs } from './args.js';
 import { checkOutbox, progress, type OutboxVerdict } from './checker.js';
-import { createOutboxChaosSchema, type OutboxNodeConfig, type Operation } from './shared.js';
-import { openRunScope } from '../run-scope.js';
+import { ROLES, runOutboxNemesis, type OutboxFaults, type Role } from './nemesis.js';
+import { createInput, createOutput } from './outputs.js';
+import { PoisonFixer } from './poison.js';
+import { createOutboxChaosSchema, type Operation, type OutboxNodeConfig } from './shared.js';
 
 const NODE = fileURLToPath(new URL('./node.ts', import.meta.url));
-const ROLES = ['relay', 'a', 'b'] as const;
-type Role = (typeof ROLES)[number];
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 
 /** What an outbox run did and found. */
-export interface OutboxRunResult {
+export interface OutboxRunResult extends OutboxFaults {
   args: OutboxChaosArgs;
   duplicatesSent: number;
-  kills: Record<Role, number>;
-  /** Relay kills that landed between a publish and its mark. */
-  relayAfterPublish: number;
-  pgRestarts: number;
-  brokerRestarts: number;
-  /** Records on the output topic beyond one per operation: relays that published again after a kill. */
-  republished: number;
+  /** Rows that parked as poison, and the requeues that put parked rows back. */
+  parked: number;
+  requeued: number;
+  /**
+   * Copies beyond one per operation that reached B's side: records on the output topic,
+   * requests to the receiver (undefined for SQS FIFO, which drops re-sent messages).
+   */
+  republished: number | undefined;
   verdict: OutboxVerdict;
   timedOut: boolean;
   unsettled: number;
@@ -43,13 +42,13 @@ export interface OutboxRunResult {
 }
 
 /**
- * One outbox chaos run: private Postgres and Kafka; a producer sends N operations (some
- * twice) to the input topic; service A's consumers apply each and enqueue an outbox row
- * (ordering key = account) in the same transaction; relays publish the rows to the
- * output topic (record key = account); service B's consumers apply them, deduplicated
- * by the outbox id. Relays, A and B workers are SIGKILLed in turn at progress points
- * (B's applied operations / N) and Postgres is crash-restarted; then the checker reads
- * both services' effects.
+ * One outbox chaos run: private Postgres and the broker; a producer sends N operations
+ * (some twice) to service A's input; A's consumers enqueue an outbox row (ordering key =
+ * account, one of two destinations by account) and apply each in one transaction;
+ * relays of the two destination sets publish the rows; service B applies them,
+ * deduplicated by the outbox id. The nemesis kills relays, A and B processes in turn and
+ * restarts Postgres; poison rows park until fixed; then the checker reads both
+ * services' effects.
  */
 export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunResult> {
   const started = Date.now();
@@ -58,8 +57,9 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   const sends = planSends(rng, args);
   const duplicatesSent = sends.length - args.operations;
   say(
-    `run ${runId}: target=outbox broker=kafka operations=${args.operations} accounts=${args.accounts} ` +
-      `(duplicated ${duplicatesSent}) a=${args.aWorkers} relays=${args.relays} b=${args.bWorkers} ` +
+    `run ${runId}: target=outbox publisher=${args.publisher} broker=${args.broker} ` +
+      `operations=${args.operations} accounts=${args.accounts} (duplicated ${duplicatesSent}) ` +
+      `poison=${args.poison} a=${args.aWorkers} relays=${args.relays} b=${args.bWorkers} ` +
       `kills=${args.kills} pg_restarts=${args.pgRestarts} broker_restarts=${args.brokerRestarts} seed=${args.seed}` +
       (args.control ? ` control=${args.control}` : ''),
   );
@@ -67,10 +67,9 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   const { abort } = scope;
   let success = false;
   try {
-    const services = await ensureServices('kafka', say);
+    const services = await ensureServices(args.broker, say);
     scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
-    const brokers = services.brokerEndpoint.split(',');
     const pool = adminPool(services.databaseUrl);
     scope.defer(() => pool.end());
     const schema = `chaos_outbox_${runId}`;
@@ -80,11 +79,10 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       if (success && !args.keep) await dropChaosSchema(pool, schema);
       else say(`kept schema ${schema}`);
     });
-    const input = await createKafkaBroker(brokers, `${runId}-a`, args.partitions);
-    const output = await createKafkaBroker(brokers, `${runId}-b`, args.partitions);
+    const input = await createInput(args, services, runId);
     scope.defer(() => input.close(success && !args.keep));
+    const output = await createOutput(args, services, runId, pool, schema);
     scope.defer(() => output.close(success && !args.keep));
-    if (input.worker.kind !== 'kafka' || output.worker.kind !== 'kafka') throw new Error('kafka');
     // Outside the services' directory, which is removed at the end: a failed run's logs stay.
     const logDir = path.join(os.tmpdir(), 'effectively-once-chaos', runId);
     fs.mkdirSync(logDir, { recursive: true });
@@ -93,12 +91,11 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     const base = {
       databaseUrl: services.databaseUrl,
       schema,
-      brokers,
-      inTopic: input.worker.topic,
-      groupA: input.worker.groupId,
-      outTopic: output.worker.topic,
-      groupB: output.worker.groupId,
+      publisher: args.publisher,
+      input: input.worker,
+      output: output.config,
       leaseMs: args.leaseMs,
+      hotDelayMs: args.hotDelayMs,
       control: args.control,
     };
     const counts: Record<Role, number> = { relay: args.relays, a: args.aWorkers, b: args.bWorkers };
@@ -124,68 +121,33 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     const producing = produce(input, sends, Math.ceil(sends.length / seconds), abort.signal);
 
     let applied = 0;
-    const events = planEvents(rng, args.kills, args.pgRestarts, args.brokerRestarts);
-    const kills: Record<Role, number> = { relay: 0, a: 0, b: 0 };
-    let pgRestarts = 0;
-    let brokerRestarts = 0;
-    let killIndex = 0;
-    let relayAfterPublish = 0;
+    const faults: OutboxFaults = {
+      kills: { relay: 0, a: 0, b: 0 },
+      relayAfterPublish: 0,
+      pgRestarts: 0,
+      brokerRestarts: 0,
+    };
+    let nemesisDone = false;
+    const nemesis = runOutboxNemesis(
+      args,
+      rng,
+      fleets,
+      services,
+      () => applied,
+      abort.signal,
+      say,
+      faults,
+    ).finally(() => (nemesisDone = true));
+    const poison = new PoisonFixer(pool, schema, args.operations, args.poison, say);
     const deadline = started + args.timeoutMs;
     const ticker = setInterval(
-      () => say(`applied by B ${applied}/${args.operations}, kills ${JSON.stringify(kills)}`),
+      () =>
+        say(`applied by B ${applied}/${args.operations}, kills ${JSON.stringify(faults.kills)}`),
       5000,
     );
-    const nemesis = (async () => {
-      for (const event of events) {
-        while (applied < event.at * args.operations && !abort.signal.aborted) await sleep(100);
-        if (abort.signal.aborted) return;
-        if (event.kind === 'pg-restart') {
-          const downMs = rng.int(500, 3000);
-          say(`nemesis: Postgres crash-restart (down ${downMs} ms) at ${applied}`);
-          await services.restartPostgres(downMs);
-          pgRestarts++;
-          continue;
-        }
-        if (event.kind === 'broker-restart') {
-          const downMs = rng.int(500, 3000);
-          say(`nemesis: Kafka SIGKILL + restart (down ${downMs} ms) at ${applied}`);
-          await services.restartBroker(downMs);
-          brokerRestarts++;
-          continue;
-        }
-        const role = ROLES[killIndex % ROLES.length] as Role;
-        // Every other relay kill lands between a publish and its mark (the relay kills
-        // itself there when armed; from outside if it publishes nothing for 5 s).
-        const afterPublish = role === 'relay' && Math.floor(killIndex / ROLES.length) % 2 === 0;
-        killIndex++;
-        for (;;) {
-          const ready = fleets[role].readySlots();
-          if (ready.length > 0) {
-            const slot = rng.pick(ready);
-            const armedExit = afterPublish
-              ? await fleets[role].armAndWait(slot, 'after-commit', 5000)
-              : undefined;
-            const exit = armedExit ?? (await fleets[role].kill(slot));
-            if (exit?.signal === 'SIGKILL') {
-              kills[role]++;
-              if (armedExit !== undefined) relayAfterPublish++;
-              const how = afterPublish
-                ? armedExit !== undefined
-                  ? ' after a publish'
-                  : ' (armed, not reached: from outside)'
-                : '';
-              say(`nemesis: SIGKILL ${role} ${slot} (pid ${exit.pid})${how} at ${applied}`);
-              break;
-            }
-          }
-          if (abort.signal.aborted) return;
-          await sleep(100);
-        }
-      }
-    })();
 
-    // Quiescent: every operation applied by both, the outbox published, both groups
-    // caught up, twice in a row a second apart (a late double would still land).
+    // Quiescent: every operation applied by both, the outbox published, both ends
+    // drained, twice in a row a second apart (a late double would still land).
     let quiet = 0;
     let timedOut = false;
     let unsettled = 0;
@@ -193,10 +155,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       await sleep(1000);
       const now = await progress(pool, schema);
       if (now !== undefined) applied = now.b;
-      const nemesisDone = await Promise.race([
-        nemesis.then(() => true),
-        sleep(0).then(() => false),
-      ]);
+      if (now !== undefined) await poison.tick(now.a).catch(() => undefined);
       let done = false;
       if (
         now !== undefined &&
@@ -228,14 +187,15 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     await Promise.all(ROLES.map((role) => fleets[role].stop()));
 
     const verdict = await checkOutbox(pool, schema, args.operations);
-    const records = await topicRecords(brokers, output.worker.topic);
     const shortfalls: string[] = [];
-    const killCount = kills.relay + kills.a + kills.b;
+    const killCount = faults.kills.relay + faults.kills.a + faults.kills.b;
     if (killCount < args.kills) shortfalls.push(`kills: ${killCount} of ${args.kills} happened`);
-    if (services.canRestartPostgres && pgRestarts < args.pgRestarts)
-      shortfalls.push(`Postgres restarts: ${pgRestarts} of ${args.pgRestarts}`);
-    if (services.canRestartBroker && brokerRestarts < args.brokerRestarts)
-      shortfalls.push(`broker restarts: ${brokerRestarts} of ${args.brokerRestarts}`);
+    if (services.canRestartPostgres && faults.pgRestarts < args.pgRestarts)
+      shortfalls.push(`Postgres restarts: ${faults.pgRestarts} of ${args.pgRestarts}`);
+    if (services.canRestartBroker && faults.brokerRestarts < args.brokerRestarts)
+      shortfalls.push(`broker restarts: ${faults.brokerRestarts} of ${args.brokerRestarts}`);
+    const parked = await poison.parkedRows();
+    if (args.poison > 0 && parked === 0) shortfalls.push('poison: no row parked');
     for (const role of ROLES) {
       const f = fleets[role];
       say(`${role}: ${f.spawned} processes started, exits ${summarizeExits(f)}`);
@@ -245,11 +205,10 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     const result: OutboxRunResult = {
       args,
       duplicatesSent,
-      kills,
-      relayAfterPublish,
-      pgRestarts,
-      brokerRestarts,
-      republished: Math.max(0, records - verdict.applied),
+      ...faults,
+      parked,
+      requeued: poison.requeued,
+      republished: await output.copies(),
       verdict,
       timedOut,
       unsettled,
@@ -262,43 +221,36 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       verdict.doubles === 0 &&
       verdict.lost === 0 &&
       verdict.orderViolations === 0;
-    say(`output topic holds ${records} records; took ${(result.durationMs / 1000).toFixed(1)} s`);
+    say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     return result;
   } finally {
     await scope.close();
   }
 }
 
-/** N operations on random accounts, plus duplicate sends of random ones, shuffled. */
+/**
+ * N operations on random accounts, plus duplicate sends of random ones, shuffled;
+ * `poison` of the operations sent in the first half are poison (all their sends).
+ */
 function planSends(rng: Rng, args: OutboxChaosArgs): Send[] {
-  const originals: Send[] = Array.from({ length: args.operations }, (_, i) => {
-    const body: Operation = { op: `op-${i}`, account: `acct-${rng.int(0, args.accounts - 1)}` };
-    return { key: body.op, body: JSON.stringify(body), slot: rng.int(0, 1_000_000) };
-  });
-  const duplicates = Array.from(
-    { length: Math.ceil(args.operations * args.duplicateRatio) },
-    () => {
-      const original = rng.pick(originals);
-      return { ...original, slot: rng.int(0, 1_000_000) };
-    },
-  );
-  return rng.shuffle([...originals, ...duplicates]);
-}
-
-/** Records on a topic (its partitions' high - low watermarks). */
-async function topicRecords(brokers: string[], topic: string): Promise<number> {
-  const admin = new Kafka({
-    clientId: 'chaos-outbox-check',
-    brokers,
-    logLevel: logLevel.NOTHING,
-  }).admin();
-  await admin.connect();
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
-  } finally {
-    await admin.disconnect();
-  }
+  const originals: Operation[] = Array.from({ length: args.operations }, (_, i) => ({
+    op: `op-${i}`,
+    account: `acct-${rng.int(0, args.accounts - 1)}`,
+  }));
+  const picks = [
+    ...originals,
+    ...Array.from({ length: Math.ceil(args.operations * args.duplicateRatio) }, () =>
+      rng.pick(originals),
+    ),
+  ];
+  const order = rng.shuffle(picks);
+  const early = [...new Set(order.slice(0, Math.ceil(order.length / 2)))];
+  for (const body of rng.shuffle(early).slice(0, args.poison)) body.poison = true;
+  return order.map((body) => ({
+    key: body.op,
+    body: JSON.stringify(body),
+    slot: rng.int(0, 1_000_000),
+  }));
 }
 
 function summarizeExits(fleet: Fleet<OutboxNodeConfig>): string {

@@ -6,6 +6,7 @@ export function outboxSummaryLine(r: OutboxRunResult): string {
   return [
     'chaos:',
     'target=outbox',
+    `publisher=${r.args.publisher}`,
     `broker=${r.args.broker}`,
     `operations=${r.args.operations}`,
     `accounts=${r.args.accounts}`,
@@ -17,11 +18,14 @@ export function outboxSummaryLine(r: OutboxRunResult): string {
     `b_kills=${r.kills.b}`,
     `pg_restarts=${r.pgRestarts}`,
     `broker_restarts=${r.brokerRestarts}`,
+    `parked=${r.parked}`,
+    `requeued=${r.requeued}`,
     `applied=${v.applied}`,
     `doubles=${v.doubles}`,
     `lost=${v.lost}`,
     `order_violations=${v.orderViolations}`,
-    `republished=${r.republished}`,
+    ...(r.republished === undefined ? [] : [`republished=${r.republished}`]),
+    ...(r.args.control === undefined ? [] : [`control=${r.args.control}`]),
     ...(r.timedOut ? [`unsettled=${r.unsettled}`] : []),
   ].join(' ');
 }

@@ -15,7 +15,7 @@ import {
   type TracerProvider,
 } from '@opentelemetry/api';
 import type { OutboxRecord } from '../outbox/record.js';
-import type { Relay } from '../outbox/relay.js';
+import type { Relay } from '../outbox/relay-types.js';
 import type { RelayPublishScope, RelayTelemetry } from '../outbox/telemetry.js';
 import { ATTR } from './attributes.js';
 import { carrierGetter } from './carrier.js';

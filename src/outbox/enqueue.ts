@@ -26,10 +26,11 @@ export interface OutboxMessage {
    */
   payload: unknown;
   /**
-   * Rows with the same key are published one at a time in commit order, and a row that
-   * keeps failing holds back only its own key. Also the SQS FIFO `MessageGroupId` and
-   * the Kafka record key. Default: none (no order with any other row). At most 1000
-   * characters.
+   * Rows of one destination with the same key are published one at a time, in the order
+   * their transactions committed (see `EnqueueOptions.order`), and a row that keeps
+   * failing holds back only its own destination's key. Also the SQS FIFO
+   * `MessageGroupId` and the Kafka record key. Default: none (no order with any other
+   * row). At most 1000 characters.
    */
   orderingKey?: string;
   /** String headers passed to the publisher (SQS attributes, Kafka headers, HTTP headers). */
@@ -40,8 +41,24 @@ export interface OutboxMessage {
   delayMs?: number;
 }
 
-/** Options of {@link enqueue}: where the outbox table is. */
-export type EnqueueOptions = OutboxTableOptions;
+/** Options of {@link enqueue}: where the outbox table is, and which order a key keeps. */
+export interface EnqueueOptions extends OutboxTableOptions {
+  /**
+   * The order the rows of one destination and ordering key are published in.
+   * - `'commit'` (default): the order their transactions committed. `enqueue` takes a
+   *   transaction-scoped lock on the destination and key, so a second transaction that
+   *   enqueues a row of the key waits at its `enqueue` until the first commits or rolls
+   *   back: a key's enqueuing transactions run one after the other from their `enqueue`
+   *   on. Rows of other keys, and rows without a key, never wait.
+   * - `'enqueue'`: the order their `enqueue` calls ran, without the lock. Two
+   *   transactions of one key that overlap and commit in the other order are published
+   *   in enqueue order, not commit order. For keys whose writers already serialise
+   *   themselves (a row lock taken before `enqueue`), or where enqueue order is enough.
+   *
+   * Use one mode per key: a row enqueued with `'enqueue'` does not wait for the lock.
+   */
+  order?: 'commit' | 'enqueue';
+}
 
 const MAX_DESTINATION = 200;
 const MAX_ORDERING_KEY = 1000;
@@ -59,7 +76,10 @@ export const CONTENT_TYPES = {
  * that is its idempotency key downstream forever (the SQS deduplication id and
  * `eo-outbox-id` attribute, the Kafka `eo-outbox-id` header, the HTTP Idempotency-Key).
  * The row, and the NOTIFY that wakes the relays, take effect only if the transaction
- * commits: enqueue in the same transaction as the effect it follows from.
+ * commits: enqueue in the same transaction as the effect it follows from. A row with an
+ * `orderingKey` first takes its destination and key's lock until the transaction ends,
+ * unless `options.order` is `'enqueue'`: another transaction enqueuing a row of that key
+ * waits here meanwhile.
  *
  * @throws {@link OutboxMessageError} for a message it cannot store, before any SQL runs.
  */
@@ -69,15 +89,25 @@ export async function enqueue(
   options: EnqueueOptions = {},
 ): Promise<string> {
   const row = encodeMessage(message);
+  const order = options.order ?? 'commit';
+  if (order !== 'commit' && order !== 'enqueue')
+    throw new OutboxMessageError('order', "must be 'commit' or 'enqueue'", { order });
   const ref = outboxRef(options);
   const id = uuidv7();
   const table = outboxRelations(ref).table;
-  // One round trip: the row and its notification. NOTIFY is queued until COMMIT and
-  // dropped on ROLLBACK; identical ones of one transaction are folded into one.
+  const locked = order === 'commit' && row.orderingKey !== null;
+  // One round trip: the key's lock, the row and its notification. The lock comes first
+  // (a materialised CTE the INSERT reads from), so the row's seq is drawn under it: a
+  // key's rows then get their seq in the order their transactions commit. NOTIFY is
+  // queued until COMMIT and dropped on ROLLBACK; identical ones of one transaction are
+  // folded into one.
   await tx.query(
-    `WITH row AS (
+    `WITH ${locked ? 'key_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($9::bigint)),' : ''}
+     row AS (
        INSERT INTO ${table} (id, destination, ordering_key, payload, content_type, headers, available_at)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, now() + $7::double precision * interval '1 millisecond')
+       SELECT $1::uuid, $2::text, $3::text, $4::bytea, $5::text, $6::jsonb,
+              now() + $7::double precision * interval '1 millisecond'
+       ${locked ? 'FROM key_lock' : ''}
        RETURNING id)
      SELECT pg_notify($8, '') FROM row`,
     [
@@ -89,9 +119,22 @@ export async function enqueue(
       JSON.stringify(row.headers),
       row.delayMs,
       outboxChannel(ref),
+      ...(locked ? [keyLockId(ref, row.destination, row.orderingKey!)] : []),
     ],
   );
   return id;
+}
+
+/**
+ * The advisory lock of one destination and ordering key of one outbox table: 64 bits of
+ * a SHA-256, so distinct keys practically never share a lock (and if they did, their
+ * transactions would only wait for each other).
+ */
+export function keyLockId(ref: TableRef, destination: string, orderingKey: string): string {
+  const digest = createHash('sha256')
+    .update(`${ref.schema}\u0000${ref.table}\u0000${destination}\u0000${orderingKey}`)
+    .digest();
+  return digest.readBigInt64BE(0).toString();
 }
 
 /** The LISTEN/NOTIFY channel of one outbox table (a hash: channel names are short). */

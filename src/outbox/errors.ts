@@ -14,7 +14,11 @@ export class OutboxMessageError extends EffectivelyOnceError {
   }
 }
 
-/** A publisher refused one outbox row; recorded as the row's `last_error`, then retried. */
+/**
+ * A publisher refused one outbox row; recorded as the row's `last_error`. Retried with
+ * backoff while `retryable` (the default); a non-retryable one (`retryable: false`: the
+ * row itself is wrong, say an HTTP 400) parks the row at once.
+ */
 export class PublishError extends EffectivelyOnceError {
   constructor(
     destination: string,

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { EffectivelyOnceError } from '../errors.js';
 import type { Logger } from '../types.js';
-import type { OutboxStats } from './parked.js';
+import type { OutboxStats } from './stats.js';
 
 /** Payloads of a relay's events. */
 export interface RelayEvents {

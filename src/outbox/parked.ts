@@ -106,37 +106,3 @@ export async function requeueParked(pool: Pool, options: RequeueOptions = {}): P
     });
   return (result.rows[0] as { n: number } | undefined)?.n ?? 0;
 }
-
-/** Counts of an outbox table, and its lag. */
-export interface OutboxStats {
-  /** Rows not yet published (due or backing off). */
-  pending: number;
-  /** Rows given up on, waiting for a requeue. */
-  parked: number;
-  /** Age in ms of the oldest pending row (database clock): the relay's lag. 0 when none. */
-  oldestPendingAgeMs: number;
-}
-
-/** Pending and parked counts and the age of the oldest pending row. */
-export async function outboxStats(
-  pool: Pool,
-  options: OutboxTableOptions = {},
-): Promise<OutboxStats> {
-  const { table } = outboxRelations(outboxRef(options));
-  const result = await pool
-    .query<{ pending: number; parked: number; age: number | null }>(
-      `SELECT count(*) FILTER (WHERE state = 'pending')::int AS pending,
-              count(*) FILTER (WHERE state = 'parked')::int AS parked,
-              (extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'pending')) * 1000)::double precision AS age
-         FROM ${table} WHERE state <> 'published'`,
-    )
-    .catch((cause: unknown) => {
-      throw new DatabaseError('outbox stats', cause);
-    });
-  const row = result.rows[0];
-  return {
-    pending: row?.pending ?? 0,
-    parked: row?.parked ?? 0,
-    oldestPendingAgeMs: Math.max(0, row?.age ?? 0),
-  };
-}

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
 import type { TableRef } from '../store/identifiers.js';
+import { sqlLiteral } from '../store/literals.js';
 import type { OutboxRecord } from './record.js';
 import { outboxRelations } from './table.js';
 
@@ -54,20 +55,25 @@ export class RelayStatements {
     ref: TableRef,
   ) {
     const { table, sequence } = outboxRelations(ref);
-    // A row is due when it is pending, its backoff has passed, no live lease covers it,
-    // and no older row of its ordering key is still unpublished (pending or parked):
-    // a key's rows go one at a time, in order, and a stuck row holds back its key only.
+    // A row is due when it is for one of this relay's destinations, pending, its backoff
+    // has passed, no live lease covers it, and no older row of its destination and
+    // ordering key is still unpublished (pending or parked): a key's rows go one at a
+    // time, in order, and a stuck row holds back its own destination's key only. Rows of
+    // destinations this relay does not publish are never touched: another relay's.
     // One token per claim, from a sequence: it only grows, so a relay whose lease ran
-    // out holds a smaller token than whoever claimed the row after it.
+    // out holds a smaller token than whoever claimed the row after it. nextval takes the
+    // sequence's name as a string: sqlLiteral's, right whatever standard_conforming_strings.
     this.claimSql = `
-      WITH token AS (SELECT nextval('${sequence.replace(/'/g, "''")}') AS t),
+      WITH token AS (SELECT nextval(${sqlLiteral(sequence)}::regclass) AS t),
       due AS (
         SELECT o.id FROM ${table} o
          WHERE o.state = 'pending' AND o.available_at <= now()
+           AND o.destination = ANY($4::text[])
            AND (o.lease_until IS NULL OR o.lease_until <= now())
            AND (o.ordering_key IS NULL OR NOT EXISTS (
                  SELECT 1 FROM ${table} p
-                  WHERE p.ordering_key = o.ordering_key AND p.state <> 'published' AND p.seq < o.seq))
+                  WHERE p.ordering_key = o.ordering_key AND p.destination = o.destination
+                    AND p.state <> 'published' AND p.seq < o.seq))
          ORDER BY o.seq
          LIMIT $1
          FOR UPDATE OF o SKIP LOCKED)
@@ -97,10 +103,15 @@ export class RelayStatements {
       RETURNING t.id, t.state`;
   }
 
-  /** Claims up to `limit` due rows for `owner` under a lease of `leaseMs`. */
-  async claim(owner: string, limit: number, leaseMs: number): Promise<ClaimedBatch | undefined> {
+  /** Claims up to `limit` due rows of `destinations` for `owner` under a lease of `leaseMs`. */
+  async claim(
+    owner: string,
+    destinations: readonly string[],
+    limit: number,
+    leaseMs: number,
+  ): Promise<ClaimedBatch | undefined> {
     const result = await this.pool
-      .query<ClaimRow & { seq: string }>(this.claimSql, [limit, owner, leaseMs])
+      .query<ClaimRow & { seq: string }>(this.claimSql, [limit, owner, leaseMs, destinations])
       .catch((cause: unknown) => {
         throw new DatabaseError('outbox claim', cause);
       });

@@ -1,4 +1,4 @@
-import type { Relay } from './relay.js';
+import type { Relay } from './relay-types.js';
 import type { OutboxRecord } from './record.js';
 
 /**

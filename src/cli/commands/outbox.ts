@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../../errors.js';
-import { listParked, outboxStats, requeueParked } from '../../outbox/parked.js';
+import { listParked, requeueParked } from '../../outbox/parked.js';
+import { outboxStats } from '../../outbox/stats.js';
 import { outboxRef } from '../../outbox/table.js';
 import { qualifiedTable, quoteIdentifier } from '../../store/identifiers.js';
 import { flag, parseInteger, stringValue } from '../args.js';
@@ -15,7 +16,7 @@ export const outboxCommand: Command = {
   usage:
     '[--requeue] [--ids <id,...>] [--destination <name>] [--limit <n>] [--outbox-table <name>] [options]',
   description: [
-    "Shows how many outbox rows are pending and parked, the age of the oldest pending one (the relays' lag, on the database's clock), and the parked rows, oldest first, with their last error: rows the relays gave up on after maxAttempts or an error that cannot succeed later. A parked row holds back the later rows of its ordering key.",
+    "Shows how many outbox rows are pending and parked, the age of the oldest pending one (the relays' lag, on the database's clock), the same per destination (a destination no running relay publishes shows there, its rows pending), and the parked rows, oldest first, with their last error: rows the relays gave up on after maxAttempts or an error that cannot succeed later. A parked row holds back the later rows of its ordering key.",
     "--requeue puts the parked rows shown (all of them, --destination's, or --ids) back to pending with their attempts reset, and wakes the relays. Requeue once the cause is fixed.",
   ].join('\n\n'),
   options: {
@@ -25,7 +26,11 @@ export const outboxCommand: Command = {
       value: '<id,...>',
       description: 'Only these rows (comma-separated ids)',
     },
-    destination: { type: 'string', value: '<name>', description: 'Only rows for this destination' },
+    destination: {
+      type: 'string',
+      value: '<name>',
+      description: 'Only rows for this destination (counts, parked rows, requeue)',
+    },
     limit: { type: 'string', value: '<n>', description: 'Most parked rows listed (default 100)' },
     'outbox-table': {
       type: 'string',
@@ -55,7 +60,7 @@ export const outboxCommand: Command = {
     const requeued = flag(ctx.args, 'requeue')
       ? await requeueParked(pool, { ...ref, ids, destination })
       : null;
-    const stats = await outboxStats(pool, ref);
+    const stats = await outboxStats(pool, { ...ref, destination });
     const parked = (await listParked(pool, { ...ref, destination, limit })).filter(
       (row) => ids === undefined || ids.includes(row.id),
     );
@@ -71,6 +76,23 @@ export const outboxCommand: Command = {
         ],
       ]),
     ];
+    if (stats.byDestination.length > 0)
+      lines.push(
+        formatTable(
+          [
+            { header: 'destination' },
+            { header: 'pending', align: 'right' },
+            { header: 'parked', align: 'right' },
+            { header: 'oldest_pending_ms', align: 'right' },
+          ],
+          stats.byDestination.map((d) => [
+            d.destination,
+            formatCount(d.pending),
+            formatCount(d.parked),
+            d.pending === 0 ? '-' : String(Math.round(d.oldestPendingAgeMs)),
+          ]),
+        ),
+      );
     if (parked.length > 0)
       lines.push(
         formatTable(

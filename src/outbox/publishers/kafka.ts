@@ -56,24 +56,34 @@ export function kafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
   };
 
   return {
-    async publish(records) {
+    async publish(records, signal) {
       try {
-        const p = await connected();
-        await p.send({
-          topic: options.topic,
-          acks: -1,
-          messages: records.map((record) => ({
-            key: record.orderingKey,
-            value: record.payload,
-            headers: {
-              ...record.headers,
-              'content-type': record.contentType,
-              [OUTBOX_ID_HEADER]: record.id,
-            },
-          })),
-        });
+        // Nothing is sent once the relay gave up on the call: a send after its timeout
+        // would race the row's retry. kafkajs cannot cancel a request already on the
+        // wire; one that lands late is a duplicate the receiver drops by its outbox id.
+        const p = await untilAborted(connected(), signal);
+        await untilAborted(
+          p.send({
+            topic: options.topic,
+            acks: -1,
+            messages: records.map((record) => ({
+              key: record.orderingKey,
+              value: record.payload,
+              headers: {
+                ...record.headers,
+                'content-type': record.contentType,
+                [OUTBOX_ID_HEADER]: record.id,
+              },
+            })),
+          }),
+          signal,
+        );
       } catch (cause) {
-        throw new PublishError(options.topic, 'Kafka send failed', { cause });
+        throw new PublishError(
+          options.topic,
+          signal.aborted ? 'aborted, not sent' : 'Kafka send failed',
+          { cause: signal.aborted ? signal.reason : cause },
+        );
       }
       return undefined;
     },
@@ -84,4 +94,19 @@ export function kafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
       await p?.disconnect();
     },
   };
+}
+
+/**
+ * `work`, or a rejection as soon as `signal` aborts (at once when it already has). The
+ * work itself goes on: its later failure is swallowed here.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  work.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '../../errors.js';
 import { CONTENT_TYPES } from '../enqueue.js';
@@ -19,13 +20,27 @@ export interface SqsPublisherOptions {
 const MAX_ENTRIES = 10;
 const MAX_BATCH_BYTES = 256 * 1024;
 const MAX_ATTRIBUTES = 10;
+// A FIFO MessageGroupId: 1 to 128 printable ASCII characters (letters, digits, punctuation).
+const GROUP_ID = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * The FIFO `MessageGroupId` of an ordering key: the key itself when SQS takes it, else
+ * `eo-sha256-` and its SHA-256 in hex. One key always maps to one group, so its order
+ * holds; an ordering key may be up to 1000 characters of any text, a group id not.
+ */
+export function messageGroupId(orderingKey: string): string {
+  if (GROUP_ID.test(orderingKey)) return orderingKey;
+  return `eo-sha256-${createHash('sha256').update(orderingKey).digest('hex')}`;
+}
 
 /**
  * Publishes to one SQS queue with SendMessageBatch, ten at a time. Every message
  * carries the outbox id in the String attribute `eo-outbox-id` (the default dedup key
  * of this library's `sqsSource`), plus the row's headers as String attributes (at most
  * nine). On a FIFO queue the outbox id is also the `MessageDeduplicationId` and the
- * ordering key the `MessageGroupId` (a row without one is its own group). Bodies are
+ * ordering key the `MessageGroupId` (a row without one is its own group; a key SQS
+ * refuses as a group id, longer than 128 characters or other than printable ASCII, is
+ * sent as `eo-sha256-<hex of its SHA-256>`, one group per key). Bodies are
  * the payload's text; a bytes payload is sent base64 with attribute
  * `eo-content-transfer-encoding: base64`.
  *
@@ -114,7 +129,11 @@ function toEntry(
     MessageBody: body,
     MessageAttributes: attributes,
     ...(fifo
-      ? { MessageDeduplicationId: record.id, MessageGroupId: record.orderingKey ?? record.id }
+      ? {
+          MessageDeduplicationId: record.id,
+          MessageGroupId:
+            record.orderingKey === null ? record.id : messageGroupId(record.orderingKey),
+        }
       : {}),
   };
   let bytes = Buffer.byteLength(body);

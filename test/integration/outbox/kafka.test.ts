@@ -1,13 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Kafka } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import {
   createRelay,
   kafkaPublisher,
   migrateOutbox,
   type OutboxMessage,
+  type OutboxRecord,
 } from 'effectively-once/outbox';
 import type { TestDatabase } from '../../helpers/db.js';
-import { waitFor } from '../../helpers/wait-for.js';
+import { kafkaBrokers } from '../../helpers/env.js';
+import { FaultProxy } from '../../helpers/fault-proxy.js';
+import { sleep, waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,
   createTopics,
@@ -87,6 +90,92 @@ describe('outbox → Kafka → kafkaSource', () => {
     for (const k of KEYS) {
       const order = applied.filter((e) => keyOf.get(e.key) === k).map((e) => e.seq);
       expect(order).toEqual([...Array(PER_KEY).keys()]);
+    }
+  });
+});
+
+describe('kafkaPublisher honours its abort signal', () => {
+  const record = (id: string): OutboxRecord => ({
+    id,
+    destination: 'events',
+    orderingKey: 'k',
+    payload: Buffer.from('{}'),
+    contentType: 'application/json',
+    headers: {},
+    attempts: 1,
+    createdAt: new Date(),
+  });
+  const onTopic = async (topic: string): Promise<number> => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      return offsets.reduce((sum, p) => sum + Number(p.high), 0);
+    } finally {
+      await admin.disconnect();
+    }
+  };
+
+  it('sends nothing when the signal is already aborted', async () => {
+    const topic = unique('outbox-aborted');
+    await createTopics(kafka, [{ topic, partitions: 1 }]);
+    const publisher = kafkaPublisher({ kafka, topic });
+    try {
+      const controller = new AbortController();
+      controller.abort(new Error('the relay gave up'));
+      await expect(
+        publisher.publish([record('0190b6b2-6c3e-7a41-9d2e-4f1c2b3a4d5e')], controller.signal),
+      ).rejects.toMatchObject({ code: 'EO_OUTBOX_PUBLISH' });
+      expect(await onTopic(topic)).toBe(0);
+    } finally {
+      await publisher.close();
+    }
+  });
+
+  it('sends nothing after the relay timed the publish out while the producer was connecting', async () => {
+    const topic = unique('outbox-late');
+    await createTopics(kafka, [{ topic, partitions: 1 }]);
+    await migrateOutbox(db.pool, { schema: db.schema });
+    await db.pool.query(`TRUNCATE ${db.table('eo_outbox')}`);
+    // The publisher's bootstrap broker is a proxy that is down until the relay gave up.
+    const [host, port] = kafkaBrokers()[0]!.split(':');
+    const proxy = await FaultProxy.create({ target: { host: host!, port: Number(port) } });
+    const slowKafka = new Kafka({
+      clientId: 'eo-outbox-late',
+      brokers: [`127.0.0.1:${proxy.port}`],
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 500,
+      retry: { initialRetryTime: 100, maxRetryTime: 300, retries: 50 },
+    });
+    const publisher = kafkaPublisher({ kafka: slowKafka, topic });
+    const relay = createRelay({
+      pool: db.pool,
+      schema: db.schema,
+      publishers: { events: publisher },
+      leaseMs: 1000,
+      publishTimeoutMs: 300,
+      backoff: { initialMs: 60_000 },
+    });
+    const failed: unknown[] = [];
+    relay.on('failed', (e) => failed.push(e.error));
+    try {
+      await enqueueCommitted(
+        db.pool,
+        [{ destination: 'events', orderingKey: 'k', payload: { n: 0 } }],
+        db.schema,
+      );
+      await relay.start();
+      await waitFor(() => failed.length === 1, { what: 'the publish timed out' });
+      expect(String(failed[0])).toContain('no answer within 300 ms');
+      await proxy.up();
+      await waitFor(() => proxy.exchanges.length > 0, { what: 'the producer connecting' });
+      // Its connect now completes; a send would reach the topic within this time.
+      await sleep(2000);
+      expect(await onTopic(topic)).toBe(0);
+    } finally {
+      await relay.stop();
+      await publisher.close();
+      await proxy.down();
     }
   });
 });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { createRelay, migrateOutbox, sqsPublisher, type Relay } from 'effectively-once/outbox';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  createRelay,
+  listParked,
+  migrateOutbox,
+  sqsPublisher,
+  type Relay,
+} from 'effectively-once/outbox';
 import { waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, recordEffect, sqsIntegration } from '../sqs/harness.js';
 import { enqueueCommitted } from './support.js';
@@ -82,4 +89,69 @@ describe('outbox → SQS → sqsSource', () => {
     },
     TIMEOUT,
   );
+});
+
+describe('SQS FIFO MessageGroupId from the ordering key', () => {
+  it('maps a key SQS cannot take (over 128 characters, or not printable ASCII) to a group of its own, deterministically, in order', async () => {
+    const { db, queues } = it_;
+    const { url } = await queues.create('outbox-groups', { fifo: true, visibilityTimeout: 10 });
+    await migrateOutbox(db.pool, { schema: db.schema });
+    await db.pool.query(`TRUNCATE ${db.table('eo_outbox')}`);
+    const keys = ['k'.repeat(300), 'acct 1 ü', 'plain-key_1'];
+    const messages = [];
+    for (let n = 0; n < 3; n++)
+      for (const [i, k] of keys.entries())
+        messages.push({ destination: 'orders', orderingKey: k, payload: { key: i, n } });
+    const ids = await enqueueCommitted(db.pool, messages, db.schema);
+    const relay = createRelay({
+      pool: db.pool,
+      schema: db.schema,
+      publishers: { orders: sqsPublisher({ client: queues.client, queueUrl: url }) },
+      maxAttempts: 1,
+    });
+    await relay.start();
+    try {
+      // Settled: all published, or something parked (which holds its key back).
+      await waitFor(
+        async () => {
+          const stats = await relay.stats();
+          return stats.pending === 0 || stats.parked > 0;
+        },
+        { what: 'every row settled' },
+      );
+    } finally {
+      await relay.stop();
+    }
+    const parked = await listParked(db.pool, { schema: db.schema });
+    expect(parked.map((p) => p.lastError)).toEqual([]);
+    expect(relay.metrics().published).toBe(ids.length);
+    const received: { group: string; key: number; n: number }[] = [];
+    while (received.length < ids.length) {
+      const out = await queues.client.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageSystemAttributeNames: ['MessageGroupId'],
+        }),
+      );
+      for (const m of out.Messages ?? []) {
+        const body = JSON.parse(m.Body!) as { key: number; n: number };
+        received.push({ group: m.Attributes!.MessageGroupId!, ...body });
+        await queues.client.send(
+          new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }),
+        );
+      }
+    }
+    const groups = keys.map((_, i) => [
+      ...new Set(received.filter((r) => r.key === i).map((r) => r.group)),
+    ]);
+    // One group per key; a key SQS takes as it is keeps it.
+    expect(groups.map((g) => g.length)).toEqual([1, 1, 1]);
+    expect(groups[2]).toEqual(['plain-key_1']);
+    for (const [group] of groups) expect(group).toMatch(/^[\x21-\x7e]{1,128}$/);
+    expect(new Set(groups.flat()).size).toBe(3);
+    for (const i of keys.keys())
+      expect(received.filter((r) => r.key === i).map((r) => r.n)).toEqual([0, 1, 2]);
+  });
 });

@@ -1,7 +1,18 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type pg from 'pg';
-import { enqueue, type OutboxMessage } from 'effectively-once/outbox';
+import { afterAll, afterEach, beforeAll, beforeEach } from '@jest/globals';
+import {
+  createRelay,
+  enqueue,
+  httpPublisher,
+  migrateOutbox,
+  type OutboxMessage,
+  type Relay,
+  type RelayOptions,
+} from 'effectively-once/outbox';
+import { runCli } from '../../../src/cli/run.js';
+import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 
 /** One request the receiver answered. */
 export interface Received {
@@ -86,4 +97,72 @@ export async function enqueueCommitted(
     }
   }
   return ids;
+}
+
+/** Runs the command line against the tests' database; its exit code and output. */
+export async function cli(argv: string[]): Promise<{ code: number; stdout: string }> {
+  const out: string[] = [];
+  const code = await runCli(argv, {
+    stdout: (t) => out.push(t),
+    stderr: (t) => out.push(t),
+    env: { DATABASE_URL: databaseUrl() },
+    signal: new AbortController().signal,
+  });
+  return { code, stdout: out.join('\n') };
+}
+
+/** What {@link outboxTestBed} gives a test file. */
+export interface OutboxTestBed {
+  /** A schema of the file's own, with the outbox table (emptied before each test). */
+  readonly db: TestDatabase;
+  /** This test's receiver (a new one per test). */
+  readonly receiver: Receiver;
+  /**
+   * A relay on the file's outbox table, publishing destination `effects` to the
+   * receiver (one attempt per publish, ms backoff) unless `options` say otherwise;
+   * stopped after the test.
+   */
+  relay(options?: Partial<RelayOptions>): Relay;
+}
+
+/** Registers a test file's set-up: a database schema with the outbox, a receiver per test. */
+export function outboxTestBed(prefix: string): OutboxTestBed {
+  let db: TestDatabase | undefined;
+  let receiver: Receiver | undefined;
+  const relays: Relay[] = [];
+  beforeAll(async () => {
+    db = await createTestDatabase(prefix);
+    await migrateOutbox(db.pool, { schema: db.schema });
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+  beforeEach(async () => {
+    receiver = new Receiver();
+    await receiver.start();
+    await db!.pool.query(`TRUNCATE ${db!.table('eo_outbox')}`);
+  });
+  afterEach(async () => {
+    await Promise.all(relays.splice(0).map((r) => r.stop()));
+    await receiver?.close();
+  });
+  return {
+    get db() {
+      return db!;
+    },
+    get receiver() {
+      return receiver!;
+    },
+    relay(options = {}) {
+      const r = createRelay({
+        pool: db!.pool,
+        schema: db!.schema,
+        publishers: { effects: httpPublisher({ url: receiver!.url, fetch: { attempts: 1 } }) },
+        backoff: { initialMs: 5, maxMs: 20 },
+        ...options,
+      });
+      relays.push(r);
+      return r;
+    },
+  };
 }

@@ -83,5 +83,13 @@ describe('encodeMessage', () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]).toContain('pg_notify');
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await expect(
+      enqueue(
+        tx,
+        { destination: 'd', payload: 1, orderingKey: 'k' },
+        { order: 'arrival' as never },
+      ),
+    ).rejects.toMatchObject({ code: 'EO_OUTBOX_MESSAGE', details: { field: 'order' } });
+    expect(seen).toHaveLength(1);
   });
 });

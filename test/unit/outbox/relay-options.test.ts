@@ -17,6 +17,7 @@ describe('createRelay options', () => {
     [{ maxAttempts: 0 }, 'maxAttempts'],
     [{ backoff: { initialMs: 100, maxMs: 10 } }, 'backoff.maxMs'],
     [{ retention: { publishedMs: -1 } }, 'retention.publishedMs'],
+    [{ retention: { publishedMs: 1, intervalMs: 5 } }, 'retention.intervalMs'],
     [{ telemetry: { attach: () => undefined } }, 'telemetry'],
   ])('%j is refused, naming the option', (bad, option) => {
     let thrown: unknown;

@@ -1,0 +1,135 @@
+import type { Pool, ClientConfig } from 'pg';
+import { ConfigurationError } from '../errors.js';
+import { intOption } from '../option-checks.js';
+import type { Logger } from '../types.js';
+import type { Publisher } from './record.js';
+import type { OutboxTableOptions } from './table.js';
+import type { RelayTelemetry } from './telemetry.js';
+
+/** Options of {@link createRelay}. */
+export interface RelayOptions extends OutboxTableOptions {
+  /** The pool the outbox table is in; the relay's claims and marks use it. */
+  pool: Pool;
+  /** The publisher of each destination (the `destination` given to `enqueue`). */
+  publishers: Readonly<Record<string, Publisher>>;
+  /** Rows claimed at once, 1 to 1000. Default 20. */
+  batchSize?: number;
+  /**
+   * How long a claim keeps other relays off its rows, in ms (1 000 to 3 600 000). A
+   * relay that dies holding rows delays them this long; one that is merely slow past
+   * it loses them to another relay (and its marks are refused). Default 30 000.
+   */
+  leaseMs?: number;
+  /**
+   * Longest wait for one publisher call, in ms; then its rows count as failed and the
+   * publisher's signal aborts. At most half of `leaseMs` (the default; more is refused
+   * with a `ConfigurationError`), so a batch is settled before its lease runs out.
+   */
+  publishTimeoutMs?: number;
+  /**
+   * How often the relay looks for due rows without a notification, in ms (10 to
+   * 86 400 000): catches rows whose backoff ended and rows committed while the LISTEN
+   * connection was down. Default 1 000.
+   */
+  pollIntervalMs?: number;
+  /** Attempts before a row is parked, 1 to 1000. Default 10. */
+  maxAttempts?: number;
+  /** Retry backoff per row (equal jitter, doubling). Default `{ initialMs: 1000, maxMs: 300_000 }`. */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * LISTEN for `enqueue`'s notifications on a dedicated connection: `true` (default)
+   * connects with the pool's settings, a `ClientConfig` with those, `false` polls only.
+   */
+  listen?: boolean | ClientConfig;
+  /** Delete published rows older than `publishedMs`, every `intervalMs` (1 000 to 86 400 000, default 60 000). */
+  retention?: { publishedMs: number; intervalMs?: number };
+  /** How often the `lag` event fires while it has a listener, in ms. Default 10 000. */
+  lagIntervalMs?: number;
+  /** Names this relay in `lease_owner`. Default `host:pid:random`. */
+  owner?: string;
+  /** Where `error` events nobody listens for go (and the start line). Default: nowhere. */
+  logger?: Logger;
+  /**
+   * Tracing and metrics hooks: `otelRelayTelemetry()` from `effectively-once/otel`
+   * gives each published row a producer span and counts the relay's outcomes.
+   */
+  telemetry?: RelayTelemetry;
+}
+
+/** The relay's settings, validated, defaults filled in. */
+export interface ResolvedRelayOptions {
+  batchSize: number;
+  leaseMs: number;
+  publishTimeoutMs: number;
+  pollIntervalMs: number;
+  maxAttempts: number;
+  backoff: { initialMs: number; maxMs: number };
+  lagIntervalMs: number;
+  retention: { publishedMs: number; intervalMs: number } | undefined;
+}
+
+/** Validates `options`; throws a `ConfigurationError` naming the first bad one. */
+export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
+  if (options.pool === undefined || options.pool === null)
+    throw new ConfigurationError('pool', 'is required');
+  if (options.publishers === null || typeof options.publishers !== 'object')
+    throw new ConfigurationError('publishers', 'must map each destination to a publisher');
+  if (
+    options.telemetry !== undefined &&
+    typeof (options.telemetry as Partial<RelayTelemetry> | null)?.startPublish !== 'function'
+  )
+    throw new ConfigurationError('telemetry', 'must have a startPublish function');
+  for (const [destination, publisher] of Object.entries(options.publishers)) {
+    if (typeof (publisher as Partial<Publisher> | undefined)?.publish !== 'function')
+      throw new ConfigurationError('publishers', `"${destination}" has no publish function`);
+  }
+  const retention = options.retention;
+  if (
+    retention !== undefined &&
+    !(
+      typeof retention?.publishedMs === 'number' &&
+      Number.isFinite(retention.publishedMs) &&
+      retention.publishedMs >= 0
+    )
+  )
+    throw new ConfigurationError('retention.publishedMs', 'must be a number of ms >= 0');
+  const leaseMs = intOption('leaseMs', options.leaseMs, 30_000, 1000, 3_600_000);
+  const initialMs = intOption('backoff.initialMs', options.backoff?.initialMs, 1000, 0, 86_400_000);
+  return {
+    batchSize: intOption('batchSize', options.batchSize, 20, 1, 1000),
+    leaseMs,
+    publishTimeoutMs: intOption(
+      'publishTimeoutMs',
+      options.publishTimeoutMs,
+      Math.floor(leaseMs / 2),
+      1,
+      Math.floor(leaseMs / 2),
+    ),
+    pollIntervalMs: intOption('pollIntervalMs', options.pollIntervalMs, 1000, 10, 86_400_000),
+    maxAttempts: intOption('maxAttempts', options.maxAttempts, 10, 1, 1000),
+    backoff: {
+      initialMs,
+      maxMs: intOption(
+        'backoff.maxMs',
+        options.backoff?.maxMs,
+        Math.max(300_000, initialMs),
+        initialMs,
+        86_400_000,
+      ),
+    },
+    lagIntervalMs: intOption('lagIntervalMs', options.lagIntervalMs, 10_000, 100, 86_400_000),
+    retention:
+      retention === undefined
+        ? undefined
+        : {
+            publishedMs: retention.publishedMs,
+            intervalMs: intOption(
+              'retention.intervalMs',
+              retention.intervalMs,
+              60_000,
+              1000,
+              86_400_000,
+            ),
+          },
+  };
+}
