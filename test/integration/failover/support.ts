@@ -1,0 +1,77 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { FailoverCluster } from '../../../chaos/failover/cluster.js';
+import type { Replication } from '../../../chaos/failover/node.js';
+import { quoteIdentifier } from '../../../src/store/identifiers.js';
+import type { Logger } from '../../../src/types.js';
+import type { TestDatabase } from '../../helpers/db.js';
+import { RUNS_DIR } from '../../helpers/services/state.js';
+
+/**
+ * A private primary + standby (chaos/failover/cluster.ts) for one test file, under the
+ * services' runs directory (so CI's leak check sees its processes), on the machine's
+ * Postgres binaries: killing and promoting it disturbs no other test file.
+ */
+export async function startCluster(replication: Replication = 'sync'): Promise<FailoverCluster> {
+  fs.mkdirSync(RUNS_DIR, { recursive: true });
+  const root = fs.mkdtempSync(path.join(RUNS_DIR, 'failover-'));
+  fs.chmodSync(root, 0o755); // the postgres user must reach the data dirs inside
+  const cluster = await FailoverCluster.start(root, replication, () => undefined);
+  const stop = cluster.stop.bind(cluster);
+  cluster.stop = async () => {
+    await stop();
+    fs.rmSync(root, { recursive: true, force: true });
+  };
+  return cluster;
+}
+
+/** A schema on `url` and a pool bound to it, like `createTestDatabase` (the admin pool drops it). */
+export async function schemaOn(
+  url: string,
+  prefix: string,
+  poolOptions: pg.PoolConfig = {},
+): Promise<TestDatabase> {
+  const schema = `t_${prefix}_${Math.random().toString(16).slice(2, 10)}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
+  await admin.end();
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    options: `-c search_path=${schema}`,
+    ...poolOptions,
+  });
+  // Nodes die and connections are cut on purpose: idle clients report it here.
+  pool.on('error', () => undefined);
+  return {
+    pool,
+    schema,
+    table: (name) => `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`,
+    close: () => pool.end(),
+  };
+}
+
+/** A logger that keeps what the consumer said (message, and the error's SQLSTATE or message). */
+export function recordingLogger(): Logger & {
+  lines: Array<{ level: string; msg: string; code: string | undefined }>;
+  said(msg: string): boolean;
+} {
+  const lines: Array<{ level: string; msg: string; code: string | undefined }> = [];
+  const record =
+    (level: string) =>
+    (obj: object, msg?: string): void => {
+      const err = (obj as { err?: { code?: unknown; message?: unknown } }).err;
+      const code = typeof err?.code === 'string' ? err.code : undefined;
+      lines.push({ level, msg: msg ?? '', code: code ?? (err ? String(err.message) : undefined) });
+    };
+  return {
+    lines,
+    said: (msg) => lines.some((l) => l.msg.includes(msg)),
+    debug: record('debug'),
+    info: record('info'),
+    warn: record('warn'),
+    error: record('error'),
+  };
+}
