@@ -40,8 +40,11 @@ log_connections = off
  * `18`) the first of those whose `postgres --version` is that major; CI runs the core,
  * HTTP and outbox suites once more with EO_PG_VERSION=18 (docs/compatibility.md).
  */
-export async function findBindir(): Promise<string> {
-  const wanted = process.env['EO_PG_VERSION'] || undefined;
+export async function findBindir(
+  /** A major version to insist on; default EO_PG_VERSION, or any. */
+  version: string | undefined = process.env['EO_PG_VERSION'],
+): Promise<string> {
+  const wanted = version || undefined;
   if (wanted !== undefined && !/^\d+$/.test(wanted))
     throw new Error(`EO_PG_VERSION=${wanted}: expected a major version such as 15 or 18`);
   const seen = new Map<string, string>();
@@ -118,7 +121,9 @@ async function embeddedBindir(): Promise<string | undefined> {
   }
   if (!hasServerBinaries(bindir)) return undefined;
   if (process.getuid?.() !== 0 || reachableByOthers(bindir)) return bindir;
-  const version = (await postgresMajor(bindir)) ?? 'unknown';
+  // Named after the package's version, so an upgrade never runs the old copy.
+  const pkg = path.join(bindir, '..', '..', 'package.json');
+  const { version } = JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string };
   const copy = path.join(os.tmpdir(), `effectively-once-postgres-${version}`);
   if (!hasServerBinaries(path.join(copy, 'bin'))) {
     const tmp = `${copy}.${process.pid}.tmp`;
