@@ -1,11 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import { FailoverCluster } from '../../../chaos/failover/cluster.js';
 import type { Replication } from '../../../chaos/failover/node.js';
-import { quoteIdentifier } from '../../../src/store/identifiers.js';
 import type { Logger } from '../../../src/types.js';
-import type { TestDatabase } from '../../helpers/db.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { RUNS_DIR } from '../../helpers/services/state.js';
 
 /**
@@ -31,31 +29,9 @@ export async function startCluster(replication: Replication = 'sync'): Promise<F
   return cluster;
 }
 
-/** A schema on `url` and a pool bound to it, like `createTestDatabase` (the admin pool drops it). */
-export async function schemaOn(
-  url: string,
-  prefix: string,
-  poolOptions: pg.PoolConfig = {},
-): Promise<TestDatabase> {
-  const schema = `t_${prefix}_${Math.random().toString(16).slice(2, 10)}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
-  await admin.end();
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 10,
-    options: `-c search_path=${schema}`,
-    ...poolOptions,
-  });
-  // Nodes die and connections are cut on purpose: idle clients report it here.
-  pool.on('error', () => undefined);
-  return {
-    pool,
-    schema,
-    table: (name) => `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`,
-    close: () => pool.end(),
-  };
+/** A schema on `url` (a cluster's proxy) and a pool bound to it. */
+export function schemaOn(url: string, prefix: string): Promise<TestDatabase> {
+  return createTestDatabase(prefix, { connectionString: url, max: 10 });
 }
 
 /** A logger that keeps what the consumer said (message, and the error's SQLSTATE or message). */
