@@ -173,6 +173,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     throw new UsageError('--replication must be sync or async');
   if (values.replication !== undefined && failovers === 0)
     throw new UsageError('--replication is for runs with --failovers');
+  if (failovers > 0 && process.env['DATABASE_URL'])
+    throw new UsageError('--failovers starts a Postgres cluster of its own: unset DATABASE_URL');
   return {
     failovers,
     replication,

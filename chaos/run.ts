@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { ChaosArgs } from './args.js';
 import { sleep } from '../src/sleep.js';
 import { createBroker, type ChaosBroker } from './broker.js';
-import { check, type Verdict } from './checker.js';
+import type { Verdict } from './checker.js';
 import {
   adminPool,
   appliedCount,
@@ -16,7 +16,12 @@ import {
   readFaultLog,
   type FaultLogRow,
 } from './db.js';
-import { accountFailovers, windowLosses, type FailoverAccount } from './failover/accounting.js';
+import {
+  accountFailovers,
+  checkExcusing,
+  failoverFindings,
+  windowLosses,
+} from './failover/accounting.js';
 import { Fleet } from './fleet.js';
 import { HOT_PAIR_ALONE } from './fault-effects.js';
 import { faultLabel } from './handler-faults.js';
@@ -164,7 +169,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       (await accountFailovers(services.cluster, pool, schema, nemesis.report.failovers));
     const excuse = account && ((lost: string[]) => windowLosses(account, lost));
     const { verdict, excused } = await finalCheck(pool, schema, plan, broker, quiescent, excuse);
-    if (account) failoverFindings(account, args.failovers, verdict, shortfalls);
+    if (account) failoverFindings(account, args.failovers, verdict, shortfalls, say);
     const faultReport = await handlerFaultReport(pool, schema, plan, fleet, shortfalls);
     const report = nemesis.report;
     if (report.kills < args.kills)
@@ -208,25 +213,6 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   } finally {
     await scope.close();
   }
-}
-
-/** Failover violations become problems (exit 1); failovers that did not happen or catch a COMMIT, shortfalls. */
-function failoverFindings(
-  account: FailoverAccount,
-  planned: number,
-  verdict: Verdict,
-  shortfalls: string[],
-): void {
-  verdict.problems.push(...account.problems);
-  for (const note of account.notes) say(`note: ${note}`);
-  if (account.failovers < planned)
-    shortfalls.push(`failovers: ${account.failovers} of ${planned} happened`);
-  if (account.failovers > 0 && account.armed === 0)
-    shortfalls.push('no failover caught a COMMIT in flight (every arm timed out)');
-  say(
-    `failovers: ${account.failovers} (${account.armed} at an armed COMMIT); COMMITs cut in flight: ${JSON.stringify(account.unknown)}; ` +
-      `rows that vanished with a dead primary: ${account.vanishedRows} (${account.vanishedKeys.size} keys)`,
-  );
 }
 
 /** Worker exits that were not SIGKILLs (e.g. a start that failed while Postgres was down). */
@@ -321,22 +307,9 @@ async function finalCheck(
     try {
       const { counters, ledger, ledgerRows } = await readCounters(pool, schema);
       const deadLetters = await broker.deadLetters();
-      const state = {
-        counters,
-        ledger,
-        ledgerRows,
-        deadLetters,
-        hotTotal: await hotTotal(pool, schema),
-        quiescent,
-      };
-      const verdict = check(plan, state);
-      const excused = excuse?.(verdict.lostKeys) ?? new Set<string>();
-      if (excused.size === 0) return { verdict, excused: 0 };
-      const rest = check({ ...plan, keys: plan.keys.filter((k) => !excused.has(k)) }, state);
-      return {
-        verdict: { ...rest, lost: verdict.lost, lostKeys: verdict.lostKeys },
-        excused: excused.size,
-      };
+      const hot = await hotTotal(pool, schema);
+      const state = { counters, ledger, ledgerRows, deadLetters, hotTotal: hot, quiescent };
+      return checkExcusing(plan, state, excuse);
     } catch (error) {
       if (attempt >= 5) throw error;
       say(`final check failed (${String(error)}), retrying`);

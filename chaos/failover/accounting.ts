@@ -1,5 +1,7 @@
 import type pg from 'pg';
+import { check, type FinalState, type Verdict } from '../checker.js';
 import { tables } from '../db.js';
+import type { Plan } from '../plan.js';
 import type { FailoverCluster, FailoverReport, XactStatus } from './cluster.js';
 import type { Replication } from './node.js';
 
@@ -111,4 +113,48 @@ export async function accountFailovers(
 export function windowLosses(account: FailoverAccount, lostKeys: readonly string[]): Set<string> {
   if (account.replication !== 'async') return new Set();
   return new Set(lostKeys.filter((k) => account.vanishedKeys.has(k)));
+}
+
+/**
+ * The checker's verdict, with the lost keys `excuse` accepts (an async failover's
+ * window, see {@link windowLosses}) counted in `lost` but raising no problem;
+ * `excused` says how many.
+ */
+export function checkExcusing(
+  plan: Plan,
+  state: FinalState,
+  excuse: ((lostKeys: string[]) => Set<string>) | undefined,
+): { verdict: Verdict; excused: number } {
+  const verdict = check(plan, state);
+  const excused = excuse?.(verdict.lostKeys) ?? new Set<string>();
+  if (excused.size === 0) return { verdict, excused: 0 };
+  const rest = check({ ...plan, keys: plan.keys.filter((k) => !excused.has(k)) }, state);
+  return {
+    verdict: { ...rest, lost: verdict.lost, lostKeys: verdict.lostKeys },
+    excused: excused.size,
+  };
+}
+
+/**
+ * Into the run's verdict and shortfalls: the account's violations become problems
+ * (exit 1); failovers that did not happen, or none that caught a COMMIT, shortfalls
+ * (exit 3).
+ */
+export function failoverFindings(
+  account: FailoverAccount,
+  planned: number,
+  verdict: Verdict,
+  shortfalls: string[],
+  say: (line: string) => void,
+): void {
+  verdict.problems.push(...account.problems);
+  for (const note of account.notes) say(`note: ${note}`);
+  if (account.failovers < planned)
+    shortfalls.push(`failovers: ${account.failovers} of ${planned} happened`);
+  if (account.failovers > 0 && account.armed === 0)
+    shortfalls.push('no failover caught a COMMIT in flight (every arm timed out)');
+  say(
+    `failovers: ${account.failovers} (${account.armed} at an armed COMMIT); COMMITs cut in flight: ${JSON.stringify(account.unknown)}; ` +
+      `rows that vanished with a dead primary: ${account.vanishedRows} (${account.vanishedKeys.size} keys)`,
+  );
 }
