@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { HANDLER_FAULT_KINDS, type HandlerFaultKind } from './handler-faults.js';
+import type { Replication } from './failover/node.js';
 import type { Control, IsolationLevel } from './protocol.js';
 
 export type BrokerName = 'sqs' | 'kafka';
@@ -49,6 +50,10 @@ export interface ChaosArgs {
   keyConcurrency: number;
   /** Kafka offsets: committed to Kafka, or stored in Postgres with each effect. */
   offsets: 'kafka' | 'postgres';
+  /** Postgres failovers mid-run (chaos/failover/): a primary with a standby behind a proxy. */
+  failovers: number;
+  /** The failover cluster's replication (`sync` unless `--replication async`). */
+  replication: Replication;
 }
 
 export function usage(): string {
@@ -87,6 +92,13 @@ export function usage(): string {
                       closed loopback port), backend-killed (pg_terminate_backend mid-
                       handler), serialization (hot pairs: 40001 / 40P01), floating (a
                       query chain through ctx.tx not awaited) (default: all)
+  --failovers N       Postgres failovers mid-run: the primary (with a streaming standby,
+                      workers behind a proxy) is SIGKILLed, the standby promoted, the proxy
+                      pointed at it, a new standby seeded; the first is fired right after
+                      a COMMIT is answered (default 0)
+  --replication MODE  sync (default) or async: with async, acked COMMITs the standby had
+                      not received vanish; lost keys among them are reported as
+                      window_lost= and do not fail the run (chaos/README.md)
   --isolation LEVEL   workers' default_transaction_isolation: default, read-committed,
                       repeatable-read, serializable, or mixed (even workers serializable,
                       odd repeatable read) (default: mixed with serialization faults,
@@ -122,6 +134,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       isolation: { type: 'string' },
       'key-concurrency': { type: 'string' },
       offsets: { type: 'string' },
+      failovers: { type: 'string' },
+      replication: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -169,7 +183,17 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     values.isolation,
     handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
   );
+  const failovers = intOption('failovers', values.failovers, 0, 0, 100);
+  const replication = values.replication ?? 'sync';
+  if (replication !== 'sync' && replication !== 'async')
+    throw new UsageError('--replication must be sync or async');
+  if (values.replication !== undefined && failovers === 0)
+    throw new UsageError('--replication is for runs with --failovers');
+  if (failovers > 0 && process.env['DATABASE_URL'])
+    throw new UsageError('--failovers starts a Postgres cluster of its own: unset DATABASE_URL');
   return {
+    failovers,
+    replication,
     control,
     handlerFaults,
     faultKinds,

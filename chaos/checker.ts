@@ -12,6 +12,8 @@ export interface Verdict {
    * their effect. Logical keys never applied count here even when dead-lettered.
    */
   lost: number;
+  /** The keys `lost` counts. */
+  lostKeys: string[];
   /** The same, in a run that timed out: maybe still being retried, maybe lost. */
   unsettled: number;
   /** Distinct keys that must be dead-lettered (poison, permanent faults) found in the dead-letter target. */
@@ -133,6 +135,7 @@ export function check(plan: Plan, state: FinalState): Verdict {
     doubles: doubled.length,
     // A logical key dead-lettered instead of applied is lost (and misrouted) either way.
     lost: quiescent ? never.length + deadMissing.length : never.length - neverDead.length,
+    lostKeys: quiescent ? [...never, ...deadMissing] : never.filter((k) => codes.has(k)),
     unsettled: quiescent ? 0 : neverDead.length + deadMissing.length,
     deadLettered: deadFound.length,
     poisonApplied: deadApplied.length,

@@ -1,3 +1,10 @@
+import type { FailoverReport } from './failover/cluster.js';
+import {
+  FAILOVER_ARMS,
+  describeFailover,
+  failoverOptions,
+  type FailoverArm,
+} from './failover/plan.js';
 import type { Fleet } from './fleet.js';
 import { FAULT_POINTS, type FaultPoint } from './protocol.js';
 import type { Rng } from './rng.js';
@@ -8,7 +15,10 @@ export type KillMode = 'random' | FaultPoint;
 
 /** One planned fault, fired once the run's progress (applied keys / N) reaches `at`. */
 export type ChaosEvent = { at: number } & (
-  { kind: 'kill'; mode: KillMode } | { kind: 'pg-restart' } | { kind: 'broker-restart' }
+  | { kind: 'kill'; mode: KillMode }
+  | { kind: 'pg-restart' }
+  | { kind: 'broker-restart' }
+  | { kind: 'failover'; arm: FailoverArm }
 );
 
 /** What actually happened. */
@@ -19,6 +29,8 @@ export interface NemesisReport {
   fallbacks: number;
   pgRestarts: number;
   brokerRestarts: number;
+  /** Postgres failovers (chaos/failover/), in order. */
+  failovers: FailoverReport[];
   log: string[];
 }
 
@@ -36,6 +48,7 @@ export function planEvents(
   kills: number,
   pgRestarts: number,
   brokerRestarts: number,
+  failovers = 0,
 ): ChaosEvent[] {
   const modes: KillMode[] = ['random', ...FAULT_POINTS];
   const killModes = rng.shuffle(
@@ -53,6 +66,14 @@ export function planEvents(
     events.push({ at: rng.between(0.25, 0.55), kind: 'pg-restart' });
   for (let i = 0; i < brokerRestarts; i++)
     events.push({ at: rng.between(0.5, 0.8), kind: 'broker-restart' });
+  // Stratified over 10..80 %; the first is armed at an answered COMMIT, then each arm in turn.
+  const failoverSlice = 0.7 / Math.max(1, failovers);
+  for (let i = 0; i < failovers; i++)
+    events.push({
+      at: 0.1 + failoverSlice * (i + rng.next()),
+      kind: 'failover',
+      arm: FAILOVER_ARMS[i % FAILOVER_ARMS.length] as FailoverArm,
+    });
   return events.sort((a, b) => a.at - b.at);
 }
 
@@ -63,6 +84,7 @@ export class Nemesis {
     fallbacks: 0,
     pgRestarts: 0,
     brokerRestarts: 0,
+    failovers: [],
     log: [],
   };
 
@@ -103,6 +125,11 @@ export class Nemesis {
       }
       case 'kill':
         return this.kill(event.mode, signal);
+      case 'failover': {
+        const report = await this.services.failover(failoverOptions(event.arm, this.rng));
+        this.report.failovers.push(report);
+        return describeFailover(report);
+      }
     }
   }
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { ChaosArgs } from './args.js';
 import { sleep } from '../src/sleep.js';
 import { createBroker, type ChaosBroker } from './broker.js';
-import { check, type Verdict } from './checker.js';
+import type { Verdict } from './checker.js';
 import {
   adminPool,
   appliedCount,
@@ -18,6 +18,12 @@ import {
   readFaultLog,
   type FaultLogRow,
 } from './db.js';
+import {
+  accountFailovers,
+  checkExcusing,
+  failoverFindings,
+  windowLosses,
+} from './failover/accounting.js';
 import { Fleet } from './fleet.js';
 import { HOT_PAIR_ALONE } from './fault-effects.js';
 import { faultLabel } from './handler-faults.js';
@@ -69,7 +75,11 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
 
   let success = false;
   try {
-    const services = await ensureServices(args.broker, say);
+    const services = await ensureServices(
+      args.broker,
+      say,
+      args.failovers > 0 ? { replication: args.replication } : undefined,
+    );
     scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const shortfalls = impossibleFaults(args, services);
@@ -115,6 +125,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       args.kills,
       services.canRestartPostgres ? args.pgRestarts : 0,
       services.canRestartBroker ? args.brokerRestarts : 0,
+      args.failovers,
     );
     const nemesis = new Nemesis(events, fleet, services, rng, (line) => say(`nemesis: ${line}`));
 
@@ -161,7 +172,12 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     await fleet.stop();
     await poller;
 
-    const verdict = await finalCheck(pool, schema, plan, broker, quiescent, checksOrder(args));
+    const account =
+      services.cluster &&
+      (await accountFailovers(services.cluster, pool, schema, nemesis.report.failovers));
+    const excuse = account && ((lost: string[]) => windowLosses(account, lost));
+    const { verdict, excused } = await finalCheck(pool, schema, plan, broker, quiescent, checksOrder(args), excuse);
+    if (account) failoverFindings(account, args.failovers, verdict, shortfalls, say);
     const faultReport = await handlerFaultReport(pool, schema, plan, fleet, shortfalls);
     const report = nemesis.report;
     if (report.kills < args.kills)
@@ -181,12 +197,22 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       nemesis: report,
       verdict,
       handlerFaults: faultReport,
+      ...(account && {
+        failover: {
+          account,
+          windowLost: excused,
+          commitUnknownRetries: fleet.events.failed.get('EO_COMMIT_UNKNOWN') ?? 0,
+        },
+      }),
       timedOut: !quiescent,
       shortfalls,
       durationMs: Date.now() - started,
     };
     success =
-      quiescent && verdict.problems.length === 0 && verdict.doubles === 0 && verdict.lost === 0;
+      quiescent &&
+      verdict.problems.length === 0 &&
+      verdict.doubles === 0 &&
+      verdict.lost === excused;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     // A negative control is expected to fail: its logs are not worth keeping.
     if (success || args.control) fs.rmSync(logDir, { recursive: true, force: true });
@@ -278,6 +304,10 @@ function checksOrder(args: ChaosArgs): boolean {
   return args.broker === 'kafka' && args.keyConcurrency === 1;
 }
 
+/**
+ * The checker's verdict. `excuse` names the lost keys the run accepts (an async
+ * failover's window): they count in `lost` but raise no problem; `excused` says how many.
+ */
 async function finalCheck(
   pool: ReturnType<typeof adminPool>,
   schema: string,
@@ -285,12 +315,13 @@ async function finalCheck(
   broker: ChaosBroker,
   quiescent: boolean,
   order: boolean,
-): Promise<Verdict> {
+  excuse?: (lostKeys: string[]) => Set<string>,
+): Promise<{ verdict: Verdict; excused: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
       const { counters, ledger, ledgerRows } = await readCounters(pool, schema);
       const deadLetters = await broker.deadLetters();
-      return check(plan, {
+      const state = {
         counters,
         ledger,
         ledgerRows,
@@ -299,7 +330,8 @@ async function finalCheck(
         quiescent,
         order: order ? await orderViolations(pool, schema) : undefined,
         floatingOutside: await floatingOutside(pool, schema),
-      });
+      };
+      return checkExcusing(plan, state, excuse);
     } catch (error) {
       if (attempt >= 5) throw error;
       say(`final check failed (${String(error)}), retrying`);

@@ -1,11 +1,14 @@
 import type { Pool } from 'pg';
 import { retryDelay } from './backoff.js';
+import { READ_ONLY_SQL_TRANSACTION } from './store/pg-errors.js';
 import { sleep } from './sleep.js';
 import type { Logger } from './types.js';
 
 // SQLSTATE classes and codes that mean "the database is not there", as opposed to
-// "this statement failed": connection exceptions (08), admin/crash shutdown (57P01-03).
-const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+// "this statement failed": connection exceptions (08), admin/crash shutdown (57P01-03),
+// too many connections (53300), and a node that takes no writes (25006: a standby, or a
+// primary demoted in a failover; see pg-errors.ts).
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', READ_ONLY_SQL_TRANSACTION]);
 const UNAVAILABLE_ERRNOS = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -35,9 +38,9 @@ export function isUnavailable(error: unknown): boolean {
 const PROBE_BACKOFF = { initialMs: 250, maxMs: 5000 };
 
 /**
- * Tracks whether Postgres is reachable. While it is down the consumer stops taking
- * deliveries (so attempts are not burned against a dead database) and probes with
- * backoff until a `SELECT 1` succeeds.
+ * Tracks whether Postgres is reachable and takes writes. While it is not, the consumer
+ * stops taking deliveries (so attempts are not burned against a dead or read-only
+ * database) and probes with backoff until a connection says it can write.
  */
 export class DatabaseHealth {
   private down = false;
@@ -77,7 +80,7 @@ export class DatabaseHealth {
     for (let failures = 1; this.down && !this.signal.aborted; failures++) {
       await sleep(retryDelay(failures, PROBE_BACKOFF), this.signal);
       try {
-        await this.pool.query('SELECT 1');
+        await this.writable();
         this.down = false;
         this.logger.info({}, 'effectively-once: database reachable again, resuming');
       } catch {
@@ -85,6 +88,28 @@ export class DatabaseHealth {
       }
     }
     this.wake();
+  }
+
+  /**
+   * Throws unless a pool connection reaches a server that takes writes. A read-only one
+   * (a standby, a demoted primary) is dropped, not returned to the pool: the next probe
+   * connects afresh, and lands wherever DNS or the pooler points by then.
+   */
+  private async writable(): Promise<void> {
+    const client = await this.pool.connect();
+    let failure: Error | undefined;
+    try {
+      const { rows } = await client.query<{ transaction_read_only?: string }>(
+        'SHOW transaction_read_only',
+      );
+      if (rows[0]?.transaction_read_only !== 'off')
+        failure = new Error('the database takes no writes (transaction_read_only is on)');
+    } catch (error) {
+      failure = error instanceof Error ? error : new Error(String(error));
+    } finally {
+      client.release(failure);
+    }
+    if (failure !== undefined) throw failure;
   }
 
   private wake(): void {

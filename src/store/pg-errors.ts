@@ -2,13 +2,19 @@
  * What a Postgres error says about the transaction and the connection. The rule the
  * runners live by: an error the server answered with a SQLSTATE at severity ERROR
  * leaves the session usable and the outcome known (the transaction rolled back); only
- * a connection that died (no answer, or a FATAL / PANIC one) leaves it unknown.
+ * a connection that died (no answer, or a FATAL / PANIC one) leaves it unknown. One
+ * ERROR is not the statement's: 25006 on a node that cannot take writes.
  */
 
 /** `lock_timeout` expired while the claim waited for another delivery of its key. */
 export const LOCK_NOT_AVAILABLE = '55P03';
 /** A statement ran in a transaction that an earlier error had aborted. */
 export const IN_FAILED_TRANSACTION = '25P02';
+/**
+ * A write in a read-only transaction: the session is on a hot standby, a demoted
+ * primary, or a server whose sessions start read-only (`default_transaction_read_only`).
+ */
+export const READ_ONLY_SQL_TRANSACTION = '25006';
 
 interface ServerErrorShape {
   code?: unknown;
@@ -26,9 +32,21 @@ export function sqlstateOf(error: unknown): string | undefined {
   return /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
-/** The server answered with an ERROR: the statement failed, the session goes on. */
+/**
+ * The server answered with an ERROR: the statement failed, the session goes on. Not
+ * 25006: the library's own writes failed because the session is on a node that takes
+ * none (a standby, or a primary demoted in a failover), and so would every statement
+ * after them on that connection. That is an outage, like a connection that died: the
+ * connection is dropped, so the pool opens a fresh one (wherever DNS or the pooler
+ * points by then), and no attempt is spent.
+ */
 export function isStatementError(error: unknown): boolean {
-  return sqlstateOf(error) !== undefined && (error as ServerErrorShape).severity === 'ERROR';
+  const code = sqlstateOf(error);
+  return (
+    code !== undefined &&
+    code !== READ_ONLY_SQL_TRANSACTION &&
+    (error as ServerErrorShape).severity === 'ERROR'
+  );
 }
 
 /**

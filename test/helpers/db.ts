@@ -24,14 +24,15 @@ export function databaseUrl(): string {
 
 /**
  * Creates a schema named after the test file plus random bytes and a pool whose
- * connections use it as `search_path`, so unqualified names land in it.
+ * connections use it as `search_path`, so unqualified names land in it. On the test
+ * database, or on `poolOptions.connectionString` (a server of the test's own).
  */
 export async function createTestDatabase(
   prefix: string,
   poolOptions: pg.PoolConfig = {},
 ): Promise<TestDatabase> {
   const schema = `t_${prefix.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: databaseUrl() });
+  const admin = new pg.Client({ connectionString: poolOptions.connectionString ?? databaseUrl() });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
   await admin.end();

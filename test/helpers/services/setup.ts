@@ -5,7 +5,7 @@ import { stopJava } from './java.js';
 import { KAFKA_VERSIONS, createKafka, kafkaMajor } from './kafka.js';
 import { createLocalstack } from './localstack.js';
 import { HOST, freePorts } from './ports.js';
-import { createPostgres, pgStop } from './postgres.js';
+import { createPostgres, pgStop, postgresMajor } from './postgres.js';
 import { isAlive, killProcessesUsing } from './process.js';
 import {
   RUNS_DIR,
@@ -114,7 +114,7 @@ export async function startNative(services: ServiceName[]): Promise<void> {
           ? ` (${sqsEmulator()})`
           : name === 'kafka'
             ? ` ${KAFKA_VERSIONS[kafkaMajor()].version}`
-            : '';
+            : ` ${(state.postgres && (await postgresMajor(state.postgres.bindir))) ?? ''}`;
       timings.push(`${name}${which} ${seconds(Date.now() - t0)}`);
     }),
   );
