@@ -6,6 +6,7 @@ import {
   tableRef,
   type TableRef,
 } from '../store/identifiers.js';
+import { sqlLiteral } from '../store/literals.js';
 import { ddlTableFamily } from '../store/migrate.js';
 import { pruneTable } from '../store/prune.js';
 import type { Ddl, TableFamily } from '../store/table-family.js';
@@ -75,6 +76,7 @@ function outboxDdl(ref: TableRef): Ddl {
       `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(ref.schema, 'schema')}`,
       `CREATE TABLE IF NOT EXISTS ${r.table} (\n${COLUMNS}\n)`,
       `CREATE SEQUENCE IF NOT EXISTS ${r.sequence}`,
+      ...legacySequenceCatchUp(ref, r),
       // The relay's scan: pending rows in commit order.
       `CREATE INDEX IF NOT EXISTS ${bare(r.dueIndex)} ON ${r.table} (seq) WHERE state = 'pending'`,
       // "Is an older row of this key still unpublished?", asked for every candidate.
@@ -84,6 +86,34 @@ function outboxDdl(ref: TableRef): Ddl {
     ],
     relations: [r.table, r.sequence, r.dueIndex, r.keyIndex, r.publishedIndex],
   };
+}
+
+/** How far a hashed-name lease sequence starts past the cut-name one it replaces (2^40). */
+const LEGACY_TOKEN_GAP = '1099511627776';
+
+/**
+ * Before derived names were hashed, a table whose `<table>_lease_seq` passes 63 bytes
+ * leased from a sequence named by cutting the table's name; this version creates the
+ * hashed name instead. Relays of the old version may still be running (a rolling
+ * deploy), drawing from the old sequence: start the new one far past every token the
+ * old one or any row holds, so a stale lease's token is never handed out again. Runs
+ * only with the rest of the DDL, i.e. when a relation is missing.
+ */
+function legacySequenceCatchUp(ref: TableRef, r: ReturnType<typeof outboxRelations>): string[] {
+  const suffix = '_lease_seq';
+  const full = ref.table + suffix;
+  if (Buffer.byteLength(full, 'utf8') <= 63) return [];
+  let cut = ref.table;
+  while (Buffer.byteLength(cut + suffix, 'utf8') > 63) cut = cut.slice(0, -1);
+  const legacyLast =
+    `(SELECT last_value FROM pg_sequences WHERE schemaname = ${sqlLiteral(ref.schema)}` +
+    ` AND sequencename = ${sqlLiteral(cut + suffix)})`;
+  return [
+    `SELECT setval(${sqlLiteral(r.sequence)}::regclass, GREATEST(` +
+      `(SELECT last_value FROM ${r.sequence}), ` +
+      `COALESCE((SELECT max(lease_token) FROM ${r.table}), 0) + ${LEGACY_TOKEN_GAP}, ` +
+      `COALESCE(${legacyLast}, 0) + ${LEGACY_TOKEN_GAP}))`,
+  ];
 }
 
 /** The transactional outbox's table (`eo_outbox`), as a `TableFamily` (for the CLI). */
