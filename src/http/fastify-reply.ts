@@ -140,6 +140,8 @@ async function responseOf(
   });
   if (payload === undefined || payload === null)
     return { response: new Response(null, init), stream: undefined };
+  if (isWebResponse(payload))
+    return { response: fromWebResponse(payload, init), stream: undefined };
   if (typeof payload === 'string') {
     type('text/plain; charset=utf-8');
     return bytes(Buffer.from(payload));
@@ -162,15 +164,39 @@ async function responseOf(
   );
 }
 
-/** A payload Fastify serializes: not empty, text, bytes or a stream. */
+/** A payload Fastify serializes: not empty, text, bytes, a stream or a web Response. */
 function isObjectPayload(payload: unknown): boolean {
   return (
     payload !== undefined &&
     payload !== null &&
     typeof payload !== 'string' &&
     !(payload instanceof Uint8Array) &&
-    !(payload instanceof HeldStream)
+    !(payload instanceof HeldStream) &&
+    !isWebResponse(payload)
   );
+}
+
+/** Fastify's own test for a web `Response` payload (another realm's class included). */
+function isWebResponse(payload: unknown): payload is Response {
+  return (
+    typeof payload === 'object' && Object.prototype.toString.call(payload) === '[object Response]'
+  );
+}
+
+/**
+ * A web Response the handler answered with, as Fastify sends one: its status, the
+ * reply's headers with the Response's over them, and its body, which the engine then
+ * reads like a fetch-style handler's (kept up to `maxBodyBytes`, the rest streamed).
+ */
+function fromWebResponse(payload: Response, init: { status: number; headers: Headers }): Response {
+  if (payload.bodyUsed) throw new TypeError('the Response payload was already read');
+  const headers = init.headers;
+  payload.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers.set(name, value);
+  });
+  for (const cookie of payload.headers.getSetCookie()) headers.append('set-cookie', cookie);
+  // A 204 or 304 Response has no body: its constructor refuses one.
+  return new Response(payload.body, { status: payload.status, headers });
 }
 
 type PreSerializationHook = (

@@ -240,7 +240,7 @@ function wrap(
     if (bytes !== undefined) return reply.send(payloadOf(bytes, response.headers));
     if (response.body === null) return reply.send();
     if (execution.streaming) return reply.send(Readable.fromWeb(response.body));
-    return reply.send(Buffer.from(await response.arrayBuffer()));
+    return reply.send(payloadOf(new Uint8Array(await response.arrayBuffer()), response.headers));
   };
 }
 
@@ -256,8 +256,12 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  */
 function payloadOf(bytes: Uint8Array, headers: Headers): string | Buffer {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const type = headers.get('content-type')?.split(';')[0]?.trim().toLowerCase() ?? '';
-  if (!type.includes('json') && !type.startsWith('text/')) return buffer;
+  const contentType = headers.get('content-type')?.toLowerCase() ?? '';
+  const type = contentType.split(';')[0]?.trim() ?? '';
+  // Fastify adds `; charset=utf-8` to a JSON type sent as a string: one without it came
+  // as bytes (or a web Response), and stays so, its Content-Type untouched.
+  const json = type.includes('json') && /;\s*charset=/.test(contentType);
+  if (!json && !type.startsWith('text/')) return buffer;
   try {
     return utf8.decode(buffer);
   } catch {

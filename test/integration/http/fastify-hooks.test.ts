@@ -96,3 +96,41 @@ describe('Fastify hooks on an idempotent route', () => {
     expect(await fixture.charges(key)).toBe(1);
   });
 });
+
+describe('Fastify: a route that answers with a web Response (Fastify 5 sends one as it is)', () => {
+  it('its status, headers and body are the answer stored and replayed', async () => {
+    const fastify = Fastify();
+    await fastify.register(idempotencyPlugin, { idempotency: fixture.endpoint() });
+    fastify.post('/charges', async (request, reply) => {
+      const { tx, key } = context(request.idempotency);
+      await tx.query(CHARGE, [key, 'cus_ok', 'charge']);
+      reply.header('x-request-id', 'r1');
+      return new Response(JSON.stringify({ charged: key }), {
+        status: 201,
+        headers: { 'content-type': 'application/json', location: `/charges/${key}` },
+      });
+    });
+    fixture.later(() => fastify.close());
+    await fastify.listen({ port: 0, host: '127.0.0.1' });
+    const address = fastify.server.address();
+    if (address === null || typeof address === 'string') throw new Error('not on TCP');
+    const url = `http://127.0.0.1:${address.port}/charges`;
+    const key = randomUUID();
+    const first = await observe(url, key, {}, fixture.committed);
+    expect(first).toMatchObject({ status: 201, committedAtHead: true });
+    expect(first.headers).toMatchObject({
+      location: `/charges/${key}`,
+      'x-request-id': 'r1',
+      'content-type': 'application/json',
+    });
+    expect(JSON.parse(first.body.toString())).toEqual({ charged: key });
+    const replay = await observe(url, key, {}, fixture.committed);
+    expect(replay).toMatchObject({ status: 201 });
+    expect(replay.headers).toMatchObject({
+      'idempotent-replayed': 'true',
+      location: `/charges/${key}`,
+    });
+    expect(replay.body.equals(first.body)).toBe(true);
+    expect(await fixture.charges(key)).toBe(1);
+  });
+});
