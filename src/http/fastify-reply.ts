@@ -144,6 +144,7 @@ async function responseOf(
     return { response: fromWebResponse(payload, init), stream: undefined };
   if (typeof payload === 'string') {
     type('text/plain; charset=utf-8');
+    jsonCharset(headers);
     return bytes(Buffer.from(payload));
   }
   if (payload instanceof Uint8Array) {
@@ -155,6 +156,7 @@ async function responseOf(
     return { response: declaredResponse(payload, init), stream: payload };
   }
   type('application/json; charset=utf-8');
+  jsonCharset(headers);
   return bytes(
     typeof serialized === 'string'
       ? Buffer.from(serialized)
@@ -162,6 +164,17 @@ async function responseOf(
         ? serialized
         : new Uint8Array(serialized as ArrayBuffer),
   );
+}
+
+/**
+ * Fastify's rule for text it sends with a JSON type: `; charset=utf-8` is added when
+ * the type names no charset (so the answer, and its `onSend` payload, stay a string).
+ */
+function jsonCharset(headers: Headers): void {
+  const type = headers.get('content-type');
+  if (type === null) return;
+  if (!(type.split(';')[0] ?? '').toLowerCase().includes('json')) return;
+  if (!/;\s*charset=/i.test(type)) headers.set('content-type', `${type}; charset=utf-8`);
 }
 
 /** A payload Fastify serializes: not empty, text, bytes, a stream or a web Response. */

@@ -55,6 +55,38 @@ describe('Fastify hooks on an idempotent route', () => {
     expect(await fixture.charges(key)).toBe(1);
   });
 
+  it('onSend gets a pre-serialized JSON string as a string too, its type given a charset', async () => {
+    const fastify = Fastify();
+    fastify.addHook('onSend', (_request, _reply, payload, done) => {
+      done(null, (payload as string).replace('4242424242424242', '************4242'));
+    });
+    await fastify.register(idempotencyPlugin, { idempotency: fixture.endpoint() });
+    fastify.post('/charges', async (request, reply) => {
+      const { tx, key } = context(request.idempotency);
+      await tx.query(CHARGE, [key, 'cus_ok', 'charge']);
+      // A payload serialized by the handler itself, sent with its JSON type.
+      return reply
+        .code(201)
+        .type('application/json')
+        .send(JSON.stringify({ charged: key, card: '4242424242424242' }));
+    });
+    fixture.later(() => fastify.close());
+    await fastify.listen({ port: 0, host: '127.0.0.1' });
+    const address = fastify.server.address();
+    if (address === null || typeof address === 'string') throw new Error('not on TCP');
+    const url = `http://127.0.0.1:${address.port}/charges`;
+    const key = randomUUID();
+    const first = await observe(url, key, {}, fixture.committed);
+    expect(first).toMatchObject({ status: 201, committedAtHead: true });
+    // What Fastify itself sends for a string with a JSON type.
+    expect(first.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(first.body.toString())).toEqual({ charged: key, card: '************4242' });
+    const replay = await observe(url, key, {}, fixture.committed);
+    expect(replay).toMatchObject({ status: 201 });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.equals(first.body)).toBe(true);
+  });
+
   it('preSerialization reshapes the payload: the stored answer is the reshaped one', async () => {
     const url = await chargesApp((fastify) => {
       // Both of Fastify's hook styles: async, and the callback one.
