@@ -23,6 +23,11 @@ async function chargesApp(setup: (fastify: FastifyInstance) => void): Promise<st
     await tx.query(CHARGE, [key, 'cus_ok', 'charge']);
     return reply.code(201).send({ charged: key, card: '4242424242424242' });
   });
+  return listen(fastify);
+}
+
+/** Listens on loopback (closed after the test); the URL of its POST /charges. */
+async function listen(fastify: FastifyInstance): Promise<string> {
   fixture.later(() => fastify.close());
   await fastify.listen({ port: 0, host: '127.0.0.1' });
   const address = fastify.server.address();
@@ -70,11 +75,7 @@ describe('Fastify hooks on an idempotent route', () => {
         .type('application/json')
         .send(JSON.stringify({ charged: key, card: '4242424242424242' }));
     });
-    fixture.later(() => fastify.close());
-    await fastify.listen({ port: 0, host: '127.0.0.1' });
-    const address = fastify.server.address();
-    if (address === null || typeof address === 'string') throw new Error('not on TCP');
-    const url = `http://127.0.0.1:${address.port}/charges`;
+    const url = await listen(fastify);
     const key = randomUUID();
     const first = await observe(url, key, {}, fixture.committed);
     expect(first).toMatchObject({ status: 201, committedAtHead: true });
@@ -142,11 +143,7 @@ describe('Fastify: a route that answers with a web Response (Fastify 5 sends one
         headers: { 'content-type': 'application/json', location: `/charges/${key}` },
       });
     });
-    fixture.later(() => fastify.close());
-    await fastify.listen({ port: 0, host: '127.0.0.1' });
-    const address = fastify.server.address();
-    if (address === null || typeof address === 'string') throw new Error('not on TCP');
-    const url = `http://127.0.0.1:${address.port}/charges`;
+    const url = await listen(fastify);
     const key = randomUUID();
     const first = await observe(url, key, {}, fixture.committed);
     expect(first).toMatchObject({ status: 201, committedAtHead: true });
