@@ -15,8 +15,9 @@ import { isReplayed, isRetryableStatus, nextStep, parseRetryAfter } from './retr
 /** What {@link idempotentFetch} resolves with. */
 export interface IdempotentFetchResult {
   /**
-   * The final response, body unread: a 2xx or 3xx, or a 4xx other than 409 and 429
-   * (400, 422, 404 … are returned, never retried; check `response.ok`).
+   * The final response, body unread: a 2xx or 3xx, a 4xx other than 409 and 429
+   * (400, 422, 404 … are returned, never retried; check `response.ok`), or a replay of
+   * any status.
    */
   response: Response;
   /** The idempotency key every attempt carried; persist it to retry the operation later. */
@@ -52,7 +53,8 @@ type Outcome = { response: Response } | { error: unknown; deadline: boolean };
  * Retries network errors, per-attempt timeouts, 409 (the original is still running),
  * 429 and 5xx, waiting per `Retry-After` or else with decorrelated jitter, until
  * `attempts` or `deadlineMs` runs out. Every other response is final and returned,
- * 400 and 422 included.
+ * 400 and 422 included, and so is a replay (`Idempotent-Replayed: true`), whatever its
+ * status: it is the server's stored answer.
  *
  * @param input - the URL, or a `Request` without a body (its body would be a stream)
  * @param init - as for fetch; `init.body` is serialised once (streams are refused) and
@@ -91,8 +93,11 @@ export async function idempotentFetch(
     const outcome = await send(operation, remaining());
     signal?.throwIfAborted();
     const response = 'response' in outcome ? outcome.response : undefined;
-    if (response !== undefined && !isRetryableStatus(response.status))
-      return { response, key, attempts: attempt, replayed: isReplayed(response.headers) };
+    // A replay is the server's stored answer, whatever its status (a handler's own 409
+    // "already exists", say): asking again can only replay it again.
+    const replayed = response !== undefined && isReplayed(response.headers);
+    if (response !== undefined && (replayed || !isRetryableStatus(response.status)))
+      return { response, key, attempts: attempt, replayed };
 
     const error = 'error' in outcome ? outcome.error : undefined;
     const step =

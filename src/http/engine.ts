@@ -15,7 +15,8 @@ import {
   type WorkResult,
 } from '../tx/claim-connection.js';
 import { readResponseBody } from './body.js';
-import { knownBytes } from './known-body.js';
+import { bytesResponse, knownBytes } from './known-body.js';
+import { failedAfterOwnCommitBody } from './problem.js';
 import { adapterHooks, type AdapterHooks, type IdempotencyContext } from './context.js';
 import { declaredBody } from './held-body.js';
 import { IdempotencyKeyReusedError } from './errors.js';
@@ -191,6 +192,18 @@ export class Engine {
       },
     );
 
+    // The handler failed (threw, or answered a 5xx) after committing the claim's
+    // transaction itself: nothing is left to roll back, and the key row committed
+    // without an answer. Store one now, or every retry meets an incomplete row.
+    const failed =
+      (result.kind === 'error' && !this.deps.hardStop.aborted) || outcome?.kind === 'rollback';
+    if (failed && (await committedByHandler(conn, xid)))
+      return this.failedAfterOwnCommit(
+        conn,
+        job,
+        result.kind === 'error' ? result.error : undefined,
+      );
+
     let work: WorkResult;
     if (result.kind === 'timeout') {
       work = { kind: 'timeout', error: new HandlerTimeoutError(claim.key, this.cfg.timeoutMs) };
@@ -275,6 +288,31 @@ export class Engine {
     return { ...store, body: read.stream, omitted: 'too-large', stored: null };
   }
 
+  /**
+   * Stores and answers the fixed problem of a handler that committed itself and then
+   * failed: the request did commit (its key is taken, what the handler committed
+   * stays), so it is an execution, answered the same way first and on every replay.
+   */
+  private async failedAfterOwnCommit(
+    conn: ClaimConnection,
+    job: Job,
+    error: unknown,
+  ): Promise<Verdict> {
+    const { claim } = job;
+    this.cfg.logger.error(
+      { err: error, key: claim.key },
+      'effectively-once: the handler committed its transaction itself, then failed',
+    );
+    const { status, headers, body } = failedAfterOwnCommitBody(this.cfg);
+    const response = bytesResponse(body, { status, headers });
+    if (job.keyed) {
+      const record = recordOf(response, body, null, this.cfg.storeHeaders);
+      await this.completeAfterCommit(conn, this.statements.storeResponse(claim, record), claim.key);
+    }
+    await this.committed(claim, status);
+    return { kind: 'executed', response, streaming: false };
+  }
+
   /** Runs the stored-response statement in autocommit, after a commit the handler made. */
   private async completeAfterCommit(
     conn: ClaimConnection,
@@ -336,6 +374,28 @@ export class Engine {
 
   private failed(error: EffectivelyOnceError): FailedAttempt {
     return { kind: 'failed', error, infrastructure: true, conflict: false };
+  }
+}
+
+/**
+ * Whether the claim's transaction `xid` was committed by the handler, before the
+ * runner's COMMIT. A connection still inside a transaction (pg's status 'T', or 'E'
+ * after a failed statement) is asked nothing; otherwise Postgres says.
+ */
+async function committedByHandler(conn: ClaimConnection, xid: string): Promise<boolean> {
+  const client = conn.client as { getTransactionStatus?: () => string | null };
+  const status = client.getTransactionStatus?.();
+  if (status === 'T' || status === 'E') return false;
+  try {
+    const { rows } = await conn.client.query<{ status: string | null }>(
+      'SELECT pg_xact_status($1::xid8) AS status',
+      [xid],
+    );
+    return rows[0]?.status === 'committed';
+  } catch {
+    // A lost connection, or an open failed transaction (an older pg, no status): the
+    // usual failure path handles both.
+    return false;
   }
 }
 

@@ -74,7 +74,7 @@ export async function runRoute(
     if (given instanceof HeldStream) dropStream(given);
     throw outcome.error;
   }
-  return responseOf(held, outcome.answer === held ? undefined : outcome.answer);
+  return responseOf(held, request, outcome.answer === held ? undefined : outcome.answer);
 }
 
 function holdReply(reply: FastifyReply, run: HandlerRun<unknown>): FastifyReply {
@@ -113,8 +113,18 @@ function isStream(payload: unknown): payload is StreamPayload {
   return typeof candidate.pipe === 'function' || typeof candidate.getReader === 'function';
 }
 
-/** The payload as a web Response, serialized as Fastify would (the route's serializer). */
-function responseOf(held: FastifyReply, payload: unknown): RouteRun {
+/** The payload as a web Response, serialized as Fastify would (hooks, the route's serializer). */
+async function responseOf(
+  held: FastifyReply,
+  request: FastifyRequest,
+  payload: unknown,
+): Promise<RouteRun> {
+  // Fastify runs the preSerialization hooks on an object payload before serializing it
+  // (they may reshape it, an envelope or fields removed, and set headers): the stored
+  // answer is what they made of it.
+  const serialized = isObjectPayload(payload)
+    ? held.serialize(await preSerialized(held, request, payload))
+    : undefined;
   const headers = new Headers();
   for (const [name, value] of Object.entries(held.getHeaders())) {
     if (Array.isArray(value)) for (const v of value) headers.append(name, v);
@@ -130,8 +140,11 @@ function responseOf(held: FastifyReply, payload: unknown): RouteRun {
   });
   if (payload === undefined || payload === null)
     return { response: new Response(null, init), stream: undefined };
+  if (isWebResponse(payload))
+    return { response: fromWebResponse(payload, init), stream: undefined };
   if (typeof payload === 'string') {
     type('text/plain; charset=utf-8');
+    jsonCharset(headers);
     return bytes(Buffer.from(payload));
   }
   if (payload instanceof Uint8Array) {
@@ -143,13 +156,112 @@ function responseOf(held: FastifyReply, payload: unknown): RouteRun {
     return { response: declaredResponse(payload, init), stream: payload };
   }
   type('application/json; charset=utf-8');
-  const serialized = held.serialize(payload);
+  jsonCharset(headers);
   return bytes(
     typeof serialized === 'string'
       ? Buffer.from(serialized)
       : serialized instanceof Uint8Array
         ? serialized
-        : new Uint8Array(serialized),
+        : new Uint8Array(serialized as ArrayBuffer),
+  );
+}
+
+/**
+ * Fastify's rule for text it sends with a JSON type: `; charset=utf-8` is added when
+ * the type names no charset (so the answer, and its `onSend` payload, stay a string).
+ */
+function jsonCharset(headers: Headers): void {
+  const type = headers.get('content-type');
+  if (type === null) return;
+  if (!(type.split(';')[0] ?? '').toLowerCase().includes('json')) return;
+  if (!/;\s*charset=/i.test(type)) headers.set('content-type', `${type}; charset=utf-8`);
+}
+
+/** A payload Fastify serializes: not empty, text, bytes, a stream or a web Response. */
+function isObjectPayload(payload: unknown): boolean {
+  return (
+    payload !== undefined &&
+    payload !== null &&
+    typeof payload !== 'string' &&
+    !(payload instanceof Uint8Array) &&
+    !(payload instanceof HeldStream) &&
+    !isWebResponse(payload)
+  );
+}
+
+/** Fastify's own test for a web `Response` payload (another realm's class included). */
+function isWebResponse(payload: unknown): payload is Response {
+  return (
+    typeof payload === 'object' && Object.prototype.toString.call(payload) === '[object Response]'
+  );
+}
+
+/**
+ * A web Response the handler answered with, as Fastify sends one: its status, the
+ * reply's headers with the Response's over them, and its body, which the engine then
+ * reads like a fetch-style handler's (kept up to `maxBodyBytes`, the rest streamed).
+ */
+function fromWebResponse(payload: Response, init: { status: number; headers: Headers }): Response {
+  if (payload.bodyUsed) throw new TypeError('the Response payload was already read');
+  const headers = init.headers;
+  payload.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers.set(name, value);
+  });
+  for (const cookie of payload.headers.getSetCookie()) headers.append('set-cookie', cookie);
+  // A 204 or 304 Response has no body: its constructor refuses one.
+  return new Response(payload.body, { status: payload.status, headers });
+}
+
+type PreSerializationHook = (
+  this: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (error?: Error | null, payload?: unknown) => void,
+) => unknown;
+
+/**
+ * The route's preSerialization hooks (the app's and the route's, as Fastify assembled
+ * them) run over `payload` the way Fastify's own runner does: in order, each either
+ * calling `done(err, payload)` or returning a promise; a new payload replaces the old
+ * unless undefined. Fastify exposes the assembled list only on the reply's route
+ * context (its `fastify.context` symbol), so that is where it is read.
+ */
+async function preSerialized(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  payload: unknown,
+): Promise<unknown> {
+  const context: unknown = Reflect.get(reply, routeContextKey(reply) ?? Symbol());
+  const hooks = (context as { preSerialization?: PreSerializationHook[] | null } | undefined)
+    ?.preSerialization;
+  let current = payload;
+  for (const hook of hooks ?? []) {
+    const next = await new Promise<unknown>((resolve, reject) => {
+      const done = (error?: Error | null, value?: unknown): void =>
+        error ? reject(error) : resolve(value);
+      const result = hook.call(reply.server, request, reply, current, done);
+      if (isThenable(result)) Promise.resolve(result).then(resolve, reject);
+    });
+    if (next !== undefined) current = next;
+  }
+  return current;
+}
+
+/** Fastify's route-context symbol, found on the reply (or the real one it was made from). */
+function routeContextKey(reply: object): symbol | undefined {
+  for (let o: object | null = reply; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const key = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.context');
+    if (key !== undefined) return key;
+  }
+  return undefined;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
   );
 }
 

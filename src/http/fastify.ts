@@ -237,12 +237,36 @@ function wrap(
     // Bytes the library holds (serialized here, or replayed; carried beside a bodyless
     // Response, or the body built from them, left to the GC): sent as they are.
     const bytes = knownBytes(response);
-    if (bytes !== undefined)
-      return reply.send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    if (bytes !== undefined) return reply.send(payloadOf(bytes, response.headers));
     if (response.body === null) return reply.send();
     if (execution.streaming) return reply.send(Readable.fromWeb(response.body));
-    return reply.send(Buffer.from(await response.arrayBuffer()));
+    return reply.send(payloadOf(new Uint8Array(await response.arrayBuffer()), response.headers));
   };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The payload to hand Fastify's `send` for bytes the library holds, in the type
+ * Fastify itself gives the `onSend` hooks for such an answer: a string for JSON and
+ * text (what its serializer makes, and what hooks written as its docs show,
+ * `payload.replace(…)`, expect), else a Buffer. The first answer and every replay take
+ * this one path, so the hooks see the same payload each time. Bytes that are not UTF-8
+ * stay a Buffer, so nothing is re-encoded.
+ */
+function payloadOf(bytes: Uint8Array, headers: Headers): string | Buffer {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const contentType = headers.get('content-type')?.toLowerCase() ?? '';
+  const type = contentType.split(';')[0]?.trim() ?? '';
+  // Fastify adds `; charset=utf-8` to a JSON type sent as a string: one without it came
+  // as bytes (or a web Response), and stays so, its Content-Type untouched.
+  const json = type.includes('json') && /;\s*charset=/.test(contentType);
+  if (!json && !type.startsWith('text/')) return buffer;
+  try {
+    return utf8.decode(buffer);
+  } catch {
+    return buffer;
+  }
 }
 
 function isBufferedExecutor(

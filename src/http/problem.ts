@@ -50,6 +50,32 @@ export function problemResponse(error: EffectivelyOnceError, settings: ProblemSe
 }
 
 /** The answer for a handler that threw: the effect rolled back, nothing stored. */
+/**
+ * The answer to a request whose handler committed the claim's transaction itself
+ * (`tx.query('…; COMMIT')`) and then failed: what it committed stays, so this is
+ * stored with the key and replayed; it is never run again.
+ */
+export function failedAfterOwnCommitBody(settings: ProblemSettings): {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+} {
+  const body = {
+    type: `${settings.problemTypeBase}failed-after-own-commit`,
+    title: 'The request failed after its handler committed',
+    status: 500,
+    detail:
+      'The handler committed its transaction itself, then failed: what it committed stays, ' +
+      'and a retry with the same idempotency key gets this answer again.',
+    code: 'EO_TX_CONTROL',
+  };
+  return {
+    status: 500,
+    headers: { 'content-type': 'application/problem+json' },
+    body: new TextEncoder().encode(JSON.stringify(body)),
+  };
+}
+
 export function handlerFailedResponse(settings: ProblemSettings): Response {
   const body = {
     type: `${settings.problemTypeBase}handler-failed`,

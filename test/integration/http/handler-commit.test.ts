@@ -50,4 +50,45 @@ describe.each(FRAMEWORKS)('%s: a handler that commits the transaction itself', (
     expect(rows[0]?.n).toBe(1);
     expect(warnings).toContain('effectively-once: committed oddly');
   });
+
+  it.each([
+    ['throws', 'throw'],
+    ['answers a 5xx', '503'],
+  ] as const)(
+    "tx.query('INSERT …; COMMIT'), then %s: one answer, stored and replayed; never run again",
+    async (_name, failure) => {
+      const db = fixture.db();
+      const idempotency = fixture.track(
+        createIdempotency({ pool: db.pool, scope: 'public', schema: db.schema }),
+      );
+      let runs = 0;
+      const app = fixture.track(
+        await startApp({
+          framework,
+          idempotency,
+          run: async (ctx) => {
+            runs++;
+            await ctx.tx.query(`INSERT INTO orders (key) VALUES ('${ctx.key}'); COMMIT`);
+            if (failure === 'throw') throw new Error('the mailer is down');
+            return { status: 503, body: { error: 'the mailer is down' } };
+          },
+        }),
+      );
+      const key = randomUUID();
+      const first = await post(`${app.url}/run`, key, {});
+      expect(first.status).toBe(500);
+      expect(JSON.parse(String(first.body))).toMatchObject({ code: 'EO_TX_CONTROL' });
+      for (let i = 0; i < 2; i++) {
+        const retry = await post(`${app.url}/run`, key, {});
+        expect(retry).toMatchObject({ status: 500, body: first.body });
+        expect(retry.headers['idempotent-replayed']).toBe('true');
+      }
+      expect(runs).toBe(1);
+      const { rows } = await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM orders WHERE key = $1',
+        [key],
+      );
+      expect(rows[0]?.n).toBe(1);
+    },
+  );
 });
