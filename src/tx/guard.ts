@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import { TransactionControlError } from '../errors.js';
+import { topLevelStatements } from './sql-statements.js';
 
 // Whitespace and comments before the first keyword of a statement.
 const LEADING = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
@@ -8,9 +9,13 @@ const LEADING = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
 const CONTROL =
   /^(?:BEGIN|START\s+TRANSACTION|COMMIT|END|ABORT|PREPARE\s+TRANSACTION|ROLLBACK(?!\s+(?:(?:WORK|TRANSACTION)\s+)?TO\b))\b/i;
 
-/** Whether `sql` starts with a statement that ends or replaces the current transaction. */
+/**
+ * Whether any statement of `sql` ends or replaces the current transaction. Every one,
+ * not only the first: in `SELECT 1; ROLLBACK` the claim's transaction would end, and the
+ * handler's later writes would run in autocommit, applied again by the retry.
+ */
 export function isTransactionControl(sql: string): boolean {
-  return CONTROL.test(sql.replace(LEADING, ''));
+  return topLevelStatements(sql).some((statement) => CONTROL.test(statement.replace(LEADING, '')));
 }
 
 type Callback = (error: Error | null, result?: unknown) => void;

@@ -58,23 +58,6 @@ describe('COMMIT outcomes', () => {
     expect(await h.effects()).toEqual([{ id: 'u', amount: 3 }]);
   });
 
-  it('a handler that commits through a multi-statement string: processed, with an EO_TX_CONTROL error event', async () => {
-    const errors: EffectivelyOnceError[] = [];
-    const h = await memoryHarness(db, {
-      after: async (_m, ctx) => {
-        await ctx.tx.query('SELECT 1; COMMIT');
-      },
-    });
-    h.consumer.on('error', (e) => errors.push(e));
-    const message = h.source.send({ id: 'c', amount: 4 }, { key: 'c' });
-    await h.consumer.start();
-    await waitFor(() => message.state === 'acked', { what: 'acked' });
-    await h.consumer.stop();
-    expect(message.outcomes).toEqual(['processed']);
-    expect(errors.map((e) => e.code)).toEqual(['EO_TX_CONTROL']);
-    expect(await h.effects()).toEqual([{ id: 'c', amount: 4 }]);
-  });
-
   it('ctx.tx used after the handler returned is refused with EO_TX_CONTROL', async () => {
     let late: Promise<unknown> | undefined;
     let release!: () => void;

@@ -22,6 +22,7 @@ describe('docs/http.md', () => {
       'examples/http-payments.ts',
       'examples/http-express.ts',
       'examples/http-fastify.ts',
+      'examples/http-node.ts',
       'examples/http-webhooks.ts',
       'examples/sql/idempotency-keys-table.sql',
     ]);

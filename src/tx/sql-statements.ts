@@ -1,0 +1,82 @@
+/**
+ * Splits SQL text into its top-level statements, the way Postgres's simple-query
+ * protocol will run them: a `;` ends a statement only outside string constants
+ * ('…', E'…' with backslash escapes), quoted identifiers ("…"), dollar-quoted bodies
+ * ($$…$$, $tag$…$tag$) and comments (-- to the line's end, nested /* … *\/). Only
+ * what the transaction guard needs: where each statement starts; no parsing beyond.
+ */
+export function topLevelStatements(sql: string): string[] {
+  const statements: string[] = [];
+  let start = 0;
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (c === "'") i = endOfQuoted(sql, i, "'", isEscapeString(sql, i));
+    else if (c === '"') i = endOfQuoted(sql, i, '"', false);
+    else if (c === '-' && sql[i + 1] === '-') i = endOfLine(sql, i);
+    else if (c === '/' && sql[i + 1] === '*') i = endOfBlockComment(sql, i);
+    else if (c === '$' && !isIdentifierChar(sql[i - 1])) i = endOfDollarQuoted(sql, i);
+    else {
+      if (c === ';') {
+        statements.push(sql.slice(start, i));
+        start = i + 1;
+      }
+      i++;
+    }
+  }
+  statements.push(sql.slice(start));
+  return statements;
+}
+
+function isIdentifierChar(c: string | undefined): boolean {
+  return c !== undefined && /[A-Za-z0-9_$\u0080-\uffff]/.test(c);
+}
+
+/** `E'…'` (or `e'…'`), where a backslash escapes the next character. */
+function isEscapeString(sql: string, quote: number): boolean {
+  const prefix = sql[quote - 1];
+  return (prefix === 'E' || prefix === 'e') && !isIdentifierChar(sql[quote - 2]);
+}
+
+/** Index after the closing `quote` (doubled quotes stay inside); the text's end if none. */
+function endOfQuoted(sql: string, open: number, quote: string, backslashes: boolean): number {
+  let i = open + 1;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (backslashes && c === '\\') i += 2;
+    else if (c === quote && sql[i + 1] === quote) i += 2;
+    else if (c === quote) return i + 1;
+    else i++;
+  }
+  return sql.length;
+}
+
+function endOfLine(sql: string, from: number): number {
+  const newline = sql.indexOf('\n', from);
+  return newline < 0 ? sql.length : newline + 1;
+}
+
+/** Block comments nest in Postgres. */
+function endOfBlockComment(sql: string, open: number): number {
+  let depth = 0;
+  let i = open;
+  while (i < sql.length) {
+    if (sql[i] === '/' && sql[i + 1] === '*') {
+      depth++;
+      i += 2;
+    } else if (sql[i] === '*' && sql[i + 1] === '/') {
+      depth--;
+      i += 2;
+      if (depth === 0) return i;
+    } else i++;
+  }
+  return sql.length;
+}
+
+/** `$tag$…$tag$`; a `$` that opens no tag (a parameter such as `$1`) is skipped alone. */
+function endOfDollarQuoted(sql: string, open: number): number {
+  const tag = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/.exec(sql.slice(open));
+  if (tag === null) return open + 1;
+  const close = sql.indexOf(tag[0], open + tag[0].length);
+  return close < 0 ? sql.length : close + tag[0].length;
+}
