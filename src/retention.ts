@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { ConsumerEventHub } from './events.js';
+import type { ConsumerEventHub } from './consumer/events.js';
 import { DatabaseError, EffectivelyOnceError } from './errors.js';
 import type { TableRef } from './store/identifiers.js';
 import type { ConsumerStats } from './types.js';

@@ -1,4 +1,4 @@
-import { isUnavailable } from '../db-health.js';
+import { isUnavailable } from '../consumer/db-health.js';
 import {
   ClaimBusyError,
   CommitFailedError,

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { isUnavailable, type DatabaseHealth } from '../db-health.js';
+import { isUnavailable, type DatabaseHealth } from '../consumer/db-health.js';
 import {
   ClaimBusyError,
   CommitFailedError,

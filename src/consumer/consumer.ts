@@ -2,10 +2,10 @@ import { setMaxListeners } from 'node:events';
 import { resolveConfig, type ConsumerConfig } from './config.js';
 import { DatabaseHealth } from './db-health.js';
 import { Dispatcher } from './dispatcher.js';
-import { BrokerError, EffectivelyOnceError, StateError } from './errors.js';
+import { BrokerError, EffectivelyOnceError, StateError } from '../errors.js';
 import { ConsumerEventHub, type Listener } from './events.js';
 import type { ConsumerOptions } from './options.js';
-import { consumerRetention, type RetentionPruner } from './retention.js';
+import { consumerRetention, type RetentionPruner } from '../retention.js';
 import { Batcher } from './batcher.js';
 import { BatchRunner } from './batch-runner.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -13,8 +13,8 @@ import { Runner } from './runner.js';
 import { Settler } from './settle.js';
 import { emptyStats } from './stats.js';
 import { Tracing } from './tracing.js';
-import { migrate } from './store/migrate.js';
-import type { ConsumerEventName, ConsumerStats, SourceContext } from './types.js';
+import { migrate } from '../store/migrate.js';
+import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
 
 /** Options of {@link Consumer.stop}. */
 export interface StopOptions {

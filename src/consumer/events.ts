@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { ConsumerEventName, ConsumerEvents, Logger } from './types.js';
+import type { ConsumerEventName, ConsumerEvents, Logger } from '../types.js';
 
 /** Listener of one consumer event. */
 export type Listener<E extends ConsumerEventName> = (payload: ConsumerEvents[E]) => void;

@@ -1,17 +1,17 @@
 import { admit } from './admission.js';
-import { conflictDelay } from './backoff.js';
+import { conflictDelay } from '../backoff.js';
 import type { ConsumerConfig } from './config.js';
 import {
   type EffectivelyOnceError,
   HandlerTimeoutError,
   PayloadMismatchError,
   ShutdownError,
-} from './errors.js';
-import { guardedCall } from './guarded-call.js';
+} from '../errors.js';
+import { guardedCall } from '../guarded-call.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
-import { sleep } from './sleep.js';
-import { ClaimStatements } from './store/claim.js';
+import { sleep } from '../sleep.js';
+import { ClaimStatements } from '../store/claim.js';
 import {
   ClaimConnection,
   conflictsExhausted,
@@ -19,8 +19,8 @@ import {
   type FailedAttempt,
   type Released,
   type WorkResult,
-} from './tx/claim-connection.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+} from '../tx/claim-connection.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /** What the database part decided; broker calls happen after the connection is released. */
 type Verdict =

@@ -1,8 +1,8 @@
 import type { Pool } from 'pg';
-import { retryDelay } from './backoff.js';
-import { READ_ONLY_SQL_TRANSACTION } from './store/pg-errors.js';
-import { sleep } from './sleep.js';
-import type { Logger } from './types.js';
+import { retryDelay } from '../backoff.js';
+import { READ_ONLY_SQL_TRANSACTION } from '../store/pg-errors.js';
+import { sleep } from '../sleep.js';
+import type { Logger } from '../types.js';
 
 // SQLSTATE classes and codes that mean "the database is not there", as opposed to
 // "this statement failed": connection exceptions (08), admin/crash shutdown (57P01-03),
