@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { resolveBackoff, type BackoffFn } from '../backoff.js';
 import { ConfigurationError } from '../errors.js';
 import { fractionOption, intOption } from '../option-checks.js';
-import { silentLogger } from './events.js';
+import { silentLogger } from '../logger.js';
 import { DEFAULT_MAX_KEY_LENGTH } from '../keys.js';
 import type { ConsumerOptions } from './options.js';
 import type { IsolationLevel } from '../store/claim.js';

@@ -34,11 +34,3 @@ export class ConsumerEventHub {
     }
   }
 }
-
-/** A logger that drops everything: the default, since libraries should not print. */
-export const silentLogger: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
