@@ -8,7 +8,7 @@
 // The surface is listed name by name (no `export *`): what is not here is internal.
 // etc/effectively-once.api.md is its report; `npm run api:check` fails when it drifts.
 export { createConsumer } from './consumer/consumer.js';
-export type { Consumer, StopOptions } from './consumer/consumer.js';
+export type { Consumer, StopOptions } from './consumer/types.js';
 export type { ConsumerOptions } from './consumer/options.js';
 export type { IsolationLevel } from './store/claim.js';
 export { migrate } from './store/migrate.js';

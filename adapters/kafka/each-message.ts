@@ -1,4 +1,5 @@
-import { createConsumer, type Consumer } from '../../src/consumer/consumer.js';
+import { createConsumer } from '../../src/consumer/consumer.js';
+import type { Consumer } from '../../src/consumer/types.js';
 import { ConfigurationError, ShutdownError } from '../../src/errors.js';
 import type { ConsumerOptions } from '../../src/consumer/options.js';
 import { PushSource } from '../../src/consumer/push-source.js';

@@ -1,5 +1,6 @@
 import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import { createConsumer, type Consumer, type StopOptions } from '../../src/consumer/consumer.js';
+import { createConsumer } from '../../src/consumer/consumer.js';
+import type { Consumer, StopOptions } from '../../src/consumer/types.js';
 import {
   BrokerError,
   ConfigurationError,

@@ -1,4 +1,4 @@
-import type { Consumer } from './consumer.js';
+import type { Consumer } from './types.js';
 import type { EffectivelyOnceError } from '../errors.js';
 import type { Delivery, DeliveryOutcome } from '../types.js';
 

@@ -16,7 +16,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import type { Consumer } from '../consumer/consumer.js';
+import type { Consumer } from '../consumer/types.js';
 import type { EffectivelyOnceError } from '../errors.js';
 import type {
   ConsumerTelemetry,
