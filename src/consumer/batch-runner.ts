@@ -1,4 +1,5 @@
 import { admit } from './admission.js';
+import { conflictDelay } from '../backoff.js';
 import type { ConsumerConfig } from './config.js';
 import {
   ClaimBusyError,
@@ -10,8 +11,8 @@ import {
 import { guardedCall } from '../guarded-call.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
-import { conflictDelay, failureOf, runAdapterHook, workFailure } from './runner.js';
 import type { Settler } from './settle.js';
+import { failureOf, runAdapterHook, workFailure } from './steps.js';
 import { sleep } from '../sleep.js';
 import { BatchClaimStatements } from '../store/batch-claim.js';
 import {
