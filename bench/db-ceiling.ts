@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { payloadHash } from '../src/hash.js';
+import { payloadHash } from '../src/consumer/hash.js';
 import { BatchClaimStatements } from '../src/store/batch-claim.js';
 import { ClaimStatements } from '../src/store/claim.js';
 import type { RunContext } from './context.js';

@@ -7,9 +7,9 @@
  */
 // The surface is listed name by name (no `export *`): what is not here is internal.
 // etc/effectively-once.api.md is its report; `npm run api:check` fails when it drifts.
-export { createConsumer } from './consumer.js';
-export type { Consumer, StopOptions } from './consumer.js';
-export type { ConsumerOptions } from './options.js';
+export { createConsumer } from './consumer/consumer.js';
+export type { Consumer, StopOptions } from './consumer/types.js';
+export type { ConsumerOptions } from './consumer/options.js';
 export type { IsolationLevel } from './store/claim.js';
 export { migrate } from './store/migrate.js';
 export type { MigrateOptions } from './store/migrate.js';
@@ -17,14 +17,14 @@ export { prune } from './store/prune.js';
 export type { PruneOptions } from './store/prune.js';
 export { DEFAULT_SCHEMA, DEFAULT_TABLE } from './store/identifiers.js';
 export { DEFAULT_MAX_KEY_LENGTH, MAX_KEY_BYTES } from './keys.js';
-export type { Listener } from './events.js';
+export type { Listener } from './consumer/events.js';
 export type {
   ConsumerTelemetry,
   TelemetryOutcome,
   TelemetryScope,
   TelemetryStep,
   TelemetryStepScope,
-} from './telemetry.js';
+} from './consumer/telemetry.js';
 export {
   EffectivelyOnceError,
   ConfigurationError,

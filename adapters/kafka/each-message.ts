@@ -1,7 +1,8 @@
-import { createConsumer, type Consumer } from '../../src/consumer.js';
+import { createConsumer } from '../../src/consumer/consumer.js';
+import type { Consumer } from '../../src/consumer/types.js';
 import { ConfigurationError, ShutdownError } from '../../src/errors.js';
-import type { ConsumerOptions } from '../../src/options.js';
-import { PushSource } from '../../src/push-source.js';
+import type { ConsumerOptions } from '../../src/consumer/options.js';
+import { PushSource } from '../../src/consumer/push-source.js';
 import type { Delivery, HandlerContext } from '../../src/types.js';
 import type { KafkaMessageLike, KafkaProducerLike } from './client.js';
 import { DeadLetterPublisher } from './dead-letter.js';

@@ -11,7 +11,7 @@ import type {
 } from './client.js';
 import type { KafkaParse } from './decode.js';
 import { DEFAULT_IDEMPOTENCY_HEADER, type KafkaKeyFunction } from './keys.js';
-import { DEFAULT_OFFSETS_TABLE } from './postgres-offsets.js';
+import { DEFAULT_OFFSETS_TABLE } from '../../src/store/kafka-offsets.js';
 import type { KafkaRecord } from './record.js';
 
 /** Options of {@link kafkaSource}. */

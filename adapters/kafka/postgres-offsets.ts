@@ -1,14 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
-import {
-  DEFAULT_SCHEMA,
-  qualifiedTable,
-  quoteIdentifier,
-  type TableRef,
-} from '../../src/store/identifiers.js';
-import { applyDdl, type Ddl, type TableFamily } from '../../src/store/table-family.js';
-
-/** Default name of the table behind `offsets: 'postgres'`. */
-export const DEFAULT_OFFSETS_TABLE = 'eo_kafka_offsets';
+import { DEFAULT_SCHEMA, qualifiedTable } from '../../src/store/identifiers.js';
+import { DEFAULT_OFFSETS_TABLE, kafkaOffsetsTables } from '../../src/store/kafka-offsets.js';
 
 /** Options of {@link migrateKafkaOffsets}. */
 export interface KafkaOffsetsTableOptions {
@@ -17,42 +9,6 @@ export interface KafkaOffsetsTableOptions {
   /** Table name. Default `eo_kafka_offsets`. */
   table?: string;
 }
-
-// Fixed for every version: concurrent migrations of the same table must take the same lock.
-const MIGRATION_LOCK_KEY = 0x656f_6b6f; // "eoko"
-
-/** The offsets table: the one copy of its DDL. */
-function kafkaOffsetsDdl(ref: TableRef): Ddl {
-  const table = qualifiedTable(ref);
-  return {
-    statements: [
-      `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(ref.schema, 'schema')}`,
-      `CREATE TABLE IF NOT EXISTS ${table} (
-  group_id    text        NOT NULL,
-  topic       text        NOT NULL,
-  partition   integer     NOT NULL,
-  next_offset bigint      NOT NULL,
-  updated_at  timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (group_id, topic, partition)
-)`,
-    ],
-    relations: [table],
-  };
-}
-
-/** The table behind `offsets: 'postgres'`, as a {@link TableFamily}. */
-export const kafkaOffsetsTables: TableFamily = {
-  name: 'kafka-offsets',
-  summary: "Kafka stored offsets (offsets: 'postgres'), one row per group, topic and partition",
-  defaultTable: DEFAULT_OFFSETS_TABLE,
-  ddl: kafkaOffsetsDdl,
-  migrate: async (pool, ref) =>
-    applyDdl(pool, kafkaOffsetsDdl(ref), {
-      lockKey: MIGRATION_LOCK_KEY,
-      operation: 'migrate kafka offsets',
-      ref,
-    }),
-};
 
 /**
  * Creates the table that `offsets: 'postgres'` writes the next offset of each

@@ -4,7 +4,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { BrokerError, type EffectivelyOnceError } from '../../src/errors.js';
-import { silentLogger } from '../../src/events.js';
+import { silentLogger } from '../../src/logger.js';
 import type { DeliveryOutcome, Logger, Source, SourceContext } from '../../src/types.js';
 import { isAbort, isAccessDenied, isQueueMissing } from './aws-errors.js';
 import { decodeBody } from './body.js';

@@ -1,12 +1,13 @@
 import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import { createConsumer, type Consumer, type StopOptions } from '../../src/consumer.js';
+import { createConsumer } from '../../src/consumer/consumer.js';
+import type { Consumer, StopOptions } from '../../src/consumer/types.js';
 import {
   BrokerError,
   ConfigurationError,
   ShutdownError,
   type EffectivelyOnceError,
 } from '../../src/errors.js';
-import type { ConsumerOptions } from '../../src/options.js';
+import type { ConsumerOptions } from '../../src/consumer/options.js';
 import type {
   BatchContext,
   Delivery,
@@ -19,7 +20,7 @@ import { sendToDeadLetterQueue } from './dead-letter.js';
 import { isAccessDenied } from './aws-errors.js';
 import { defaultKey, groupScoped, messageKey } from './keys.js';
 import { deduplicationScopeOption, isFifoQueueUrl, type DeduplicationScope } from './options.js';
-import { PushSource } from '../../src/push-source.js';
+import { PushSource } from '../../src/consumer/push-source.js';
 import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
 
 /** Options of {@link withDedup} and {@link withDedupBatch}: `createConsumer`'s, minus the source and handler. */

@@ -1,8 +1,8 @@
-import { kafkaOffsetsTables } from '../../adapters/kafka/postgres-offsets.js';
 import { ConfigurationError } from '../errors.js';
 import { idempotencyKeyTables } from '../http/store.js';
 import { outboxTables } from '../outbox/table.js';
 import { quoteIdentifier, type TableRef } from '../store/identifiers.js';
+import { kafkaOffsetsTables } from '../store/kafka-offsets.js';
 import { dedupTables } from '../store/migrate.js';
 import { dedupPruneTarget, type PruneTarget } from '../store/prune.js';
 import type { TableFamily } from '../store/table-family.js';

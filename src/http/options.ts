@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError } from '../errors.js';
-import { silentLogger } from '../events.js';
+import { silentLogger } from '../logger.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { quoteIdentifier, type TableRef } from '../store/identifiers.js';

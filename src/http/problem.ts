@@ -1,4 +1,4 @@
-import { isUnavailable } from '../db-health.js';
+import { isUnavailable } from '../store/pg-errors.js';
 import {
   ClaimBusyError,
   CommitFailedError,

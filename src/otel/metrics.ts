@@ -6,8 +6,8 @@ import {
   type Histogram,
   type Meter,
 } from '@opentelemetry/api';
-import type { Consumer } from '../consumer.js';
-import type { TelemetryOutcome } from '../telemetry.js';
+import type { Consumer } from '../consumer/types.js';
+import type { TelemetryOutcome } from '../consumer/telemetry.js';
 import type { MessagingInfo } from '../types.js';
 import { ATTR } from './attributes.js';
 

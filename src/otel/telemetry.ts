@@ -16,7 +16,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import type { Consumer } from '../consumer.js';
+import type { Consumer } from '../consumer/types.js';
 import type { EffectivelyOnceError } from '../errors.js';
 import type {
   ConsumerTelemetry,
@@ -24,7 +24,7 @@ import type {
   TelemetryScope,
   TelemetryStep,
   TelemetryStepScope,
-} from '../telemetry.js';
+} from '../consumer/telemetry.js';
 import type { Delivery, MessagingInfo } from '../types.js';
 import { ATTR, consumerAttributes, messageAttributes, messagingOf } from './attributes.js';
 import { carrierGetter } from './carrier.js';

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { ClientConfig } from 'pg';
 import { retryDelay } from '../backoff.js';
 import { DatabaseError, EffectivelyOnceError, StateError } from '../errors.js';
-import { silentLogger } from '../events.js';
+import { silentLogger } from '../logger.js';
 import { Doorbell } from './doorbell.js';
 import { outboxChannel } from './enqueue.js';
 import { RelayEventHub } from './events.js';

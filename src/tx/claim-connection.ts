@@ -1,5 +1,4 @@
 import type { Pool, PoolClient } from 'pg';
-import { isUnavailable, type DatabaseHealth } from '../db-health.js';
 import {
   ClaimBusyError,
   CommitFailedError,
@@ -19,6 +18,7 @@ import {
   IN_FAILED_TRANSACTION,
   isSerializationFailure,
   isStatementError,
+  isUnavailable,
   LOCK_NOT_AVAILABLE,
   sqlstateOf,
 } from '../store/pg-errors.js';
@@ -78,7 +78,7 @@ export type WorkResult =
 export interface ConnectionDeps {
   readonly pool: Pool;
   /** Told when Postgres looks unreachable (the consumer pauses deliveries until it is back). */
-  readonly health: Pick<DatabaseHealth, 'markDown'>;
+  readonly health: { markDown(cause: unknown): void };
   readonly logger: Logger;
   readonly acquireTimeoutMs: number;
   /** Aborts when stop()'s grace period ran out. */

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { TableRef } from '../../store/identifiers.js';
-import { openWriters, probeClaim, type InFlight } from '../../store/key-status.js';
+import { openWriters, probeClaim, type InFlight } from '../key-status.js';
 
 /** How long `--probe`'s claim waits for a holder before calling the key held. */
 const PROBE_WAIT_MS = 100;

@@ -3,7 +3,7 @@ import { IdempotencyKeyInvalidError } from '../../http/errors.js';
 import { parseIdempotencyKey } from '../../http/key.js';
 import { checkScope } from '../../http/options.js';
 import { qualifiedTable } from '../../store/identifiers.js';
-import { storedAnswer, type InFlight, type StoredAnswer } from '../../store/key-status.js';
+import { storedAnswer, type InFlight, type StoredAnswer } from '../key-status.js';
 import { flag } from '../args.js';
 import { EXIT, type CommandContext, type CommandOutput } from '../command.js';
 import type { SelectedFamily } from '../families.js';

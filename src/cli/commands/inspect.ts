@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../../errors.js';
 import { validateKey } from '../../keys.js';
 import { qualifiedTable } from '../../store/identifiers.js';
-import { committedClaims, type CommittedClaim, type InFlight } from '../../store/key-status.js';
+import { committedClaims, type CommittedClaim, type InFlight } from '../key-status.js';
 import { listGroups } from '../../store/table-stats.js';
 import { flag } from '../args.js';
 import { EXIT, type Command, type CommandContext, type CommandOutput } from '../command.js';

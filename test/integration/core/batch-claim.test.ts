@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { migrate } from '../../../src/index.js';
-import { payloadHash } from '../../../src/hash.js';
+import { payloadHash } from '../../../src/consumer/hash.js';
 import { BatchClaimStatements } from '../../../src/store/batch-claim.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 

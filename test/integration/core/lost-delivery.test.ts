@@ -5,7 +5,7 @@
  * sent to the dead-letter target.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { payloadHash } from '../../../src/hash.js';
+import { payloadHash } from '../../../src/consumer/hash.js';
 import { createConsumer, migrate } from '../../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { ManualSource } from '../../helpers/manual-source.js';

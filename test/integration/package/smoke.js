@@ -49,7 +49,7 @@ for (const [name, value] of Object.entries({
 
 // Only the ten entry points (and package.json) are public.
 try {
-  await import('effectively-once/dist/src/runner.js');
+  await import('effectively-once/dist/src/consumer/runner.js');
   check(false, 'a deep import must be refused by the exports map');
 } catch (error) {
   check(error?.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED', `deep import refused: ${error?.code}`);

@@ -4,7 +4,7 @@
  * test/integration/cli/cli.test.ts.
  */
 import { describe, expect, it } from '@jest/globals';
-import { kafkaOffsetsTables } from '../../../adapters/kafka/postgres-offsets.js';
+import { kafkaOffsetsTables } from '../../../src/store/kafka-offsets.js';
 import { EXIT } from '../../../src/cli/command.js';
 import { TABLE_FAMILIES } from '../../../src/cli/families.js';
 import { idempotencyKeyTables } from '../../../src/http/store.js';

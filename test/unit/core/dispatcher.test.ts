@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Dispatcher } from '../../../src/dispatcher.js';
+import { Dispatcher } from '../../../src/consumer/dispatcher.js';
 import type { Delivery, DeliveryOutcome } from '../../../src/index.js';
 
 function delivery(id: string, orderingKey?: string): Delivery<string> {

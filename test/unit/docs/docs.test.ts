@@ -123,7 +123,7 @@ describe('README.md and docs/', () => {
       return [...body.matchAll(/^ {2}(\w+)\??:/gm)].map((m) => m[1] ?? '');
     };
     for (const [doc, file, iface] of [
-      ['docs/api.md', 'src/options.ts', 'ConsumerOptions'],
+      ['docs/api.md', 'src/consumer/options.ts', 'ConsumerOptions'],
       ['docs/sqs.md', 'adapters/sqs/options.ts', 'SqsSourceOptions'],
       ['docs/kafka.md', 'adapters/kafka/options.ts', 'KafkaSourceOptions'],
     ] as const) {

@@ -19,7 +19,7 @@ import {
 } from '../../../src/index.js';
 import { propagateTraceContext } from '../../../src/otel/index.js';
 import { memorySource } from '../../../src/testing/index.js';
-import { Tracing } from '../../../src/tracing.js';
+import { Tracing } from '../../../src/consumer/tracing.js';
 
 const delivery = { key: 'k', attempt: 1 } as Delivery<unknown>;
 

@@ -1,38 +1,7 @@
 import type { Pool } from 'pg';
-import { retryDelay } from './backoff.js';
-import { READ_ONLY_SQL_TRANSACTION } from './store/pg-errors.js';
-import { sleep } from './sleep.js';
-import type { Logger } from './types.js';
-
-// SQLSTATE classes and codes that mean "the database is not there", as opposed to
-// "this statement failed": connection exceptions (08), admin/crash shutdown (57P01-03),
-// too many connections (53300), and a node that takes no writes (25006: a standby, or a
-// primary demoted in a failover; see pg-errors.ts).
-const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', READ_ONLY_SQL_TRANSACTION]);
-const UNAVAILABLE_ERRNOS = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
-
-/** True when an error says the database is unreachable rather than a statement failing. */
-export function isUnavailable(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  if (
-    typeof code === 'string' &&
-    (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || UNAVAILABLE_ERRNOS.has(code))
-  ) {
-    return true;
-  }
-  const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
-    message,
-  );
-}
+import { retryDelay } from '../backoff.js';
+import { sleep } from '../sleep.js';
+import type { Logger } from '../types.js';
 
 /** Probes of a database that went away: from 250 ms, doubling up to 5 s, jittered. */
 const PROBE_BACKOFF = { initialMs: 250, maxMs: 5000 };

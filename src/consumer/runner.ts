@@ -1,17 +1,18 @@
 import { admit } from './admission.js';
-import { conflictDelay } from './backoff.js';
+import { conflictDelay } from '../backoff.js';
 import type { ConsumerConfig } from './config.js';
 import {
   type EffectivelyOnceError,
   HandlerTimeoutError,
   PayloadMismatchError,
   ShutdownError,
-} from './errors.js';
-import { guardedCall } from './guarded-call.js';
+} from '../errors.js';
+import { guardedCall } from '../guarded-call.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
-import { sleep } from './sleep.js';
-import { ClaimStatements } from './store/claim.js';
+import { failureOf, runAdapterHook, workFailure } from './steps.js';
+import { sleep } from '../sleep.js';
+import { ClaimStatements } from '../store/claim.js';
 import {
   ClaimConnection,
   conflictsExhausted,
@@ -19,8 +20,8 @@ import {
   type FailedAttempt,
   type Released,
   type WorkResult,
-} from './tx/claim-connection.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+} from '../tx/claim-connection.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /** What the database part decided; broker calls happen after the connection is released. */
 type Verdict =
@@ -29,8 +30,6 @@ type Verdict =
   | { kind: 'mismatch'; error: PayloadMismatchError }
   | FailedAttempt
   | Released;
-
-export { conflictDelay };
 
 /**
  * Runs one delivery: claim → handler → COMMIT → ack. Owns the transaction and never
@@ -214,38 +213,5 @@ export class Runner<T> {
       case 'failed':
         return this.settler.fail(delivery, key, verdict.error, verdict.infrastructure);
     }
-  }
-}
-
-/**
- * Runs the adapters' in-transaction hooks (e.g. Kafka offsets stored in Postgres) on
- * the raw client: they are the library's statements, not the handler's.
- */
-export async function runAdapterHook(
-  deliveries: ReadonlyArray<Delivery<unknown>>,
-  conn: ClaimConnection,
-): Promise<WorkResult> {
-  try {
-    for (const d of deliveries) await d.inTransaction?.(conn.client, deliveries);
-    return { kind: 'ok' };
-  } catch (error) {
-    return { kind: 'hook-failed', error };
-  }
-}
-
-/** What a step's telemetry reports as its failure: the error of a failed or released end. */
-export function failureOf(end: { kind: string; error?: unknown }): unknown {
-  return end.kind === 'failed' || end.kind === 'released' ? end.error : undefined;
-}
-
-/** The failure of the handler step (the handler threw, timed out, or the hook failed). */
-export function workFailure(work: WorkResult): unknown {
-  switch (work.kind) {
-    case 'ok':
-      return undefined;
-    case 'stopped':
-      return new Error('stopped: the consumer is shutting down');
-    default:
-      return work.error;
   }
 }

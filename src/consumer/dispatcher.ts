@@ -1,7 +1,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { holdsOrder, OrderingChains } from './ordering.js';
 import { PendingGate } from './pending-gate.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /**
  * Bounds concurrency (p-limit) and serialises deliveries that share an ordering key

@@ -1,7 +1,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { OrderingChains } from './ordering.js';
 import { PendingGate } from './pending-gate.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /**
  * Processes one batch. `held[i]`: delivery i must be released (an earlier delivery of

@@ -1,4 +1,4 @@
-import type { DeliveryOutcome } from './types.js';
+import type { DeliveryOutcome } from '../types.js';
 
 /**
  * Outcomes after which a delivery that ran leaves its ordering key "open": the message

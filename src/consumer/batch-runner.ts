@@ -1,4 +1,5 @@
 import { admit } from './admission.js';
+import { conflictDelay } from '../backoff.js';
 import type { ConsumerConfig } from './config.js';
 import {
   ClaimBusyError,
@@ -6,14 +7,14 @@ import {
   HandlerTimeoutError,
   PayloadMismatchError,
   ShutdownError,
-} from './errors.js';
-import { guardedCall } from './guarded-call.js';
+} from '../errors.js';
+import { guardedCall } from '../guarded-call.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
-import { conflictDelay, failureOf, runAdapterHook, workFailure } from './runner.js';
 import type { Settler } from './settle.js';
-import { sleep } from './sleep.js';
-import { BatchClaimStatements } from './store/batch-claim.js';
+import { failureOf, runAdapterHook, workFailure } from './steps.js';
+import { sleep } from '../sleep.js';
+import { BatchClaimStatements } from '../store/batch-claim.js';
 import {
   ClaimConnection,
   conflictsExhausted,
@@ -21,9 +22,9 @@ import {
   type FailedAttempt,
   type Released,
   type WorkResult,
-} from './tx/claim-connection.js';
+} from '../tx/claim-connection.js';
 import type { PoolClient } from 'pg';
-import type { BatchItem, Delivery, DeliveryOutcome } from './types.js';
+import type { BatchItem, Delivery, DeliveryOutcome } from '../types.js';
 
 interface Item<T> {
   index: number;

@@ -1,6 +1,6 @@
-import type { EffectivelyOnceError } from './errors.js';
+import type { EffectivelyOnceError } from '../errors.js';
 import type { ConsumerTelemetry, TelemetryScope, TelemetryStep } from './telemetry.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /** What the settler noted about a delivery before its outcome was known. */
 interface Note {

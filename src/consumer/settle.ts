@@ -4,11 +4,11 @@ import {
   ClaimBusyError,
   EffectivelyOnceError,
   type PayloadMismatchError,
-} from './errors.js';
+} from '../errors.js';
 import type { ConsumerEventHub } from './events.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from './tracing.js';
-import type { ConsumerStats, Delivery, DeliveryOutcome } from './types.js';
+import type { ConsumerStats, Delivery, DeliveryOutcome } from '../types.js';
 
 /**
  * The broker side of a delivery's end, shared by the per-message and batch runners:

@@ -1,5 +1,5 @@
-import { ShutdownError } from './errors.js';
-import type { Delivery, DeliveryOutcome, Source, SourceContext } from './types.js';
+import { ShutdownError } from '../errors.js';
+import type { Delivery, DeliveryOutcome, Source, SourceContext } from '../types.js';
 
 /**
  * A {@link Source} that receives nothing itself: another library's loop (sqs-consumer's

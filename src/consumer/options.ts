@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { IsolationLevel } from './store/claim.js';
+import type { IsolationLevel } from '../store/claim.js';
 import type { ConsumerTelemetry } from './telemetry.js';
 import type {
   Backoff,
@@ -9,7 +9,7 @@ import type {
   Logger,
   MismatchPolicy,
   Source,
-} from './types.js';
+} from '../types.js';
 
 /** Options of {@link createConsumer}. */
 export interface ConsumerOptions<T> {

@@ -1,14 +1,14 @@
 import type { Pool } from 'pg';
-import { resolveBackoff, type BackoffFn } from './backoff.js';
-import { ConfigurationError } from './errors.js';
-import { fractionOption, intOption } from './option-checks.js';
-import { silentLogger } from './events.js';
-import { DEFAULT_MAX_KEY_LENGTH } from './keys.js';
+import { resolveBackoff, type BackoffFn } from '../backoff.js';
+import { ConfigurationError } from '../errors.js';
+import { fractionOption, intOption } from '../option-checks.js';
+import { silentLogger } from '../logger.js';
+import { DEFAULT_MAX_KEY_LENGTH } from '../keys.js';
 import type { ConsumerOptions } from './options.js';
-import type { IsolationLevel } from './store/claim.js';
-import { quoteIdentifier, tableRef, type TableRef } from './store/identifiers.js';
+import type { IsolationLevel } from '../store/claim.js';
+import { quoteIdentifier, tableRef, type TableRef } from '../store/identifiers.js';
 import type { ConsumerTelemetry } from './telemetry.js';
-import type { BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from './types.js';
+import type { BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from '../types.js';
 
 /** {@link ConsumerOptions} with every default filled in and every bound checked. */
 export interface ConsumerConfig<T> {

@@ -1,4 +1,4 @@
-import type { ConsumerStats } from './types.js';
+import type { ConsumerStats } from '../types.js';
 
 /** Fresh zeroed counters. */
 export function emptyStats(): ConsumerStats {

@@ -1,6 +1,6 @@
-import type { Consumer } from './consumer.js';
-import type { EffectivelyOnceError } from './errors.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+import type { Consumer } from './types.js';
+import type { EffectivelyOnceError } from '../errors.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /**
  * A timed part of a delivery: `transaction` (from checkout to COMMIT or rollback; run

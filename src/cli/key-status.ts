@@ -1,8 +1,8 @@
 import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
 import type { BodyOmitted } from '../http/store.js';
-import { qualifiedTable, quoteIdentifier, type TableRef } from './identifiers.js';
-import { LOCK_NOT_AVAILABLE, sqlstateOf } from './pg-errors.js';
+import { qualifiedTable, quoteIdentifier, type TableRef } from '../store/identifiers.js';
+import { LOCK_NOT_AVAILABLE, sqlstateOf } from '../store/pg-errors.js';
 
 /** A committed claim of a key. */
 export interface CommittedClaim {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { ConsumerEventName, ConsumerEvents, Logger } from './types.js';
+import type { ConsumerEventName, ConsumerEvents, Logger } from '../types.js';
 
 /** Listener of one consumer event. */
 export type Listener<E extends ConsumerEventName> = (payload: ConsumerEvents[E]) => void;
@@ -34,11 +34,3 @@ export class ConsumerEventHub {
     }
   }
 }
-
-/** A logger that drops everything: the default, since libraries should not print. */
-export const silentLogger: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};

@@ -1,10 +1,10 @@
 import type { ConsumerConfig } from './config.js';
-import { BodyParseError, EffectivelyOnceError, InvalidKeyError, describe } from './errors.js';
+import { BodyParseError, EffectivelyOnceError, InvalidKeyError, describe } from '../errors.js';
 import { payloadHash } from './hash.js';
-import { keyFromFunction, validateKey } from './keys.js';
+import { keyFromFunction, validateKey } from '../keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
-import type { Delivery, DeliveryOutcome } from './types.js';
+import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /**
  * Either what the claim needs (the validated key and the payload hash), or the outcome

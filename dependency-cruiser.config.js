@@ -1,0 +1,54 @@
+// The layout ARCHITECTURE.md describes, checked by `npm run lint` (`depcruise`): a core
+// (the primitives at the top of src/, the SQL in store/, the transaction in tx/), three
+// doors on it (consumer/, http/, outbox/), the caller's client/ (which the outbox's HTTP
+// publisher uses), and around them otel/, cli/, testing/ and the broker adapters.
+// Type-only imports count: a circle of types is a circle of ideas, and `import type`
+// must not be the way one is hidden.
+const DOORS = 'consumer|http|outbox';
+const AROUND = 'client|otel|cli|testing';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'An import circle: put what both sides need below both of them.',
+      severity: 'error',
+      from: { path: '^(src|adapters)/' },
+      to: { circular: true },
+    },
+    {
+      name: 'src-knows-no-broker',
+      comment: 'src/ never imports adapters/: own or register the thing in src/ instead.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^adapters/' },
+    },
+    {
+      name: 'door-to-door',
+      comment: 'A door does not import another door: move what both use into the core.',
+      severity: 'error',
+      from: { path: `^src/(${DOORS})/` },
+      to: { path: `^src/(${DOORS})/`, pathNot: '^src/$1/' },
+    },
+    {
+      name: 'client-imports-no-door',
+      comment: "The caller's client is its own entry point: it needs no door.",
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: `^src/(${DOORS})/` },
+    },
+    {
+      name: 'core-imports-no-door',
+      comment: 'The core (store/, tx/, the top-level primitives) sits below every door.',
+      severity: 'error',
+      from: { path: '^src/(store/|tx/|[^/]+[.]ts$)', pathNot: '^src/index[.]ts$' },
+      to: { path: `^src/(${DOORS}|${AROUND})/` },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+  },
+};
