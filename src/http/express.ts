@@ -10,7 +10,7 @@ import { HandlerRun } from './completion.js';
 import { hooksOf, type IdempotencyContext } from './context.js';
 import { declaredBody } from './held-body.js';
 import { HeldResponse } from './held-response.js';
-import type { Execution, Idempotency, RequestOverrides } from './idempotency.js';
+import type { Execution, Idempotency, RequestOverrides } from './idempotency-types.js';
 import { knownBytes } from './known-body.js';
 import {
   nodeHeaders,

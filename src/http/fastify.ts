@@ -21,7 +21,7 @@ import {
   type Execution,
   type Idempotency,
   type RequestOverrides,
-} from './idempotency.js';
+} from './idempotency-types.js';
 import { knownBytes } from './known-body.js';
 import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';

@@ -5,10 +5,21 @@ import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
 import { checkRequestBody, readRequestBody } from './body.js';
-import type { IdempotencyContext, IdempotentHandler } from './context.js';
+import type { IdempotentHandler } from './context.js';
 import { Engine, type JobHandler, type Verdict } from './engine.js';
 import { IdempotencyKeyMissingError } from './errors.js';
-import { fingerprint, type FingerprintMode } from './fingerprint.js';
+import {
+  executeBuffered,
+  headOf,
+  type CloseOptions,
+  type ContextHandler,
+  type Execution,
+  type Idempotency,
+  type IdempotencyStats,
+  type RequestHead,
+  type RequestOverrides,
+} from './idempotency-types.js';
+import { fingerprint } from './fingerprint.js';
 import { KeyWaiters } from './waiters.js';
 import {
   admitDelivery,
@@ -33,191 +44,6 @@ import {
   pruneIdempotencyKeys,
   type PruneKeysOptions,
 } from './store.js';
-
-/** Per-request settings that replace the endpoint's (adapters and webhooks use them). */
-export interface RequestOverrides {
-  /**
-   * The scope, instead of calling `scope(request)`. On a webhook route it is the tenant,
-   * composed with the sender's namespace (see {@link webhookScope}), not replaced by it.
-   */
-  scope?: string;
-  /** The route, instead of calling `route(request)`. */
-  route?: string;
-  /**
-   * The route's template as the framework matched it (`/orders/:id`), for telemetry
-   * (the span's name, `http.route`); never the raw path. A route you chose (here or
-   * by a `route` function) names the span instead. The Express and Fastify adapters
-   * pass their matched route's.
-   */
-  routeTemplate?: string;
-  /**
-   * The key, instead of the header's: required whatever the method, validated like a
-   * header key.
-   */
-  key?: string;
-  /** The fingerprint mode, instead of the endpoint's. */
-  fingerprint?: FingerprintMode;
-  /**
-   * Receive a webhook: verify the delivery, then key it on the sender's delivery id
-   * (instead of `Idempotency-Key`), scoped by sender. See {@link WebhookOptions}.
-   */
-  webhook?: WebhookOptions;
-}
-
-/** How a request was answered. */
-export type Outcome =
-  /** The handler ran and its response committed with the effect. */
-  | 'executed'
-  /** A stored response was replayed. */
-  | 'replayed'
-  /** The handler's response (5xx) rolled the effect back; sent unstored. */
-  | 'rolled-back'
-  /** Refused before anything ran (400, 409, 413, 422) or failed (5xx): a problem answer. */
-  | 'refused'
-  | 'failed';
-
-/** What {@link Idempotency.execute} resolves with. */
-export type Execution =
-  | {
-      kind: 'response';
-      response: Response;
-      outcome: Outcome;
-      /**
-       * Whether the body is a stream of unknown length (a body too large to keep, or one
-       * marked `ctx.streamed`): send it as it comes rather than buffer it.
-       */
-      streaming: boolean;
-    }
-  /**
-   * The user's code (handler, `scope`, `route`) threw; the transaction rolled back and
-   * nothing was stored. `response` is the default answer (a problem+json 500); an
-   * adapter hands `error` to its framework's error handling instead.
-   */
-  | { kind: 'threw'; error: unknown; response: Response; streaming: false };
-
-/** Counters since the endpoint was created. */
-export interface IdempotencyStats {
-  /** Requests whose handler ran and committed. */
-  executed: number;
-  /** Requests answered with a stored response. */
-  replayed: number;
-  /** Handler runs rolled back (a throw, a response at or above `rollbackOn`). */
-  rolledBack: number;
-  /** Keys reused with another request (422) or on another endpoint. */
-  mismatched: number;
-  /** Retries that found the original still running past the wait (409). */
-  busy: number;
-  /** Every other problem answer (400, 413, 5xx) and handler throws. */
-  failed: number;
-}
-
-/** Options of {@link Idempotency.close}. */
-export interface CloseOptions {
-  /**
-   * Grace period for requests in flight, in ms. After it their `ctx.signal` aborts and
-   * what has not committed rolls back (answered 503): a handler still running (one that
-   * ignores its signal) has its statement cancelled and its connection destroyed, so
-   * `close()` resolves. Default 10 000.
-   */
-  timeoutMs?: number;
-}
-
-/**
- * Idempotency-Key handling on one Postgres table, for any number of endpoints. Create
- * one per process with {@link createIdempotency} and wrap each endpoint's handler.
- */
-export interface Idempotency {
-  /**
-   * A fetch-style endpoint (`(request) => Promise<Response>`): a Next.js route handler,
-   * a Hono handler (`(c) => endpoint(c.req.raw)`), Deno.serve, Bun.serve …
-   */
-  handler(
-    handler: IdempotentHandler,
-    overrides?: RequestOverrides,
-  ): (request: Request) => Promise<Response>;
-  /** Handles one request with `handler`; never rejects. */
-  handle(
-    request: Request,
-    handler: IdempotentHandler,
-    overrides?: RequestOverrides,
-  ): Promise<Response>;
-  /**
-   * A fetch-style webhook receiver: verifies each delivery (`options.verify`), then
-   * claims its delivery id, applies `handler`'s effect once and stores its answer; a
-   * redelivery gets that answer again.
-   */
-  webhook(
-    options: WebhookOptions,
-    handler: WebhookHandler,
-  ): (request: Request) => Promise<Response>;
-  /** As `handle`, but tells a throw of the user's code apart (for adapters). Never rejects. */
-  execute(
-    request: Request,
-    handler: IdempotentHandler,
-    overrides?: RequestOverrides,
-  ): Promise<Execution>;
-  /** Creates the key table if missing (done before the first request unless `migrate: false`). */
-  migrate(): Promise<void>;
-  /** Prunes keys older than the retention window now (or `olderThan`); returns how many. */
-  prune(
-    options?: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>>,
-  ): Promise<number>;
-  /** A snapshot of the counters. */
-  stats(): IdempotencyStats;
-  /**
-   * Stops pruning and refuses new requests (503), lets in-flight ones finish (aborting
-   * them after the grace period), then resolves. Does not end the pool.
-   */
-  close(options?: CloseOptions): Promise<void>;
-  /** `await using idempotency = createIdempotency(...)` closes it at scope exit. */
-  [Symbol.asyncDispose](): Promise<void>;
-}
-
-/**
- * The adapters' way in (not part of the public API): the request's head as a bodyless
- * Request, and its body as the adapter already read it. Saves building a Request
- * around the bytes, reading them back out, and a copy of it for the handler, who
- * receives the head and reads `ctx.body` (`ctx.request` is still built if asked for).
- */
-export const executeBuffered = Symbol('effectively-once.executeBuffered');
-
-/**
- * What a request's handling reads of it: the head, and the web Request itself only
- * when something asks for it (a `scope` or `route` function, telemetry, `ctx.request`).
- * An adapter builds one from its framework's request (building a Request costs more
- * than the rest of the head).
- */
-export interface RequestHead {
-  readonly method: string;
-  readonly url: string;
-  /** A header's value, case-insensitively, as `Headers.get` gives it. */
-  header(name: string): string | null;
-  /** The web Request (bodyless for an adapter's buffered request), built once. */
-  request(): Request;
-}
-
-/** The head of a web Request. */
-export function headOf(request: Request): RequestHead {
-  return {
-    method: request.method,
-    url: request.url,
-    header: (name) => request.headers.get(name),
-    request: () => request,
-  };
-}
-
-/** An adapter's handler: it holds its own request and needs only the context. */
-export type ContextHandler = (ctx: IdempotencyContext) => Response | Promise<Response>;
-
-/** An {@link Idempotency} from createIdempotency, which adapters call through {@link executeBuffered}. */
-export interface BufferedExecutor {
-  [executeBuffered](
-    head: RequestHead,
-    body: Uint8Array,
-    handler: ContextHandler,
-    overrides?: RequestOverrides,
-  ): Promise<Execution>;
-}
 
 /**
  * Makes endpoints idempotent under the `Idempotency-Key` header (IETF httpapi draft,

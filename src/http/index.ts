@@ -10,7 +10,7 @@ export type {
   IdempotencyStats,
   Outcome,
   RequestOverrides,
-} from './idempotency.js';
+} from './idempotency-types.js';
 export type { IdempotencyContext, IdempotentHandler } from './context.js';
 export type { CommittedEvent, IdempotencyOptions } from './options.js';
 export type {

@@ -6,7 +6,7 @@ import type {
 } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RequestHead } from './idempotency.js';
+import type { RequestHead } from './idempotency-types.js';
 
 /**
  * What the Node adapters (Express, Fastify) share: a web Request from a Node request,
