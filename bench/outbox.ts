@@ -1,6 +1,7 @@
 /**
- * `npm run bench -- --outbox [--broker sqs|kafka] [--rows 5000] [--relays 2] [--batch 50]
- *  [--latency-rows 200] [--writers 8] [--order-transactions 2000] [--out bench/results]`
+ * `npm run bench -- --outbox [--no-fsync] [--broker sqs|kafka] [--rows 5000] [--relays 2]
+ *  [--batch 50] [--latency-rows 200] [--writers 8] [--order-transactions 2000]
+ *  [--out bench/results]`
  *
  * The outbox relay, measured side by side in one run against one Postgres and broker:
  * 1. DB ceiling: relays doing the same claim + mark work with a publisher that returns
@@ -10,7 +11,9 @@
  * 3. the relay: claim, publish, mark, end to end;
  * then commit→publish latency (COMMIT returned → the publisher's send resolved), one
  * row every 10 ms, with NOTIFY and poll-only (the default 1 s poll); then the cost of
- * enqueue's commit order (bench/outbox-order.ts). Writes `<out>/latest-outbox-<broker>.md`.
+ * enqueue's commit order (bench/outbox-order.ts). Against a durable Postgres by default
+ * (bench/durability.ts), `--no-fsync` for the CPU-bound run. Writes
+ * `<out>/latest-outbox-<broker>[-no-fsync].md`.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,12 +33,19 @@ import {
 } from '../src/outbox/index.js';
 import { orderCost, orderCostLines } from './outbox-order.js';
 import { ensureServices, type Endpoints } from './services.js';
+import {
+  durabilityLine,
+  durabilitySuffix,
+  ensureDurability,
+  type Durability,
+} from './durability.js';
 import { percentile } from './stats.js';
 
 const SCHEMA = 'eo_bench_outbox';
 const KEYS = 100;
 
 interface Options {
+  durability: Durability;
   broker: 'sqs' | 'kafka';
   rows: number;
   relays: number;
@@ -50,6 +60,7 @@ function options(argv: string[]): Options {
   const { values } = parseArgs({
     args: argv.filter((a) => a !== '--outbox'),
     options: {
+      'no-fsync': { type: 'boolean', default: false },
       broker: { type: 'string', default: 'sqs' },
       rows: { type: 'string', default: '5000' },
       relays: { type: 'string', default: '2' },
@@ -63,6 +74,7 @@ function options(argv: string[]): Options {
   if (values.broker !== 'sqs' && values.broker !== 'kafka')
     throw new Error('--broker must be sqs or kafka');
   return {
+    durability: values['no-fsync'] ? 'no-fsync' : 'durable',
     broker: values.broker,
     rows: Number(values.rows),
     relays: Number(values.relays),
@@ -227,6 +239,11 @@ const pct = (samples: number[], p: number): number => percentile(samples, p / 10
 export async function runOutboxBench(argv: string[]): Promise<void> {
   const o = options(argv);
   const services = await ensureServices(o.broker);
+  const durability = await ensureDurability(
+    services.endpoints.databaseUrl,
+    o.durability,
+    services.started.includes('postgres'),
+  );
   const pool = new pg.Pool({
     connectionString: services.endpoints.databaseUrl,
     max: Math.max(4 * o.relays + 4, o.writers + 2),
@@ -262,11 +279,13 @@ export async function runOutboxBench(argv: string[]): Promise<void> {
     const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
     const ms = (n: number): string => n.toFixed(1);
     const lines = [
-      `# Outbox relay bench (${o.broker})`,
+      `# Outbox relay bench (${o.broker}, ${o.durability})`,
       '',
       `\`npm run bench -- ${argv.join(' ')}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC,`,
       `${os.cpus().length}× ${os.cpus()[0]?.model.trim() ?? 'cpu'}, load ${os.loadavg()[0]?.toFixed(2)}.`,
       `${o.rows} rows over ${KEYS} ordering keys, ${o.relays} relays, batch ${o.batch}; best of 2 interleaved rounds.`,
+      '',
+      durabilityLine(durability),
       '',
       '| measure | rows/s (each round) | best |',
       '| --- | --- | --- |',
@@ -288,7 +307,10 @@ export async function runOutboxBench(argv: string[]): Promise<void> {
     const text = lines.join('\n');
     console.log(text);
     fs.mkdirSync(o.out, { recursive: true });
-    fs.writeFileSync(path.join(o.out, `latest-outbox-${o.broker}.md`), text);
+    fs.writeFileSync(
+      path.join(o.out, `latest-outbox-${o.broker}${durabilitySuffix(o.durability)}.md`),
+      text,
+    );
     await pool.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   } finally {
     await pool.end();

@@ -1,6 +1,7 @@
 /**
- * `npm run bench -- --http [--duration 10] [--warmup 10] [--connections 16] [--rounds 3]
- * [--pool 16] [--keys 1000] [--out bench/results] [--name x]`
+ * `npm run bench -- --http [--no-fsync] [--duration 10] [--warmup 10] [--connections 16]
+ * [--rounds 3] [--pool 16] [--keys 1000] [--modes a,b,c,d] [--cpu-prof] [--out bench/results]
+ * [--name x]`
  *
  * The Idempotency-Key middleware side by side with what it replaces, in one run, on
  * one Fastify server (a child process, bench/http/server.ts) and one Postgres, loaded
@@ -12,19 +13,22 @@
  * Modes are interleaved (a, b, c, d, a, b, ...) for `--rounds`, after `--warmup` seconds of
  * each (long enough for the slowest mode's code to be optimized by V8 before it is timed);
  * medians and the median of each round's ratio are reported, with the issue's targets.
- * Writes `<out>/latest-http[-<name>].{json,md}`.
+ * Against a durable Postgres by default (bench/durability.ts), `--no-fsync` for the
+ * CPU-bound run. `--cpu-prof` writes the server process's V8 CPU profile (its whole life:
+ * with `--modes c` that is mostly (c)) to `<out>/profiles/` when it exits.
+ * Writes `<out>/latest-http[-no-fsync][-<name>].{json,md}`.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { integerOption } from '../args.js';
 import { ensureServices } from '../services.js';
+import { durabilitySuffix, ensureDurability } from '../durability.js';
+import { buildLibrary, cpuMs, startServer } from './server-process.js';
 import { createBenchTables } from './tables.js';
 import { median, medianRoundRatio } from '../stats.js';
 import {
@@ -35,6 +39,7 @@ import {
   type HttpReport,
   type ModeId,
   type ModeRun,
+  type SqlRatios,
 } from './report.js';
 
 const SCHEMA = 'eo_bench_http';
@@ -53,6 +58,9 @@ function parse(argv: string[]): HttpBenchOptions {
     strict: true,
     options: {
       http: { type: 'boolean' },
+      'no-fsync': { type: 'boolean', default: false },
+      modes: { type: 'string', default: 'a,b,c,d' },
+      'cpu-prof': { type: 'boolean', default: false },
       duration: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '10' },
       connections: { type: 'string', default: '16' },
@@ -63,7 +71,14 @@ function parse(argv: string[]): HttpBenchOptions {
       name: { type: 'string' },
     },
   });
+  const modes = values.modes.split(',').map((m) => m.trim());
+  const unknown = modes.filter((m) => !(m in MODES));
+  if (unknown.length > 0 || modes.length === 0)
+    throw new Error(`--modes: a comma-separated list of a, b, c, d (got ${values.modes})`);
   return {
+    durability: values['no-fsync'] ? 'no-fsync' : 'durable',
+    modes: modes as ModeId[],
+    cpuProf: values['cpu-prof'],
     durationS: integerOption('duration', values.duration, 1, 600),
     warmupS: integerOption('warmup', values.warmup, 0, 600),
     connections: integerOption('connections', values.connections, 1, 1000),
@@ -75,57 +90,25 @@ function parse(argv: string[]): HttpBenchOptions {
   };
 }
 
-/**
- * The server runs the library as users do, compiled (tsc, `npm run build`): resolved
- * through package.json's exports to dist/ instead of tsconfig's paths to src/, whose
- * on-the-fly transform adds a helper call per function created.
- */
-function buildLibrary(): void {
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const built = spawnSync(npm, ['run', '--silent', 'build'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error(`npm run build failed (${built.status ?? built.signal})`);
-}
-
-function startServer(url: string, pool: number): Promise<{ port: number; child: ChildProcess }> {
-  const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: {
-      ...process.env,
-      TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.dist.json', import.meta.url)),
-      BENCH_DATABASE_URL: url,
-      BENCH_SCHEMA: SCHEMA,
-      BENCH_POOL: String(pool),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) =>
-      reject(new Error(`bench server exited (${code}) before listening`)),
-    );
-    createInterface({ input: child.stdout }).once('line', (line) => {
-      const { port, library } = JSON.parse(line) as { port: number; library: string };
-      if (!library.includes('/dist/')) {
-        child.kill('SIGTERM');
-        reject(new Error(`bench server loaded the library from ${library}, not the build`));
-      } else resolve({ port, child });
-    });
-  });
-}
-
-/** CPU time the server process used so far, in ms (Linux /proc; null elsewhere). */
-function cpuMs(pid: number | undefined): number | null {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    // utime and stime, fields 14 and 15 of stat (11 and 12 after the command), in ticks of 10 ms.
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
-}
-
 async function countCharges(pool: pg.Pool): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${SCHEMA}.charges`);
   return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * The same mode's `--http-sql` ratios, from its JSON in `--out` (run it first, or after and
+ * re-render): what each HTTP ratio would be with Node's CPU free.
+ */
+function sqlRatios(options: HttpBenchOptions): SqlRatios | null {
+  const file = `latest-http-sql${durabilitySuffix(options.durability)}.json`;
+  try {
+    const { runs } = JSON.parse(fs.readFileSync(path.join(options.out, file), 'utf8')) as {
+      runs: Array<{ mode: string; round: number; tps: number }>;
+    };
+    return { file, ratio: (num, den) => medianRoundRatio(runs, (r) => r.tps, num, den) };
+  } catch {
+    return null;
+  }
 }
 
 /** One autocannon run of one mode; `round` 0 is the warm-up. */
@@ -172,9 +155,19 @@ export async function runHttpBench(argv: string[]): Promise<void> {
   let server: ChildProcess | undefined;
   try {
     const url = services.endpoints.databaseUrl;
+    const durability = await ensureDurability(
+      url,
+      options.durability,
+      services.started.includes('postgres'),
+    );
     await createBenchTables(url, SCHEMA);
     buildLibrary();
-    const started = await startServer(url, options.pool);
+    const base = path.join(
+      options.out,
+      `latest-http${durabilitySuffix(options.durability)}${options.name ? `-${options.name}` : ''}`,
+    );
+    const profileDir = options.cpuProf ? path.resolve(options.out, 'profiles') : null;
+    const started = await startServer(url, SCHEMA, options.pool, profileDir);
     server = started.child;
     const serverProcess = server;
     const { port } = started;
@@ -190,7 +183,7 @@ export async function runHttpBench(argv: string[]): Promise<void> {
         if (response.status !== 201) throw new Error(`storing key ${i}: HTTP ${response.status}`);
         await response.arrayBuffer();
       }
-      const modes = Object.keys(MODES) as ModeId[];
+      const modes = options.modes;
       console.log(`[bench] warm-up: ${options.warmupS} s per mode`);
       if (options.warmupS > 0)
         for (const mode of modes)
@@ -232,12 +225,13 @@ export async function runHttpBench(argv: string[]): Promise<void> {
               cpuBefore === null || cpuAfter === null || ok === 0
                 ? null
                 : ((cpuAfter - cpuBefore) * 1000) / ok,
+            load1: os.loadavg()[0] ?? NaN,
             problems,
           };
           runs.push(run);
           console.log(
             `[bench] round ${round} (${mode}): ${Math.round(run.throughput)} req/s, p50 ${run.p50Ms} ms, ` +
-              `p99 ${run.p99Ms} ms, server CPU ${Math.round(run.serverCpuUsPerRequest ?? NaN)} µs/req${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
+              `p99 ${run.p99Ms} ms, server CPU ${Math.round(run.serverCpuUsPerRequest ?? NaN)} µs/req, load ${run.load1.toFixed(1)}${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
           );
         }
       }
@@ -251,6 +245,7 @@ export async function runHttpBench(argv: string[]): Promise<void> {
           .then((r) => `Postgres ${r.rows[0]?.v ?? '?'}`),
         loadAverageStart,
         loadAverageEnd: os.loadavg(),
+        durability,
         options,
         runs,
         medians: Object.fromEntries(
@@ -272,11 +267,12 @@ export async function runHttpBench(argv: string[]): Promise<void> {
           }),
         ) as HttpReport['medians'],
         ratio: (num, den) => medianRoundRatio(runs, (r) => r.throughput, num, den),
+        cpuRatio: (num, den) =>
+          medianRoundRatio(runs, (r) => r.serverCpuUsPerRequest ?? NaN, num, den),
       };
-      const markdown = renderHttpMarkdown(report);
-      const base = path.join(options.out, `latest-http${options.name ? `-${options.name}` : ''}`);
+      const markdown = renderHttpMarkdown(report, sqlRatios(options));
       fs.mkdirSync(options.out, { recursive: true });
-      const { ratio: _ratio, ...json } = report;
+      const { ratio: _ratio, cpuRatio: _cpuRatio, ...json } = report;
       fs.writeFileSync(
         `${base}.json`,
         JSON.stringify({ ...json, labels: MODE_LABELS, targets: httpTargets(report) }, null, 2) +

@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { CLAIM_VARIANTS, claimVariantDdl } from '../../../bench/http/claim-variants.js';
+import {
+  CLAIM_VARIANTS,
+  claimVariantDdl,
+  tableVariantDdl,
+} from '../../../bench/http/claim-variants.js';
 
 const variant = (id: string) => {
   const found = CLAIM_VARIANTS.find((v) => v.id === id);
@@ -11,8 +15,8 @@ const variant = (id: string) => {
 const lines = (sql: string) => sql.split('\n').map((l) => l.trim());
 
 describe('the claim function variants the SQL bench measures', () => {
-  it('each is created beside the shipped function, under its own name', () => {
-    for (const v of CLAIM_VARIANTS) {
+  it('each function variant is created beside the shipped function, under its own name', () => {
+    for (const v of CLAIM_VARIANTS.filter((c) => c.rewrite !== undefined)) {
       const { sql, to } = claimVariantDdl('bench', 'keys', v);
       expect(sql).toContain(`"bench"."keys${to}"(p_scope text`);
       expect(sql).not.toContain('_claim_v1');
@@ -37,5 +41,42 @@ describe('the claim function variants the SQL bench measures', () => {
     expect(sql).not.toContain('PERFORM');
     expect(sql).toContain('xid := pg_current_xact_id_if_assigned()::text;');
     expect(lines(sql).filter((l) => l === 'RETURN NEXT;')).toHaveLength(2);
+  });
+
+  const table = (id: string): string[] => {
+    const found = CLAIM_VARIANTS.find((v) => v.id === id);
+    if (found === undefined) throw new Error(`no variant ${id}`);
+    return tableVariantDdl('bench', 'keys', found);
+  };
+
+  it('each table variant is the whole DDL under its own table name', () => {
+    for (const v of CLAIM_VARIANTS.filter((c) => c.table !== undefined)) {
+      const own = `keys_${v.id.replaceAll('-', '_')}`;
+      const ddl = tableVariantDdl('bench', 'keys', v).join('\n');
+      expect(ddl).toContain(`"bench"."${own}"`);
+      expect(ddl).toContain(`"bench"."${own}_claim_v1"(p_scope text`);
+      expect(ddl).not.toMatch(/"bench"\."keys"[ (]/);
+    }
+  });
+
+  it('brin: the created_at index is a BRIN', () => {
+    const index = table('brin').filter((s) => s.startsWith('CREATE INDEX'));
+    expect(index).toHaveLength(1);
+    expect(index[0]).toMatch(/ USING brin \(\s*"?created_at"?\)/);
+  });
+
+  it('no-time-index: no index but the primary key', () => {
+    expect(table('no-time-index').join('\n')).not.toContain('CREATE INDEX');
+  });
+
+  it('no-request-columns: the columns are nullable and the claim inserts the key alone', () => {
+    const ddl = table('no-request-columns').join('\n');
+    expect(ddl).not.toMatch(/(method|route|fingerprint)\s+\w+\s+NOT NULL/);
+    expect(ddl).toMatch(/\(scope, idempotency_key\)\s+VALUES \(p_scope, p_key\) ON CONFLICT/);
+  });
+
+  it('plain-commit: the stored response and COMMIT, without the check', () => {
+    const found = CLAIM_VARIANTS.find((v) => v.id === 'plain-commit');
+    expect(found?.commit?.('42', 'SELECT store()')).toBe('SELECT store(); COMMIT;');
   });
 });
