@@ -24,24 +24,28 @@ import type { CrashPoint } from './crash-point.js';
 /** The payment provider's latency: long enough for concurrent duplicates to overlap. */
 const PROVIDER_MS = 50;
 
-/** Mounts `POST /charges` for `contender` on `app`. */
-export function mountCharges(
-  app: Express,
-  contender: Contender,
-  pool: pg.Pool,
-  schema: string,
-  crash: CrashPoint,
-): void {
-  switch (contender) {
+/** What every contender's wiring gets. */
+export interface Mount {
+  app: Express;
+  contender: Contender;
+  /** The app's pool (search_path: `schema`), for the charge and the Postgres stores. */
+  pool: pg.Pool;
+  schema: string;
+  crash: CrashPoint;
+}
+
+/** Mounts `POST /charges` for `m.contender` on `m.app`. */
+export function mountCharges(m: Mount): void {
+  switch (m.contender) {
     case 'effectively-once':
-      return effectivelyOnce(app, pool, schema, crash);
+      return effectivelyOnce(m);
     case 'express-idempotency/memory':
     case 'express-idempotency/postgres':
-      return expressIdempotencyApp(app, contender, pool, crash);
+      return expressIdempotencyApp(m);
     case 'node-idempotency/memory':
     case 'node-idempotency/postgres-24h':
     case 'node-idempotency/postgres-3s':
-      return nodeIdempotencyApp(app, contender, pool, crash);
+      return nodeIdempotencyApp(m);
   }
 }
 
@@ -62,7 +66,7 @@ function keyOf(req: Request): string {
 }
 
 /** effectively-once: the charge in `ctx.tx`; the crash point is `onCommitted` (after COMMIT, before the answer). */
-function effectivelyOnce(app: Express, pool: pg.Pool, schema: string, crash: CrashPoint): void {
+function effectivelyOnce({ app, pool, schema, crash }: Mount): void {
   const idempotency = createIdempotency({
     pool,
     schema,
@@ -82,12 +86,7 @@ function effectivelyOnce(app: Express, pool: pg.Pool, schema: string, crash: Cra
 }
 
 /** express-idempotency: its middleware, then the handler checks `isHit` as its README says. */
-function expressIdempotencyApp(
-  app: Express,
-  contender: Contender,
-  pool: pg.Pool,
-  crash: CrashPoint,
-): void {
+function expressIdempotencyApp({ app, contender, pool, crash }: Mount): void {
   app.use(express.json());
   const dataAdapter =
     contender === 'express-idempotency/postgres' ? new PostgresDataAdapter(pool) : undefined;
@@ -108,12 +107,7 @@ function expressIdempotencyApp(
 }
 
 /** @node-idempotency/core: `onRequest` before the logic, `onResponse` after it, as its README's flow. */
-function nodeIdempotencyApp(
-  app: Express,
-  contender: Contender,
-  pool: pg.Pool,
-  crash: CrashPoint,
-): void {
+function nodeIdempotencyApp({ app, contender, pool, crash }: Mount): void {
   app.use(express.json());
   const storage =
     contender === 'node-idempotency/memory'

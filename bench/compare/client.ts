@@ -48,8 +48,9 @@ export function post(port: number, key: string, body: string, arm?: ArmMode): Pr
 }
 
 /**
- * A client paying once: the same key and body until a 2xx or {@link GIVE_UP_MS},
- * backing off 100 ms doubling to 1 s. `beforeRetry` runs after the first attempt (the
+ * A client paying once: the same key and body until a 2xx or {@link GIVE_UP_MS} after
+ * its first attempt (after the restart, for a killed one), backing off 100 ms doubling
+ * to 1 s. `beforeRetry` runs after the first attempt (the
  * supervisor restarts a killed server there); `arm` goes on the first attempt only.
  */
 export async function payOnce(
@@ -59,10 +60,12 @@ export async function payOnce(
   beforeRetry?: () => Promise<void>,
 ): Promise<PaymentOutcome> {
   const body = JSON.stringify({ customerId: `cus_${key}`, amountCents: 1999 });
-  const started = Date.now();
   let status = await post(port(), key, body, arm);
   let attempts = 1;
   await beforeRetry?.();
+  // The client's patience starts once the server is back: a restart slowed by a busy
+  // machine must not pass for a key that stayed stuck.
+  const started = Date.now();
   let pause = 100;
   while (!isSuccess(status) && Date.now() - started < GIVE_UP_MS) {
     await sleep(pause);

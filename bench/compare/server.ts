@@ -23,7 +23,7 @@ const pool = new pg.Pool({
 pool.on('error', () => undefined);
 
 const app = express();
-mountCharges(app, contender, pool, schema, new CrashPoint());
+mountCharges({ app, contender, pool, schema, crash: new CrashPoint() });
 // One error answer for every contender: the status a middleware set (409 in progress), else 500.
 app.use(
   (error: unknown, _req: express.Request, res: express.Response, next: express.NextFunction) => {
