@@ -1,4 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
+import { repoRoot } from '../../../scripts/docs-sync.js';
 import { effectivelyOnceFailures, markdownTable } from '../../../bench/compare/report.js';
 import type { ContenderResult, Tally } from '../../../bench/compare/scenario.js';
 
@@ -74,5 +77,23 @@ describe('npm run compare: the verdict on effectively-once', () => {
     expect(rows[3]).toMatch(
       /^\| express-idempotency 1\.0\.6 \| in-memory .* \| 20 \| 0 \| 0 \| 0 \| 1 charge, 20\/20 answered 2xx \| 2 charges, 20\/20 answered 2xx \|$/,
     );
+  });
+});
+
+/** A markdown table's rows as trimmed cells (prettier pads the copy in the docs). */
+function rows(markdown: string): string[][] {
+  return markdown
+    .split('\n')
+    .filter((line) => line.startsWith('|') && !/^\|[-:| ]+\|$/.test(line))
+    .map((line) => line.split('|').map((cell) => cell.trim()));
+}
+
+describe('docs/comparison.md', () => {
+  it('holds the table the last `npm run compare` wrote, not one typed by hand', () => {
+    const read = (file: string): string => fs.readFileSync(path.join(repoRoot, file), 'utf8');
+    const measured = rows(read('bench/results/compare-http.md'));
+    expect(measured.length).toBeGreaterThan(2);
+    const documented = rows(read('docs/comparison.md'));
+    for (const row of measured) expect(documented).toContainEqual(row);
   });
 });
