@@ -5,8 +5,7 @@
  */
 import http from 'node:http';
 import express from 'express';
-import pg from 'pg';
-import { emit, env } from '../../test/helpers/http/child-protocol.js';
+import { emit, env, envPool } from '../../test/helpers/http/child-protocol.js';
 import { portOf } from '../../test/helpers/http/payments.js';
 import { mountCharges } from './apps.js';
 import { isContender } from './contenders.js';
@@ -14,13 +13,7 @@ import { CrashPoint } from './crash-point.js';
 
 const contender = env('COMPARE_CONTENDER');
 if (!isContender(contender)) throw new Error(`unknown contender ${contender}`);
-const schema = env('EO_HTTP_SCHEMA');
-const pool = new pg.Pool({
-  connectionString: env('EO_HTTP_DATABASE_URL'),
-  options: `-c search_path=${schema}`,
-  max: 20,
-});
-pool.on('error', () => undefined);
+const { pool, schema } = envPool();
 
 const app = express();
 mountCharges({ app, contender, pool, schema, crash: new CrashPoint() });
