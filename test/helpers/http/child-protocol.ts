@@ -4,6 +4,7 @@
  * on stdout, written synchronously so they survive a SIGKILL.
  */
 import { writeSync } from 'node:fs';
+import pg from 'pg';
 
 /** An environment variable, or `fallback`; throws when neither is there. */
 export function env(name: string, fallback?: string): string {
@@ -15,4 +16,20 @@ export function env(name: string, fallback?: string): string {
 /** One event line on stdout (`ready`, `committed`). */
 export function emit(event: Record<string, unknown>): void {
   writeSync(1, `${JSON.stringify(event)}\n`);
+}
+
+/**
+ * The server's pool: EO_HTTP_DATABASE_URL with EO_HTTP_SCHEMA as search_path (the
+ * payment tables live there). Errors of idle clients are ignored: the tests kill
+ * backends and restart Postgres under it.
+ */
+export function envPool(): { pool: pg.Pool; schema: string } {
+  const schema = env('EO_HTTP_SCHEMA');
+  const pool = new pg.Pool({
+    connectionString: env('EO_HTTP_DATABASE_URL'),
+    options: `-c search_path=${schema}`,
+    max: 20,
+  });
+  pool.on('error', () => undefined);
+  return { pool, schema };
 }

@@ -9,17 +9,10 @@
  * EO_HTTP_KILL_AFTER_COMMITS (N > 0: SIGKILL itself right after the Nth COMMIT, before
  * that response is written; default 0, never).
  */
-import pg from 'pg';
-import { emit, env } from './child-protocol.js';
+import { emit, env, envPool } from './child-protocol.js';
 import { startPaymentServer, type Framework } from './payments.js';
 
-const schema = env('EO_HTTP_SCHEMA');
-const pool = new pg.Pool({
-  connectionString: env('EO_HTTP_DATABASE_URL'),
-  options: `-c search_path=${schema}`,
-  max: 20,
-});
-pool.on('error', () => undefined);
+const { pool, schema } = envPool();
 const killAfter = Number(env('EO_HTTP_KILL_AFTER_COMMITS', '0'));
 let commits = 0;
 const server = await startPaymentServer({
