@@ -129,7 +129,13 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       8,
       4 * args.kills + 8 * (args.pgRestarts + args.brokerRestarts + args.failovers),
     );
-    const producing = produce(input, sends, Math.ceil(sends.length / seconds), abort.signal);
+    let producerDone = false;
+    const producing = produce(
+      input,
+      sends,
+      Math.ceil(sends.length / seconds),
+      abort.signal,
+    ).finally(() => (producerDone = true));
 
     let applied = 0;
     const faults: OutboxFaults = {
@@ -158,8 +164,11 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       5000,
     );
 
-    // Quiescent: every operation applied by both, the outbox published, both ends
-    // drained, twice in a row a second apart (a late double would still land).
+    // Quiescent: the outbox published, both ends drained and the nemesis done, twice in
+    // a row a second apart (a late double would still land) when every operation was
+    // applied by both; five times when some are missing (nothing can bring them any
+    // more: an async failover's window, or a loss the checker reports), as for the
+    // broker runs.
     let quiet = 0;
     let timedOut = false;
     let unsettled = 0;
@@ -169,12 +178,8 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       if (now !== undefined) applied = now.b;
       if (now !== undefined) await poison.tick(now.a).catch(() => undefined);
       let done = false;
-      if (
-        now !== undefined &&
-        now.a >= args.operations &&
-        now.b >= args.operations &&
-        nemesisDone
-      ) {
+      const complete = now !== undefined && now.a >= args.operations && now.b >= args.operations;
+      if (now !== undefined && nemesisDone && producerDone) {
         const stats = await outboxStats(pool, { schema }).catch(() => undefined);
         done =
           stats !== undefined &&
@@ -184,7 +189,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
           (await output.drained());
       }
       quiet = done ? quiet + 1 : 0;
-      if (quiet >= 2) break;
+      if (quiet >= (complete ? 2 : 5)) break;
       if (Date.now() > deadline) {
         timedOut = true;
         unsettled = args.operations - (now?.b ?? 0);
