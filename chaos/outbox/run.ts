@@ -164,11 +164,11 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       5000,
     );
 
-    // Quiescent: the outbox published, both ends drained and the nemesis done, twice in
-    // a row a second apart (a late double would still land) when every operation was
-    // applied by both; five times when some are missing (nothing can bring them any
-    // more: an async failover's window, or a loss the checker reports), as for the
-    // broker runs.
+    // Quiescent: every operation applied by both, the outbox published, both ends
+    // drained, twice in a row a second apart (a late double would still land). Under
+    // async failovers some operations are gone for good (the window): there, an
+    // incomplete run also ends once all that holds five times in a row.
+    const mayLose = args.failovers > 0 && args.replication === 'async';
     let quiet = 0;
     let timedOut = false;
     let unsettled = 0;
@@ -179,7 +179,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       if (now !== undefined) await poison.tick(now.a).catch(() => undefined);
       let done = false;
       const complete = now !== undefined && now.a >= args.operations && now.b >= args.operations;
-      if (now !== undefined && nemesisDone && producerDone) {
+      if (now !== undefined && nemesisDone && producerDone && (complete || mayLose)) {
         const stats = await outboxStats(pool, { schema }).catch(() => undefined);
         done =
           stats !== undefined &&
