@@ -183,14 +183,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     values.isolation,
     handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
   );
-  const failovers = intOption('failovers', values.failovers, 0, 0, 100);
-  const replication = values.replication ?? 'sync';
-  if (replication !== 'sync' && replication !== 'async')
-    throw new UsageError('--replication must be sync or async');
-  if (values.replication !== undefined && failovers === 0)
-    throw new UsageError('--replication is for runs with --failovers');
-  if (failovers > 0 && process.env['DATABASE_URL'])
-    throw new UsageError('--failovers starts a Postgres cluster of its own: unset DATABASE_URL');
+  const { failovers, replication } = failoverArgs(values.failovers, values.replication);
   return {
     failovers,
     replication,
@@ -220,6 +213,22 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
 }
 
 export class UsageError extends Error {}
+
+/** `--failovers N` and `--replication sync|async`, as every target takes them. */
+export function failoverArgs(
+  rawFailovers: string | undefined,
+  rawReplication: string | undefined,
+): { failovers: number; replication: Replication } {
+  const failovers = intOption('failovers', rawFailovers, 0, 0, 100);
+  const replication = rawReplication ?? 'sync';
+  if (replication !== 'sync' && replication !== 'async')
+    throw new UsageError('--replication must be sync or async');
+  if (rawReplication !== undefined && failovers === 0)
+    throw new UsageError('--replication is for runs with --failovers');
+  if (failovers > 0 && process.env['DATABASE_URL'])
+    throw new UsageError('--failovers starts a Postgres cluster of its own: unset DATABASE_URL');
+  return { failovers, replication };
+}
 
 function kindsOf(raw: string | undefined): HandlerFaultKind[] {
   if (raw === undefined) return [...HANDLER_FAULT_KINDS];

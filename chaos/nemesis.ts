@@ -1,7 +1,8 @@
 import type { FailoverReport } from './failover/cluster.js';
 import {
-  FAILOVER_ARMS,
   describeFailover,
+  failoverArm,
+  failoverPoints,
   failoverOptions,
   type FailoverArm,
 } from './failover/plan.js';
@@ -67,13 +68,9 @@ export function planEvents(
   for (let i = 0; i < brokerRestarts; i++)
     events.push({ at: rng.between(0.5, 0.8), kind: 'broker-restart' });
   // Stratified over 10..80 %; the first is armed at an answered COMMIT, then each arm in turn.
-  const failoverSlice = 0.7 / Math.max(1, failovers);
-  for (let i = 0; i < failovers; i++)
-    events.push({
-      at: 0.1 + failoverSlice * (i + rng.next()),
-      kind: 'failover',
-      arm: FAILOVER_ARMS[i % FAILOVER_ARMS.length] as FailoverArm,
-    });
+  failoverPoints(rng, failovers).forEach((at, i) =>
+    events.push({ at, kind: 'failover', arm: failoverArm(i) }),
+  );
   return events.sort((a, b) => a.at - b.at);
 }
 

@@ -22,6 +22,7 @@ import {
   accountFailovers,
   checkExcusing,
   failoverFindings,
+  ledgerEffects,
   windowLosses,
 } from './failover/accounting.js';
 import { Fleet } from './fleet.js';
@@ -174,10 +175,23 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
 
     const account =
       services.cluster &&
-      (await accountFailovers(services.cluster, pool, schema, nemesis.report.failovers));
+      (await accountFailovers(
+        services.cluster,
+        pool,
+        ledgerEffects(schema),
+        nemesis.report.failovers,
+      ));
     const excuse = account && ((lost: string[]) => windowLosses(account, lost));
-    const { verdict, excused } = await finalCheck(pool, schema, plan, broker, quiescent, checksOrder(args), excuse);
-    if (account) failoverFindings(account, args.failovers, verdict, shortfalls, say);
+    const { verdict, excused } = await finalCheck(
+      pool,
+      schema,
+      plan,
+      broker,
+      quiescent,
+      checksOrder(args),
+      excuse,
+    );
+    if (account) failoverFindings(account, args.failovers, verdict.problems, shortfalls, say);
     const faultReport = await handlerFaultReport(pool, schema, plan, fleet, shortfalls);
     const report = nemesis.report;
     if (report.kills < args.kills)

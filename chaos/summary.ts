@@ -24,8 +24,8 @@ export interface RunResult {
     account: FailoverAccount;
     /** Lost keys that vanished with a dead primary under async replication (the documented window). */
     windowLost: number;
-    /** The workers' EO_COMMIT_UNKNOWN events: each retried, so settled by the redelivery. */
-    commitUnknownRetries: number;
+    /** The workers' EO_COMMIT_UNKNOWN events: each retried, so settled by the redelivery (broker runs only). */
+    commitUnknownRetries?: number;
   };
   /** Not quiescent before the deadline. */
   timedOut: boolean;
@@ -61,15 +61,20 @@ export function summaryLine(r: RunResult): string {
   ].join(' ');
 }
 
-/** failovers=N replication=..., the unknown COMMITs and how they were settled, what vanished. */
-function failoverFields(f: NonNullable<RunResult['failover']>): string[] {
+/**
+ * failovers=N replication=..., the unknown COMMITs and how they were settled, what
+ * vanished: the same fields on every target's line.
+ */
+export function failoverFields(f: NonNullable<RunResult['failover']>): string[] {
   const u = f.account.unknown;
   return [
     `failovers=${f.account.failovers}`,
     `replication=${f.account.replication}`,
     `unknown_commits=${u.committed + u.aborted + u['in progress'] + u['never replicated']}`,
     `pg_xact_status=committed:${u.committed},aborted:${u.aborted},never_replicated:${u['never replicated']}`,
-    `commit_unknown_retries=${f.commitUnknownRetries}`,
+    ...(f.commitUnknownRetries === undefined
+      ? []
+      : [`commit_unknown_retries=${f.commitUnknownRetries}`]),
     `vanished=${f.account.vanishedRows}`,
     `window_lost=${f.windowLost}`,
   ];

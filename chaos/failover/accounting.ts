@@ -13,7 +13,7 @@ export interface FailoverAccount {
   armed: number;
   /** COMMITs the failovers cut in flight or withheld, by what `pg_xact_status` said on the new primary. */
   unknown: Record<XactStatus, number>;
-  /** Ledger rows a dead primary had committed that the surviving history lacks. */
+  /** Effect rows a dead primary had committed that the surviving history lacks. */
   vanishedRows: number;
   /** Their keys. */
   vanishedKeys: Set<string>;
@@ -23,36 +23,48 @@ export interface FailoverAccount {
   notes: string[];
 }
 
-interface LedgerRow {
+/**
+ * One effect row, as `EffectsQuery` selects it: the run's key it belongs to, its
+ * identity across nodes (not a serial id: one may be handed out again after an async
+ * failover), and the transaction that inserted it.
+ */
+interface EffectRow {
   key: string;
-  pid: number;
-  at: string;
+  id: string;
   xmin: string;
 }
 
-/** One ledger row's identity across nodes (its id may be handed out again after an async failover). */
-const identity = (r: LedgerRow): string => `${r.key}|${r.pid}|${r.at}`;
+/**
+ * A SELECT over a target's effect tables returning `key`, `id` and `xmin` (all text),
+ * run on the final primary and on every dead one. Each target names its own.
+ */
+export type EffectsQuery = string;
+
+/** The broker runs' effects: the ledger, one row per application (by worker pid and time). */
+export function ledgerEffects(schema: string): EffectsQuery {
+  return `SELECT key, key || '|' || pid || '|' || at::text AS id, xmin::text AS xmin FROM ${tables(schema).ledger}`;
+}
 
 /**
- * After the workers stopped: reads the final ledger (with each row's inserting
- * transaction, `xmin`) and every dead primary's (started alone, never again behind
- * the proxy), and checks each COMMIT a failover left unknown against them: one the new
- * primary called committed must have its effect in the final ledger (so the
- * redelivery found its claim and applied nothing again), one it called aborted must
- * not. Under synchronous replication a COMMIT the old primary answered must be
- * committed on the new one. A dead primary's rows missing from the final ledger
+ * After the workers stopped: reads the final effects (`effects`: the ledger of the
+ * broker runs, the charges of the HTTP run, both services' rows of the outbox run, with
+ * each row's inserting transaction, `xmin`) and every dead primary's (started alone,
+ * never again behind the proxy), and checks each COMMIT a failover left unknown
+ * against them: one the new primary called committed must have its effect in the
+ * final state (so the retry found its claim and applied nothing again), one it called
+ * aborted must not. Under synchronous replication a COMMIT the old primary answered
+ * must be committed on the new one. A dead primary's rows missing from the final state
  * vanished with it: under async replication the acked ones are the documented loss.
  */
 export async function accountFailovers(
   cluster: FailoverCluster,
   pool: pg.Pool,
-  schema: string,
+  effects: EffectsQuery,
   reports: FailoverReport[],
 ): Promise<FailoverAccount> {
-  const ledger = tables(schema).ledger;
-  const select = `SELECT key, pid, at::text AS at, xmin::text AS xmin FROM ${ledger}`;
-  const final = (await pool.query<LedgerRow>(select)).rows;
-  const survived = new Set(final.map(identity));
+  const select = effects;
+  const final = (await pool.query<EffectRow>(select)).rows;
+  const survived = new Set(final.map((r) => r.id));
   const xmins = new Set(final.map((r) => r.xmin));
   // xmin is the 32-bit xid; the COMMIT's xid8 adds the epoch above it.
   const has = (xid8: string): boolean => xmins.has((BigInt(xid8) % 2n ** 32n).toString());
@@ -90,15 +102,15 @@ export async function accountFailovers(
         `xid ${c.xid}: ${report.from} answered COMMIT under synchronous replication, ${report.to} does not have it committed`,
       );
   }
-  const dead = await cluster.readRetired<LedgerRow>(select).catch((error: unknown) => {
+  const dead = await cluster.readRetired<EffectRow>(select).catch((error: unknown) => {
     account.notes.push(`dead primaries unreadable, vanished commits not counted: ${String(error)}`);
     return [];
   });
   const vanished = new Set<string>();
   for (const { rows } of dead)
     for (const row of rows)
-      if (!survived.has(identity(row)) && !vanished.has(identity(row))) {
-        vanished.add(identity(row));
+      if (!survived.has(row.id) && !vanished.has(row.id)) {
+        vanished.add(row.id);
         account.vanishedKeys.add(row.key);
       }
   account.vanishedRows = vanished.size;
@@ -136,18 +148,18 @@ export function checkExcusing(
 }
 
 /**
- * Into the run's verdict and shortfalls: the account's violations become problems
+ * Into the run's problems and shortfalls: the account's violations become problems
  * (exit 1); failovers that did not happen, or none that caught a COMMIT, shortfalls
  * (exit 3).
  */
 export function failoverFindings(
   account: FailoverAccount,
   planned: number,
-  verdict: Verdict,
+  problems: string[],
   shortfalls: string[],
   say: (line: string) => void,
 ): void {
-  verdict.problems.push(...account.problems);
+  problems.push(...account.problems);
   for (const note of account.notes) say(`note: ${note}`);
   if (account.failovers < planned)
     shortfalls.push(`failovers: ${account.failovers} of ${planned} happened`);

@@ -10,6 +10,33 @@ import type { FailoverOptions, FailoverReport } from './cluster.js';
 export type FailoverArm = 'answered' | 'sent' | 'none';
 export const FAILOVER_ARMS: readonly FailoverArm[] = ['answered', 'sent', 'none'];
 
+/** The arm of a run's `index`-th failover (from 0): the first right after an answered COMMIT. */
+export function failoverArm(index: number): FailoverArm {
+  return FAILOVER_ARMS[index % FAILOVER_ARMS.length] as FailoverArm;
+}
+
+/**
+ * Fires a run's `index`-th failover on `services` (its arm, stall and read-only window
+ * drawn from `rng`); resolves with its report and the nemesis's line for it.
+ */
+export async function fireFailover(
+  services: { failover(options: FailoverOptions): Promise<FailoverReport> },
+  index: number,
+  rng: Rng,
+): Promise<{ report: FailoverReport; line: string }> {
+  const report = await services.failover(failoverOptions(failoverArm(index), rng));
+  return { report, line: describeFailover(report) };
+}
+
+/**
+ * Where in a run (0..1 of its progress) its `n` failovers fire: stratified over
+ * 10..80 %, one somewhere in each n-th of it, in order.
+ */
+export function failoverPoints(rng: Rng, n: number): number[] {
+  const slice = 0.7 / Math.max(1, n);
+  return Array.from({ length: n }, (_, i) => 0.1 + slice * (i + rng.next()));
+}
+
 /** How long an armed failover waits for a COMMIT before it fires anyway. */
 export const FAILOVER_ARM_WAIT_MS = 5000;
 

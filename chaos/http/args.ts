@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Framework } from '../../test/helpers/http/payments.js';
-import { intOption, UsageError } from '../args.js';
+import { failoverArgs, intOption, UsageError } from '../args.js';
+import type { Replication } from '../failover/node.js';
 import { HTTP_FAULT_KINDS, type HttpFaultKind } from './fault-plan.js';
 
 /** What one HTTP chaos run does; see `httpUsage()`. */
@@ -31,6 +32,10 @@ export interface HttpChaosArgs {
   faultKinds: HttpFaultKind[];
   seed: number;
   timeoutMs: number;
+  /** Postgres failovers (chaos/failover/): the server reaches a primary with a standby through a proxy. */
+  failovers: number;
+  /** The failover cluster's replication (`sync` unless `--replication async`). */
+  replication: Replication;
   /** Keep the run's schema after a successful run. */
   keep: boolean;
 }
@@ -63,6 +68,13 @@ restarted, its Postgres connections terminated, Postgres crash-restarted.
   --fault-kinds LIST  comma-separated, of stream, callback, throw-after, deferred,
                       backend-killed, ignore-signal, saturated-pool, floating,
                       webhook-scope, long-names (default all; see chaos/README.md)
+  --failovers N       Postgres failovers: the server reaches a primary with a streaming
+                      standby through a proxy; the primary is SIGKILLed, the standby
+                      promoted, the proxy moved; the first right after a COMMIT was
+                      answered, before the server heard it (default 0)
+  --replication MODE  sync (default) or async: with async, answered payments whose
+                      charge vanished with the old primary are window_lost= and do not
+                      fail the run (needs --handler-faults 0)
   --seed S            seed of the plan and the proxy's faults (default: random)
   --timeout SECONDS   fail when the payments are not all answered by then
                       (default 120 + N/20)
@@ -94,6 +106,8 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
       'fault-kinds': { type: 'string' },
       seed: { type: 'string' },
       timeout: { type: 'string' },
+      failovers: { type: 'string' },
+      replication: { type: 'string' },
       keep: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -110,7 +124,20 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
   const reset = share('reset', values.reset, 0.05);
   const delay = share('delay', values.delay, 0.03);
   if (drop + reset + delay > 0.9) throw new UsageError('--drop + --reset + --delay must be <= 0.9');
+  const handlerFaults = intOption(
+    'handler-faults',
+    values['handler-faults'],
+    Math.max(20, Math.round(payments / 10)),
+    0,
+    100_000,
+  );
+  const { failovers, replication } = failoverArgs(values.failovers, values.replication);
+  // The async window is accounted on the payments' charges only.
+  if (replication === 'async' && handlerFaults > 0)
+    throw new UsageError('--replication async needs --handler-faults 0');
   return {
+    failovers,
+    replication,
     target: 'http',
     framework,
     payments,
@@ -123,13 +150,7 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
     reset,
     delay,
     attemptTimeoutMs: intOption('attempt-timeout', values['attempt-timeout'], 1500, 100, 60_000),
-    handlerFaults: intOption(
-      'handler-faults',
-      values['handler-faults'],
-      Math.max(20, Math.round(payments / 10)),
-      0,
-      100_000,
-    ),
+    handlerFaults,
     faultKinds: kindsOf(values['fault-kinds']),
     seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
     timeoutMs:

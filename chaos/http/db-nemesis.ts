@@ -1,5 +1,7 @@
 import type pg from 'pg';
 import { sleep } from '../../src/sleep.js';
+import type { FailoverReport } from '../failover/cluster.js';
+import { failoverPoints, fireFailover } from '../failover/plan.js';
 import type { Rng } from '../rng.js';
 import type { ChaosServices } from '../services.js';
 import type { HttpChaosArgs } from './args.js';
@@ -7,14 +9,17 @@ import { SERVER_APPLICATION } from './server.js';
 
 /**
  * Postgres faults at spread-out moments of the run (commit counts below N):
- * `pg_terminate_backend` of every connection the server holds, and crash-restarts.
+ * `pg_terminate_backend` of every connection the server holds, crash-restarts, and
+ * failovers (`--failovers`: stratified over 10..80 % of N, the first right after an
+ * answered COMMIT, chaos/failover/plan.ts).
  */
 export class DatabaseNemesis {
   terminations = 0;
   /** Server backends terminated over all terminations. */
   backends = 0;
   restarts = 0;
-  private readonly events: Array<{ kind: 'terminate' | 'restart'; at: number }>;
+  readonly failovers: FailoverReport[] = [];
+  private readonly events: Array<{ kind: 'terminate' | 'restart' | 'failover'; at: number }>;
 
   constructor(
     private readonly rng: Rng,
@@ -34,6 +39,10 @@ export class DatabaseNemesis {
         kind: 'restart' as const,
         at: at(),
       })),
+      ...failoverPoints(rng, services.cluster ? args.failovers : 0).map((share) => ({
+        kind: 'failover' as const,
+        at: Math.floor(args.payments * share),
+      })),
     ].sort((a, b) => a.at - b.at);
   }
 
@@ -41,6 +50,12 @@ export class DatabaseNemesis {
     for (const event of this.events) {
       while (!signal.aborted && this.committed() < event.at) await sleep(20);
       if (signal.aborted) return;
+      if (event.kind === 'failover') {
+        const { report, line } = await fireFailover(this.services, this.failovers.length, this.rng);
+        this.failovers.push(report);
+        this.say(`nemesis: ${line} at ${this.committed()} commits`);
+        continue;
+      }
       if (event.kind === 'restart') {
         const downMs = Math.round(this.rng.between(500, 2000));
         this.say(

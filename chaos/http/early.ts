@@ -38,6 +38,8 @@ export function parseAnswerHead(head: Buffer): AnswerHead {
 export class EarlyAnswers {
   /** 2xx answers whose effect was not visible when they reached the client. */
   early = 0;
+  /** The idempotency keys of the early answers (an async failover's window may excuse some). */
+  readonly earlyKeys: string[] = [];
   /** 2xx answers looked at. */
   checked = 0;
   /** 2xx answers that could not be looked at (Postgres down): neither early nor not. */
@@ -96,6 +98,7 @@ export class EarlyAnswers {
     this.checked++;
     if (found) return;
     this.early++;
+    if (exchange.key !== undefined) this.earlyKeys.push(exchange.key);
     if (this.examples.length < 5)
       this.examples.push(
         `${exchange.key ?? '?'} (${answer.status}, run ${answer.run ?? 'unnamed'})`,

@@ -8,8 +8,9 @@ import { Rng } from '../rng.js';
 import { openRunScope } from '../run-scope.js';
 import { ensureServices } from '../services.js';
 import type { HttpChaosArgs } from './args.js';
-import { checkHttp, readCharges, readStored } from './checker.js';
-import { paymentCall, planPayments, replayAll, runPayments } from './clients.js';
+import { accountFailovers, failoverFindings, windowLosses } from '../failover/accounting.js';
+import { checkHttp, httpEffects, readCharges, readStored, type ChargeRow } from './checker.js';
+import { paymentCall, planPayments, replayAll, runPayments, type Payment } from './clients.js';
 import { DatabaseNemesis } from './db-nemesis.js';
 import { EarlyAnswers } from './early.js';
 import { checkFaultOps } from './fault-checker.js';
@@ -53,7 +54,11 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
 
   let success = false;
   try {
-    const services = await ensureServices(null, say);
+    const services = await ensureServices(
+      null,
+      say,
+      args.failovers > 0 ? { replication: args.replication } : undefined,
+    );
     scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const shortfalls: string[] = [];
@@ -153,6 +158,11 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       { payments: `http://127.0.0.1:${port}`, faults: `http://127.0.0.1:${faultPort}` },
       say,
     );
+    const account =
+      services.cluster &&
+      (await accountFailovers(services.cluster, pool, httpEffects(schema), database.failovers));
+    // Under async replication: lost payments whose charge vanished with a dead primary.
+    const excused = account && windowLosses(account, lostPayments(payments, charges));
     const verdict = checkHttp({
       payments,
       logs,
@@ -160,6 +170,7 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       chargesAfter: await readCharges(pool, schema),
       stored: await readStored(pool, schema),
       replayed,
+      ...(excused && { excused }),
     });
     const fired = await readFired(pool, schema);
     const faultVerdict = checkFaultOps({
@@ -171,6 +182,8 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       replayed,
       timings: await readTimings(pool, schema),
     });
+    if (account) failoverFindings(account, args.failovers, verdict.problems, shortfalls, say);
+    const earlyAnswers = early.early - excusedEarly(early, payments, excused);
     const killCount = supervisor.killed['after-commit'] + supervisor.killed.random;
     if (killCount < args.kills) shortfalls.push(`kills: ${killCount} of ${args.kills} happened`);
     if (services.canRestartPostgres && database.restarts < args.pgRestarts)
@@ -194,9 +207,9 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       say(
         `note: the server crashed ${supervisor.crashes} time(s) on its own (stderr above) and was restarted`,
       );
-    if (early.early > 0)
+    if (earlyAnswers > 0)
       say(
-        `PROBLEM: answers before their COMMIT: ${early.early} (e.g. ${early.examples.join(', ')})`,
+        `PROBLEM: answers before their COMMIT: ${earlyAnswers} (e.g. ${early.examples.join(', ')})`,
       );
     for (const line of [...verdict.problems, ...faultVerdict.problems]) say(`PROBLEM: ${line}`);
     for (const line of shortfalls) say(`note: ${line}`);
@@ -211,7 +224,8 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       verdict,
       faults: faultVerdict,
       handlerFaults: ops.length,
-      earlyAnswers: early.early,
+      earlyAnswers,
+      ...(account && { failover: { account, windowLost: verdict.windowLost } }),
       timedOut: verdict.unanswered + faultVerdict.unanswered > 0,
       shortfalls,
       durationMs: Date.now() - started,
@@ -221,12 +235,32 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
       verdict.problems.length + faultVerdict.problems.length === 0 &&
       result.earlyAnswers === 0 &&
       verdict.doubles + faultVerdict.doubles === 0 &&
-      verdict.lost + faultVerdict.lost === 0;
+      verdict.lost - verdict.windowLost + faultVerdict.lost === 0;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     return result;
   } finally {
     await scope.close();
   }
+}
+
+/** `tenant/key` of the payments with no charge. */
+function lostPayments(payments: Payment[], charges: ChargeRow[]): string[] {
+  const charged = new Set(charges.map((c) => `${c.tenant}/${c.key}`));
+  return payments.map((p) => `${p.tenant}/${p.key}`).filter((id) => !charged.has(id));
+}
+
+/**
+ * Early answers of excused payments: a 201 whose charge the look (through the proxy,
+ * maybe already on the new primary) could not find because it vanished with the old one.
+ */
+function excusedEarly(
+  early: EarlyAnswers,
+  payments: Payment[],
+  excused: ReadonlySet<string> | undefined,
+): number {
+  if (excused === undefined || excused.size === 0) return 0;
+  const tenant = new Map(payments.map((p) => [p.key, p.tenant]));
+  return early.earlyKeys.filter((k) => excused.has(`${tenant.get(k) ?? '?'}/${k}`)).length;
 }
 
 function sumCounts(...proxies: Array<FaultProxy | undefined>): HttpRunResult['proxy'] {

@@ -1,4 +1,5 @@
 import type { Fault } from '../../test/helpers/fault-proxy.js';
+import { failoverFields, type RunResult } from '../summary.js';
 import type { HttpChaosArgs } from './args.js';
 import type { HttpVerdict } from './checker.js';
 import type { FaultVerdict } from './fault-checker.js';
@@ -17,8 +18,10 @@ export interface HttpRunResult {
   verdict: HttpVerdict;
   faults: FaultVerdict;
   handlerFaults: number;
-  /** 2xx answers that reached a caller before their COMMIT (early.ts). */
+  /** 2xx answers that reached a caller before their COMMIT (early.ts), the async window's excepted. */
   earlyAnswers: number;
+  /** With `--failovers`: what they did (chaos/failover/accounting.ts). */
+  failover?: RunResult['failover'];
   timedOut: boolean;
   shortfalls: string[];
   durationMs: number;
@@ -57,6 +60,7 @@ export function httpSummaryLine(r: HttpRunResult): string {
     `mismatched=${v.mismatched + f.mismatched}`,
     `in_progress=${v.inProgress + f.inProgress}`,
     `gave_up=${v.gaveUp + f.gaveUp}`,
+    ...(r.failover ? failoverFields(r.failover) : []),
     ...(r.timedOut ? [`unanswered=${v.unanswered + f.unanswered}`] : []),
   ].join(' ');
 }
@@ -68,7 +72,8 @@ export function httpSummaryLine(r: HttpRunResult): string {
 export function httpExitCode(r: HttpRunResult): number {
   const v = r.verdict;
   const f = r.faults;
-  if (v.doubles + f.doubles > 0 || v.lost + f.lost > 0) return 1;
+  // An async failover's window (answered, then vanished with the old primary) is measured, not failed.
+  if (v.doubles + f.doubles > 0 || v.lost - v.windowLost + f.lost > 0) return 1;
   if (r.earlyAnswers > 0 || f.crossScope > 0) return 1;
   if (r.timedOut) return 2;
   if (v.problems.length + f.problems.length > 0 || v.mismatched + f.mismatched > 0) return 1;

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { intOption, UsageError } from '../args.js';
+import { failoverArgs, intOption, UsageError } from '../args.js';
+import type { Replication } from '../failover/node.js';
 import {
   INPUT_BROKER,
   OUTBOX_CONTROLS,
@@ -41,6 +42,10 @@ export interface OutboxChaosArgs {
   keep: boolean;
   /** Negative control: break the pipeline on purpose; the run must fail. */
   control: OutboxControl | undefined;
+  /** Postgres failovers (chaos/failover/): A, relays and B reach a primary with a standby through a proxy. */
+  failovers: number;
+  /** The failover cluster's replication (`sync` unless `--replication async`). */
+  replication: Replication;
 }
 
 export function outboxUsage(): string {
@@ -72,6 +77,12 @@ and B's apply order per account = A's commit order.
   --broker-restarts B Kafka SIGKILL + restarts, --publisher kafka only (default 0)
   --partitions P      partitions of each topic (default 4)
   --lease MS          the relays' leaseMs (default 3000)
+  --failovers N       Postgres failovers: A, the relays and B reach a primary with a
+                      streaming standby through a proxy; the primary is SIGKILLed, the
+                      standby promoted, the proxy moved; the first right after a COMMIT
+                      was answered, before its sender heard it (default 0)
+  --replication MODE  sync (default) or async: with async, operations lost with the
+                      old primary are window_lost= and do not fail the run
   --seed S            seed of the plan (default: random)
   --timeout SECONDS   give up waiting for quiescence then (default 120 + N/50)
   --keep              keep the chaos schema after a successful run
@@ -109,6 +120,8 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
       timeout: { type: 'string' },
       keep: { type: 'boolean' },
       control: { type: 'string' },
+      failovers: { type: 'string' },
+      replication: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -163,5 +176,6 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
       intOption('timeout', values.timeout, Math.ceil(120 + operations / 50), 1, 86_400) * 1000,
     keep: values.keep === true,
     control,
+    ...failoverArgs(values.failovers, values.replication),
   };
 }

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { outboxRef, outboxRelations } from '../../src/outbox/table.js';
+import type { EffectsQuery } from '../failover/accounting.js';
 import { outboxTables } from './shared.js';
 
 /** What the outbox checker found; `problems` name example operations. */
@@ -10,6 +11,8 @@ export interface OutboxVerdict {
   doubles: number;
   /** Operations missing from A's or B's effects. */
   lost: number;
+  /** Of them, those excused (an async failover's window): counted, not failed. */
+  windowLost: number;
   /** Adjacent pairs of B's apply order, per account, whose sequence does not rise by one. */
   orderViolations: number;
   problems: string[];
@@ -27,12 +30,15 @@ interface Row {
  * by A and once by B, to the same account; per account, B's apply order (its ledger's
  * serial id) is the sequence 1, 2, 3 … of A's commits (the account counter A took after
  * its enqueue and held until COMMIT); no outbox row failed for want of a publisher (a
- * relay claimed another destination set's row).
+ * relay claimed another destination set's row). `excuse` picks, among the lost
+ * operations, those an async failover's window accounts for: they count in `lost`,
+ * raise no problem, and their rows are left out of the order check.
  */
 export async function checkOutbox(
   pool: pg.Pool,
   schema: string,
   operations: number,
+  excuse: (lost: string[]) => ReadonlySet<string> = () => new Set(),
 ): Promise<OutboxVerdict> {
   const t = outboxTables(schema);
   const a = (await pool.query<Row>(`SELECT op, account, seq FROM ${t.aEffects} ORDER BY id`)).rows;
@@ -63,9 +69,13 @@ export async function checkOutbox(
   const unknown = [...aOps.keys(), ...bOps.keys()].filter(
     (op) => !/^op-\d+$/.test(op) || Number(op.slice(3)) >= operations,
   );
+  const excused = excuse([...lost]);
+  const lostCount = lost.size;
+  for (const op of excused) lost.delete(op);
   const violations: string[] = [];
   const last = new Map<string, number>();
   for (const row of b) {
+    if (excused.has(row.op)) continue;
     const before = last.get(row.account) ?? 0;
     if (row.seq !== before + 1) violations.push(`${row.account}: ${before} then ${row.seq}`);
     last.set(row.account, row.seq);
@@ -89,10 +99,21 @@ export async function checkOutbox(
   return {
     applied: bOps.size,
     doubles: doubled.size,
-    lost: lost.size,
+    lost: lostCount,
+    windowLost: excused.size,
     orderViolations: violations.length,
     problems,
   };
+}
+
+/**
+ * The outbox run's effects for the failover accounting (chaos/failover/accounting.ts):
+ * A's and B's rows, keyed by operation.
+ */
+export function outboxEffects(schema: string): EffectsQuery {
+  const t = outboxTables(schema);
+  return `SELECT op AS key, 'a|' || op || '|' || pid || '|' || seq || '|' || id AS id, xmin::text AS xmin FROM ${t.aEffects}
+    UNION ALL SELECT op, 'b|' || op || '|' || outbox_id || '|' || pid || '|' || id, xmin::text FROM ${t.bApplied}`;
 }
 
 /** Operations A and B have applied so far (progress); undefined while Postgres is down. */

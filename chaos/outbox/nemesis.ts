@@ -2,9 +2,12 @@
  * The outbox run's faults, fired in order at progress points (operations B applied /
  * N, `planEvents` of the broker runs): SIGKILLs of a relay, an A and a B process in
  * turn (every other relay kill armed to land right after a publish, before the marks),
- * Postgres crash-restarts and Kafka SIGKILL + restarts.
+ * Postgres crash-restarts, Kafka SIGKILL + restarts, and Postgres failovers (the first
+ * right after an answered COMMIT, chaos/failover/plan.ts).
  */
 import { sleep } from '../../src/sleep.js';
+import type { FailoverReport } from '../failover/cluster.js';
+import { fireFailover } from '../failover/plan.js';
 import type { Fleet } from '../fleet.js';
 import { planEvents } from '../nemesis.js';
 import type { Rng } from '../rng.js';
@@ -22,6 +25,8 @@ export interface OutboxFaults {
   relayAfterPublish: number;
   pgRestarts: number;
   brokerRestarts: number;
+  /** Postgres failovers (`--failovers`), in order. */
+  failovers: FailoverReport[];
 }
 
 /** Runs the planned faults; `applied()` is B's progress, read by the run's loop. */
@@ -35,7 +40,13 @@ export async function runOutboxNemesis(
   say: (line: string) => void,
   done: OutboxFaults,
 ): Promise<void> {
-  const events = planEvents(rng, args.kills, args.pgRestarts, args.brokerRestarts);
+  const events = planEvents(
+    rng,
+    args.kills,
+    args.pgRestarts,
+    args.brokerRestarts,
+    services.cluster ? args.failovers : 0,
+  );
   let killIndex = 0;
   for (const event of events) {
     while (applied() < event.at * args.operations && !signal.aborted) await sleep(100);
@@ -45,6 +56,12 @@ export async function runOutboxNemesis(
       say(`nemesis: Postgres crash-restart (down ${downMs} ms) at ${applied()}`);
       await services.restartPostgres(downMs);
       done.pgRestarts++;
+      continue;
+    }
+    if (event.kind === 'failover') {
+      const { report, line } = await fireFailover(services, done.failovers.length, rng);
+      done.failovers.push(report);
+      say(`nemesis: ${line} at ${applied()}`);
       continue;
     }
     if (event.kind === 'broker-restart') {

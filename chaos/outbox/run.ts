@@ -13,7 +13,9 @@ import { Rng } from '../rng.js';
 import { openRunScope } from '../run-scope.js';
 import { ensureServices } from '../services.js';
 import type { OutboxChaosArgs } from './args.js';
-import { checkOutbox, progress, type OutboxVerdict } from './checker.js';
+import { accountFailovers, failoverFindings, windowLosses } from '../failover/accounting.js';
+import type { RunResult } from '../summary.js';
+import { checkOutbox, outboxEffects, progress, type OutboxVerdict } from './checker.js';
 import { ROLES, runOutboxNemesis, type OutboxFaults, type Role } from './nemesis.js';
 import { createInput, createOutput } from './outputs.js';
 import { PoisonFixer } from './poison.js';
@@ -35,6 +37,8 @@ export interface OutboxRunResult extends OutboxFaults {
    */
   republished: number | undefined;
   verdict: OutboxVerdict;
+  /** With `--failovers`: what they did (chaos/failover/accounting.ts). */
+  failover?: RunResult['failover'];
   timedOut: boolean;
   unsettled: number;
   shortfalls: string[];
@@ -67,7 +71,11 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   const { abort } = scope;
   let success = false;
   try {
-    const services = await ensureServices(args.broker, say);
+    const services = await ensureServices(
+      args.broker,
+      say,
+      args.failovers > 0 ? { replication: args.replication } : undefined,
+    );
     scope.defer(() => services.stop());
     if (services.root) say(`private services in ${services.root}`);
     const pool = adminPool(services.databaseUrl);
@@ -117,8 +125,17 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     });
 
     // Spread the sends over enough time for the faults to land while operations flow.
-    const seconds = Math.max(8, 4 * args.kills + 8 * (args.pgRestarts + args.brokerRestarts));
-    const producing = produce(input, sends, Math.ceil(sends.length / seconds), abort.signal);
+    const seconds = Math.max(
+      8,
+      4 * args.kills + 8 * (args.pgRestarts + args.brokerRestarts + args.failovers),
+    );
+    let producerDone = false;
+    const producing = produce(
+      input,
+      sends,
+      Math.ceil(sends.length / seconds),
+      abort.signal,
+    ).finally(() => (producerDone = true));
 
     let applied = 0;
     const faults: OutboxFaults = {
@@ -126,6 +143,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       relayAfterPublish: 0,
       pgRestarts: 0,
       brokerRestarts: 0,
+      failovers: [],
     };
     let nemesisDone = false;
     const nemesis = runOutboxNemesis(
@@ -147,7 +165,10 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     );
 
     // Quiescent: every operation applied by both, the outbox published, both ends
-    // drained, twice in a row a second apart (a late double would still land).
+    // drained, twice in a row a second apart (a late double would still land). Under
+    // async failovers some operations are gone for good (the window): there, an
+    // incomplete run also ends once all that holds five times in a row.
+    const mayLose = args.failovers > 0 && args.replication === 'async';
     let quiet = 0;
     let timedOut = false;
     let unsettled = 0;
@@ -157,12 +178,8 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       if (now !== undefined) applied = now.b;
       if (now !== undefined) await poison.tick(now.a).catch(() => undefined);
       let done = false;
-      if (
-        now !== undefined &&
-        now.a >= args.operations &&
-        now.b >= args.operations &&
-        nemesisDone
-      ) {
+      const complete = now !== undefined && now.a >= args.operations && now.b >= args.operations;
+      if (now !== undefined && nemesisDone && producerDone && (complete || mayLose)) {
         const stats = await outboxStats(pool, { schema }).catch(() => undefined);
         done =
           stats !== undefined &&
@@ -172,7 +189,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
           (await output.drained());
       }
       quiet = done ? quiet + 1 : 0;
-      if (quiet >= 2) break;
+      if (quiet >= (complete ? 2 : 5)) break;
       if (Date.now() > deadline) {
         timedOut = true;
         unsettled = args.operations - (now?.b ?? 0);
@@ -186,8 +203,17 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
     await nemesis;
     await Promise.all(ROLES.map((role) => fleets[role].stop()));
 
-    const verdict = await checkOutbox(pool, schema, args.operations);
+    const account =
+      services.cluster &&
+      (await accountFailovers(services.cluster, pool, outboxEffects(schema), faults.failovers));
+    const verdict = await checkOutbox(
+      pool,
+      schema,
+      args.operations,
+      account && ((lost) => windowLosses(account, lost)),
+    );
     const shortfalls: string[] = [];
+    if (account) failoverFindings(account, args.failovers, verdict.problems, shortfalls, say);
     const killCount = faults.kills.relay + faults.kills.a + faults.kills.b;
     if (killCount < args.kills) shortfalls.push(`kills: ${killCount} of ${args.kills} happened`);
     if (services.canRestartPostgres && faults.pgRestarts < args.pgRestarts)
@@ -210,6 +236,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       requeued: poison.requeued,
       republished: await output.copies(),
       verdict,
+      ...(account && { failover: { account, windowLost: verdict.windowLost } }),
       timedOut,
       unsettled,
       shortfalls,
@@ -219,7 +246,7 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
       !timedOut &&
       verdict.problems.length === 0 &&
       verdict.doubles === 0 &&
-      verdict.lost === 0 &&
+      verdict.lost === verdict.windowLost &&
       verdict.orderViolations === 0;
     say(`took ${(result.durationMs / 1000).toFixed(1)} s`);
     return result;

@@ -1,3 +1,4 @@
+import { failoverFields } from '../summary.js';
 import type { OutboxRunResult } from './run.js';
 
 /** The one line a run prints on stdout, in the broker runs' format. */
@@ -25,6 +26,7 @@ export function outboxSummaryLine(r: OutboxRunResult): string {
     `lost=${v.lost}`,
     `order_violations=${v.orderViolations}`,
     ...(r.republished === undefined ? [] : [`republished=${r.republished}`]),
+    ...(r.failover ? failoverFields(r.failover) : []),
     ...(r.args.control === undefined ? [] : [`control=${r.args.control}`]),
     ...(r.timedOut ? [`unsettled=${r.unsettled}`] : []),
   ].join(' ');
@@ -33,7 +35,8 @@ export function outboxSummaryLine(r: OutboxRunResult): string {
 /** As for the broker runs: 1 a double, loss or order violation; 2 timeout; 3 planned faults missing. */
 export function outboxExitCode(r: OutboxRunResult): number {
   const v = r.verdict;
-  if (v.doubles > 0 || v.lost > 0 || v.orderViolations > 0) {
+  // An async failover's window (acked, then vanished with the old primary) is measured, not failed.
+  if (v.doubles > 0 || v.lost > v.windowLost || v.orderViolations > 0) {
     // A timed-out run's missing operations may still be on their way.
     if (r.timedOut && v.doubles === 0 && v.orderViolations === 0) return 2;
     return 1;
