@@ -17,7 +17,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import type { Replication } from '../../../chaos/failover/node.js';
+import { query, type PgNode, type Replication } from '../../../chaos/failover/node.js';
 import { migrate, type Consumer, type ConsumerEvents } from '../../../src/index.js';
 import { sqlstateOf } from '../../../src/store/pg-errors.js';
 import type { TestDatabase } from '../../helpers/db.js';
@@ -129,6 +129,9 @@ async function primaryDiesWithStandbyBehind(replication: Replication) {
   const { h } = await consumerOn(`window_${replication}`, { maxAttempts: 3 });
   await h.consumer.start();
   const standby = await cluster.standbyReady();
+  // Under async the schema just made may not have reached the standby yet: the stall
+  // must cut off only the message, or the new primary lacks the tables too.
+  await caughtUp(cluster.primary, standby);
   cluster.link.stall();
   const message = h.source.send({ id: 'w', amount: 1 }, { key: 'w' });
   // Acked (async), or stuck in COMMIT waiting for the standby (sync): either way, by now.
@@ -138,6 +141,23 @@ async function primaryDiesWithStandbyBehind(replication: Replication) {
   await cluster.promoteStandby();
   expect(cluster.primary.name).toBe(standby.name);
   return { h, message, stateAtDeath };
+}
+
+/** Waits until `standby` has replayed everything `primary` has written so far. */
+async function caughtUp(primary: PgNode, standby: PgNode): Promise<void> {
+  const [row] = await query<{ lsn: string }>(primary, 'SELECT pg_current_wal_lsn()::text AS lsn');
+  const lsn = row?.lsn;
+  await waitFor(
+    async () =>
+      (
+        await query<{ done: boolean }>(
+          standby,
+          'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done',
+          [lsn],
+        )
+      )[0]?.done === true,
+    { what: 'the standby caught up', timeoutMs: 30_000 },
+  );
 }
 
 describe('the primary dies with its standby behind', () => {
