@@ -2,20 +2,25 @@ import type { PoolClient } from 'pg';
 import { TransactionControlError } from '../errors.js';
 import { topLevelStatements } from './sql-statements.js';
 
-// Whitespace and comments before the first keyword of a statement.
-const LEADING = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
 // Statements that end or replace the claim's transaction. ROLLBACK TO [SAVEPOINT] is
 // allowed: savepoints are how a handler recovers from a statement it expects to fail.
+// Matched on statements whose comments topLevelStatements turned into spaces.
 const CONTROL =
-  /^(?:BEGIN|START\s+TRANSACTION|COMMIT|END|ABORT|PREPARE\s+TRANSACTION|ROLLBACK(?!\s+(?:(?:WORK|TRANSACTION)\s+)?TO\b))\b/i;
+  /^\s*(?:BEGIN|START\s+TRANSACTION|COMMIT|END|ABORT|PREPARE\s+TRANSACTION|ROLLBACK(?!\s+(?:(?:WORK|TRANSACTION)\s+)?TO\b))\b/i;
 
 /**
  * Whether any statement of `sql` ends or replaces the current transaction. Every one,
  * not only the first: in `SELECT 1; ROLLBACK` the claim's transaction would end, and the
  * handler's later writes would run in autocommit, applied again by the retry.
+ *
+ * Read both ways `standard_conforming_strings` allows: the session's setting is not
+ * known here, and with it off `'a\'' ; COMMIT; --'` commits. The cost is refusing the
+ * rare text that would end the transaction only under the setting it does not use.
  */
 export function isTransactionControl(sql: string): boolean {
-  return topLevelStatements(sql).some((statement) => CONTROL.test(statement.replace(LEADING, '')));
+  return [false, true].some((backslashQuotes) =>
+    topLevelStatements(sql, backslashQuotes).some((statement) => CONTROL.test(statement)),
+  );
 }
 
 type Callback = (error: Error | null, result?: unknown) => void;
