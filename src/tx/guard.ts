@@ -25,6 +25,37 @@ export function isTransactionControl(sql: string): boolean {
 
 type Callback = (error: Error | null, result?: unknown) => void;
 
+/** What a query argument may carry its SQL in. */
+interface QueryLike {
+  text?: unknown;
+  name?: unknown;
+  cursor?: { text?: unknown } | null;
+}
+
+/** pg's record, per connection, of the statements it prepared by name (kept across checkouts). */
+interface NamedStatements {
+  connection?: {
+    parsedStatements?: Record<string, string | undefined>;
+    submittedNamedStatements?: Record<string, string | undefined>;
+  };
+}
+
+/**
+ * The SQL of `tx.query`'s first argument: a string, a config or `pg.Query`/pg-cursor
+ * (`text`), pg-query-stream's QueryStream (on its inner cursor only), or a name alone,
+ * which runs what the connection prepared under that name, maybe before this checkout.
+ */
+function queryText(first: unknown, client: PoolClient): unknown {
+  if (typeof first === 'string') return first;
+  const query = first as QueryLike | null | undefined;
+  const text = query?.text ?? query?.cursor?.text;
+  if (text !== undefined || typeof query?.name !== 'string') return text;
+  const connection = (client as unknown as NamedStatements).connection;
+  return (
+    connection?.parsedStatements?.[query.name] ?? connection?.submittedNamedStatements?.[query.name]
+  );
+}
+
 function refuseRelease(): never {
   throw new TransactionControlError(
     'release() is not allowed: the runner releases the connection after COMMIT',
@@ -137,8 +168,7 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
   private query(args: unknown[]): unknown {
     const client = this.client;
     const first = args[0];
-    const text =
-      typeof first === 'string' ? first : (first as { text?: unknown } | null | undefined)?.text;
+    const text = queryText(first, client);
     const refusal = this.ended
       ? (this.late ??= new TransactionControlError(
           'the handler used ctx.tx after it returned: the transaction ends when the handler ' +

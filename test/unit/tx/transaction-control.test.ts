@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { isTransactionControl } from '../../../src/tx/guard.js';
+import type { PoolClient } from 'pg';
+import { TransactionControlError } from '../../../src/errors.js';
+import { isTransactionControl, TransactionGuard } from '../../../src/tx/guard.js';
 import { topLevelStatements } from '../../../src/tx/sql-statements.js';
 
 describe('isTransactionControl', () => {
@@ -72,5 +74,29 @@ describe('topLevelStatements', () => {
     expect(topLevelStatements("SELECT 'a; COMMIT")).toEqual(["SELECT 'a; COMMIT"]);
     expect(topLevelStatements('SELECT 1 /* ; COMMIT')).toEqual(['SELECT 1  ']);
     expect(topLevelStatements('SELECT $q$ ; COMMIT')).toEqual(['SELECT $q$ ; COMMIT']);
+  });
+});
+
+describe('TransactionGuard.tx.query', () => {
+  // pg-query-stream's QueryStream keeps its SQL on its inner pg-cursor, not on itself.
+  it('refuses a submittable whose SQL is on its cursor, before sending it', () => {
+    const sent: unknown[] = [];
+    const client = { query: (...args: unknown[]) => sent.push(args) } as unknown as PoolClient;
+    const stream = { cursor: { text: 'COMMIT' }, submit: () => undefined };
+    const tx = new TransactionGuard(client).tx;
+    expect(() => tx.query(stream as never)).toThrow(TransactionControlError);
+    expect(sent).toEqual([]);
+  });
+
+  // pg keeps a connection's named statements across pool checkouts: the name alone runs one.
+  it('refuses a name that the connection prepared as transaction control', async () => {
+    const sent: unknown[] = [];
+    const client = {
+      connection: { parsedStatements: { fin: 'COMMIT' }, submittedNamedStatements: {} },
+      query: (...args: unknown[]) => sent.push(args),
+    } as unknown as PoolClient;
+    const tx = new TransactionGuard(client).tx;
+    await expect(tx.query({ name: 'fin' } as never)).rejects.toThrow(TransactionControlError);
+    expect(sent).toEqual([]);
   });
 });
