@@ -2,23 +2,59 @@ import type { PoolClient } from 'pg';
 import { TransactionControlError } from '../errors.js';
 import { topLevelStatements } from './sql-statements.js';
 
-// Whitespace and comments before the first keyword of a statement.
-const LEADING = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
 // Statements that end or replace the claim's transaction. ROLLBACK TO [SAVEPOINT] is
 // allowed: savepoints are how a handler recovers from a statement it expects to fail.
+// Matched on statements whose comments topLevelStatements turned into spaces.
 const CONTROL =
-  /^(?:BEGIN|START\s+TRANSACTION|COMMIT|END|ABORT|PREPARE\s+TRANSACTION|ROLLBACK(?!\s+(?:(?:WORK|TRANSACTION)\s+)?TO\b))\b/i;
+  /^\s*(?:BEGIN|START\s+TRANSACTION|COMMIT|END|ABORT|PREPARE\s+TRANSACTION|ROLLBACK(?!\s+(?:(?:WORK|TRANSACTION)\s+)?TO\b))\b/i;
 
 /**
  * Whether any statement of `sql` ends or replaces the current transaction. Every one,
  * not only the first: in `SELECT 1; ROLLBACK` the claim's transaction would end, and the
  * handler's later writes would run in autocommit, applied again by the retry.
+ *
+ * Read both ways `standard_conforming_strings` allows: the session's setting is not
+ * known here, and with it off `'a\'' ; COMMIT; --'` commits. The cost is refusing the
+ * rare text that would end the transaction only under the setting it does not use.
  */
 export function isTransactionControl(sql: string): boolean {
-  return topLevelStatements(sql).some((statement) => CONTROL.test(statement.replace(LEADING, '')));
+  return [false, true].some((backslashQuotes) =>
+    topLevelStatements(sql, backslashQuotes).some((statement) => CONTROL.test(statement)),
+  );
 }
 
 type Callback = (error: Error | null, result?: unknown) => void;
+
+/** What a query argument may carry its SQL in. */
+interface QueryLike {
+  text?: unknown;
+  name?: unknown;
+  cursor?: { text?: unknown } | null;
+}
+
+/** pg's record, per connection, of the statements it prepared by name (kept across checkouts). */
+interface NamedStatements {
+  connection?: {
+    parsedStatements?: Record<string, string | undefined>;
+    submittedNamedStatements?: Record<string, string | undefined>;
+  };
+}
+
+/**
+ * The SQL of `tx.query`'s first argument: a string, a config or `pg.Query`/pg-cursor
+ * (`text`), pg-query-stream's QueryStream (on its inner cursor only), or a name alone,
+ * which runs what the connection prepared under that name, maybe before this checkout.
+ */
+function queryText(first: unknown, client: PoolClient): unknown {
+  if (typeof first === 'string') return first;
+  const query = first as QueryLike | null | undefined;
+  const text = query?.text ?? query?.cursor?.text;
+  if (text !== undefined || typeof query?.name !== 'string') return text;
+  const connection = (client as unknown as NamedStatements).connection;
+  return (
+    connection?.parsedStatements?.[query.name] ?? connection?.submittedNamedStatements?.[query.name]
+  );
+}
 
 function refuseRelease(): never {
   throw new TransactionControlError(
@@ -132,8 +168,7 @@ export class TransactionGuard implements ProxyHandler<PoolClient> {
   private query(args: unknown[]): unknown {
     const client = this.client;
     const first = args[0];
-    const text =
-      typeof first === 'string' ? first : (first as { text?: unknown } | null | undefined)?.text;
+    const text = queryText(first, client);
     const refusal = this.ended
       ? (this.late ??= new TransactionControlError(
           'the handler used ctx.tx after it returned: the transaction ends when the handler ' +

@@ -2,29 +2,38 @@
  * Splits SQL text into its top-level statements, the way Postgres's simple-query
  * protocol will run them: a `;` ends a statement only outside string constants
  * ('…', E'…' with backslash escapes), quoted identifiers ("…"), dollar-quoted bodies
- * ($$…$$, $tag$…$tag$) and comments (-- to the line's end, nested /* … *\/). Only
- * what the transaction guard needs: where each statement starts; no parsing beyond.
+ * ($$…$$, $tag$…$tag$) and comments (-- to the line's end, nested /* … *\/). Each
+ * comment comes back as one space, as Postgres reads it, so a caller matching keywords
+ * sees `PREPARE/**\/TRANSACTION` as `PREPARE TRANSACTION`. Only what the transaction
+ * guard needs: where each statement starts and its first words; no parsing beyond.
+ *
+ * `backslashQuotes` reads the text as a session with `standard_conforming_strings`
+ * off does: a backslash escapes the next character in a plain '…' string too.
  */
-export function topLevelStatements(sql: string): string[] {
+export function topLevelStatements(sql: string, backslashQuotes = false): string[] {
   const statements: string[] = [];
+  let current = '';
   let start = 0;
   let i = 0;
   while (i < sql.length) {
     const c = sql[i]!;
-    if (c === "'") i = endOfQuoted(sql, i, "'", isEscapeString(sql, i));
+    let end: number | undefined;
+    if (c === "'") i = endOfQuoted(sql, i, "'", backslashQuotes || isEscapeString(sql, i));
     else if (c === '"') i = endOfQuoted(sql, i, '"', false);
-    else if (c === '-' && sql[i + 1] === '-') i = endOfLine(sql, i);
-    else if (c === '/' && sql[i + 1] === '*') i = endOfBlockComment(sql, i);
     else if (c === '$' && !isIdentifierChar(sql[i - 1])) i = endOfDollarQuoted(sql, i);
-    else {
-      if (c === ';') {
-        statements.push(sql.slice(start, i));
-        start = i + 1;
-      }
-      i++;
+    else if (c === '-' && sql[i + 1] === '-') end = endOfLine(sql, i);
+    else if (c === '/' && sql[i + 1] === '*') end = endOfBlockComment(sql, i);
+    else if (c === ';') {
+      statements.push(current + sql.slice(start, i));
+      current = '';
+      start = ++i;
+    } else i++;
+    if (end !== undefined) {
+      current += sql.slice(start, i) + ' ';
+      start = i = end;
     }
   }
-  statements.push(sql.slice(start));
+  statements.push(current + sql.slice(start));
   return statements;
 }
 
@@ -51,9 +60,11 @@ function endOfQuoted(sql: string, open: number, quote: string, backslashes: bool
   return sql.length;
 }
 
+/** A `--` comment ends at a carriage return as well as at a newline. */
 function endOfLine(sql: string, from: number): number {
-  const newline = sql.indexOf('\n', from);
-  return newline < 0 ? sql.length : newline + 1;
+  const newline = /[\n\r]/g;
+  newline.lastIndex = from;
+  return newline.exec(sql) === null ? sql.length : newline.lastIndex;
 }
 
 /** Block comments nest in Postgres. */
