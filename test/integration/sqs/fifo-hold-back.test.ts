@@ -3,6 +3,10 @@
  * rest of the group received with it is released (held back, never run) so it cannot
  * overtake it. SQS counts each of those receives, and `attempt` is SQS's receive count:
  * an innocent follower could reach `maxAttempts` without ever running.
+ *
+ * AWS-faithful emulators only (CI: ElasticMQ): LocalStack 3.8 unblocks the group while
+ * the head is in flight, so there the follower runs after the head's first failure
+ * (docs/compatibility.md, fifo-retry.test.ts).
  */
 import { describe, expect, it } from '@jest/globals';
 import { TIMEOUT, recordEffect, sqsIntegration } from './harness.js';
