@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import {
+  legacyDerivedName,
   qualifiedDerived,
   qualifiedTable,
   quoteIdentifier,
@@ -100,14 +101,11 @@ const LEGACY_TOKEN_GAP = '1099511627776';
  * only with the rest of the DDL, i.e. when a relation is missing.
  */
 function legacySequenceCatchUp(ref: TableRef, r: ReturnType<typeof outboxRelations>): string[] {
-  const suffix = '_lease_seq';
-  const full = ref.table + suffix;
-  if (Buffer.byteLength(full, 'utf8') <= 63) return [];
-  let cut = ref.table;
-  while (Buffer.byteLength(cut + suffix, 'utf8') > 63) cut = cut.slice(0, -1);
+  const legacyName = legacyDerivedName(ref.table, '_lease_seq');
+  if (legacyName === null) return [];
   const legacyLast =
     `(SELECT last_value FROM pg_sequences WHERE schemaname = ${sqlLiteral(ref.schema)}` +
-    ` AND sequencename = ${sqlLiteral(cut + suffix)})`;
+    ` AND sequencename = ${sqlLiteral(legacyName)})`;
   return [
     `SELECT setval(${sqlLiteral(r.sequence)}::regclass, GREATEST(` +
       `(SELECT last_value FROM ${r.sequence}), ` +

@@ -54,6 +54,19 @@ export function derivedName(table: string, suffix: string): string {
   return base + tail;
 }
 
+/**
+ * The name {@link derivedName} gave before names were hashed: `<table><suffix>` with the
+ * table's name cut (UTF-16 unit by unit, as that version did) until it fit 63 bytes.
+ * `null` when the full name fits, i.e. both versions agree. Only upgrades read it: to
+ * find an object an older version created under the cut name.
+ */
+export function legacyDerivedName(table: string, suffix: string): string | null {
+  if (Buffer.byteLength(table + suffix, 'utf8') <= MAX_IDENTIFIER_BYTES) return null;
+  let cut = table;
+  while (Buffer.byteLength(cut + suffix, 'utf8') > MAX_IDENTIFIER_BYTES) cut = cut.slice(0, -1);
+  return cut + suffix;
+}
+
 /** `"schema"."<table><suffix>"`: a relation or function named after `ref`'s table ({@link derivedName}). */
 export function qualifiedDerived(ref: TableRef, suffix: string): string {
   return `${quoteIdentifier(ref.schema, 'schema')}.${quoteIdentifier(derivedName(ref.table, suffix), 'table')}`;
