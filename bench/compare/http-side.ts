@@ -3,12 +3,14 @@
  * Express 5 payment app and the same Postgres (scenario.ts), and their table.
  */
 import { GIVE_UP_MS } from './client.js';
-import { CONTENDERS, isContender } from './contenders.js';
+import { CONTENDERS } from './contenders.js';
 import { effectivelyOnceFailures, markdownTable } from './report.js';
 import { runContender, type ContenderResult } from './scenario.js';
 import {
   packageVersions,
+  pickContenders,
   positive,
+  postgresVersion,
   say,
   wasInterrupted,
   withServices,
@@ -24,11 +26,7 @@ export interface HttpSideOptions {
 
 /** Runs the HTTP side; resolves with its failures (empty: effectively-once was clean). */
 export async function runHttpSide(values: HttpSideOptions): Promise<string[]> {
-  const contenders = (values.contenders ?? CONTENDERS.join(',')).split(',').map((name) => {
-    if (!isContender(name))
-      throw new Error(`--contenders: unknown ${name} (known: ${CONTENDERS.join(', ')})`);
-    return name;
-  });
+  const contenders = pickContenders(values.contenders, CONTENDERS);
   const payments = positive('payments', values.payments);
   const concurrent = positive('concurrent', values.concurrent);
 
@@ -47,13 +45,11 @@ export async function runHttpSide(values: HttpSideOptions): Promise<string[]> {
       'express-idempotency',
       '@node-idempotency/core',
     ]);
-    const { rows } = await pool.query<{ v: string }>(
-      "SELECT current_setting('server_version') AS v",
-    );
+    const postgres = await postgresVersion(pool);
     const all = contenders.length === CONTENDERS.length;
     const command = `npm run compare -- --payments ${payments} --concurrent ${concurrent}${all ? '' : ` --contenders ${contenders.join(',')}`}`;
     const markdown = [
-      `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Postgres ${rows[0]?.v ?? '?'}, Express ${packageVersions(['express'])['express']}; @node-idempotency/storage-adapter-memory ${packageVersions(['@node-idempotency/storage-adapter-memory'])['@node-idempotency/storage-adapter-memory']}.`,
+      `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Postgres ${postgres}, Express ${packageVersions(['express'])['express']}; @node-idempotency/storage-adapter-memory ${packageVersions(['@node-idempotency/storage-adapter-memory'])['@node-idempotency/storage-adapter-memory']}.`,
       `Per contender: ${payments} sequential payments (${results[0]?.killed.payments ?? 0} killed right after the charge's COMMIT, ${results[0]?.dropped.payments ?? 0} with the answer dropped and the server alive), each client retrying its key until a 2xx or ${GIVE_UP_MS / 1000} s; then ${concurrent} identical requests at once.`,
       '',
       markdownTable(results, versions, concurrent),

@@ -103,6 +103,25 @@ export function packageVersions(names: string[]): Record<string, string> {
   return versions;
 }
 
+/** `--contenders` (default: all `known`), each checked against `known`. */
+export function pickContenders<T extends string>(
+  list: string | undefined,
+  known: readonly T[],
+): T[] {
+  return (list ?? known.join(',')).split(',').map((name) => {
+    const found = known.find((k) => k === name);
+    if (found === undefined)
+      throw new Error(`--contenders: unknown ${name} (known: ${known.join(', ')})`);
+    return found;
+  });
+}
+
+/** The Postgres server's version, for the table's header. */
+export async function postgresVersion(pool: pg.Pool): Promise<string> {
+  const { rows } = await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v");
+  return rows[0]?.v ?? '?';
+}
+
 export function positive(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);

@@ -7,18 +7,15 @@
 import type { BrokerName } from '../../../chaos/args.js';
 import {
   packageVersions,
+  pickContenders,
   positive,
+  postgresVersion,
   say,
   wasInterrupted,
   withServices,
   writeResults,
 } from '../session.js';
-import {
-  CONSUMER_CONTENDERS,
-  CONSUMER_LABELS,
-  isConsumerContender,
-  type ConsumerContender,
-} from './contenders.js';
+import { CONSUMER_CONTENDERS, CONSUMER_LABELS } from './contenders.js';
 import { consumerFailures, consumerTable } from './report.js';
 import { runConsumerContender, SETTLE_MS, type ConsumerResult } from './scenario.js';
 import { VISIBILITY_TIMEOUT_S } from './sqs-channel.js';
@@ -31,11 +28,7 @@ export interface ConsumerSideOptions {
 
 /** Runs the consumer side; resolves with its failures (empty: effectively-once was clean). */
 export async function runConsumerSide(values: ConsumerSideOptions): Promise<string[]> {
-  const contenders = (values.contenders ?? CONSUMER_CONTENDERS.join(',')).split(',').map((name) => {
-    if (!isConsumerContender(name))
-      throw new Error(`--contenders: unknown ${name} (known: ${CONSUMER_CONTENDERS.join(', ')})`);
-    return name;
-  });
+  const contenders = pickContenders(values.contenders, CONSUMER_CONTENDERS);
   const messages = positive('messages', values.messages);
   const runId = Date.now().toString(36);
   const results: ConsumerResult[] = [];
@@ -44,10 +37,7 @@ export async function runConsumerSide(values: ConsumerSideOptions): Promise<stri
     const mine = contenders.filter((c) => CONSUMER_LABELS[c].broker === broker);
     if (mine.length === 0 || wasInterrupted()) continue;
     await withServices(broker, async ({ pool, databaseUrl, brokerEndpoint }) => {
-      const { rows } = await pool.query<{ v: string }>(
-        "SELECT current_setting('server_version') AS v",
-      );
-      postgres = rows[0]?.v ?? '?';
+      postgres = await postgresVersion(pool);
       for (const contender of mine) {
         say(`${contender}: ${messages} messages, one at a time`);
         results.push(
@@ -83,5 +73,3 @@ export async function runConsumerSide(values: ConsumerSideOptions): Promise<stri
     .filter((r) => CONSUMER_LABELS[r.contender].effectivelyOnce)
     .flatMap((r) => consumerFailures(r).map((f) => `${r.contender}: ${f}`));
 }
-
-export type { ConsumerContender };
