@@ -67,7 +67,10 @@ function stopCurrent(): Promise<void> {
  * Without it a SIGINT to the runner left them running (issue 26's known leftover).
  */
 export function stopOnSigint(): void {
-  process.once('SIGINT', () => {
+  // `on`, not `once`: a Ctrl-C under npm reaches the runner twice (from the terminal and
+  // relayed by tsx), and a second SIGINT with no listener would kill it mid-cleanup.
+  process.on('SIGINT', () => {
+    if (interrupted) return;
     interrupted = true;
     say('SIGINT: stopping the servers / workers and the services this run started');
     void (async () => {
