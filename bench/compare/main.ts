@@ -1,106 +1,63 @@
 /**
- * `npm run compare`: effectively-once's HTTP door against the Idempotency-Key
- * middlewares people pick instead, on the same Express 5 app and the same Postgres,
- * under the same crashes (docs/comparison.md has the table and what it means).
+ * `npm run compare`: effectively-once against what people pick instead, under the same
+ * crashes (docs/comparison.md has the tables and what they mean).
  *
- *   npm run compare -- [--contenders a,b] [--payments 100] [--concurrent 20]
- *                      [--out bench/results/compare-http]
+ *   npm run compare -- [--side http|consumer|all] [--contenders a,b] [--out prefix]
+ *     http (the default): the Idempotency-Key middlewares on one Express 5 app
+ *       [--payments 100] [--concurrent 20]      --out bench/results/compare-http
+ *     consumer: plain sqs-consumer / kafkajs workers vs withDedup / exactlyOnceEachMessage
+ *       [--messages 100]                        --out bench/results/compare-consumer
+ *     all: both, each with its defaults (no --contenders / --out)
  *
- * Uses DATABASE_URL, or starts a private Postgres (test/helpers/services). Prints the
- * table as markdown and writes it (with the raw figures as JSON) to `--out`.md/.json.
- * Exits 1 when effectively-once's figures are not 0 doubles / 0 stuck (or any run failed).
+ * Uses DATABASE_URL, SQS_ENDPOINT, KAFKA_BROKERS, or starts private ones
+ * (test/helpers/services) and stops them at the end, or on Ctrl-C. Prints each table as
+ * markdown and writes it (with the raw figures as JSON) to `--out`.md/.json. Exits 1
+ * when effectively-once's figures are not 0 doubles / 0 stuck / 0 lost (or a run
+ * failed); 130 on SIGINT.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { ensureServices } from '../../chaos/services.js';
-import { GIVE_UP_MS } from './client.js';
-import { CONTENDERS, isContender } from './contenders.js';
-import { effectivelyOnceFailures, markdownTable } from './report.js';
-import { runContender, type ContenderResult } from './scenario.js';
+import { runConsumerSide } from './consumer/side.js';
+import { runHttpSide } from './http-side.js';
+import { say, stopOnSigint, wasInterrupted } from './session.js';
 
-const say = (line: string): void => console.error(`[compare] ${line}`);
+const SIDES = ['http', 'consumer', 'all'] as const;
 
 const { values } = parseArgs({
   options: {
-    contenders: { type: 'string', default: CONTENDERS.join(',') },
+    side: { type: 'string', default: 'http' },
+    contenders: { type: 'string' },
     payments: { type: 'string', default: '100' },
     concurrent: { type: 'string', default: '20' },
-    out: { type: 'string', default: 'bench/results/compare-http' },
+    messages: { type: 'string', default: '100' },
+    out: { type: 'string' },
   },
 });
-const contenders = values.contenders.split(',').map((name) => {
-  if (!isContender(name))
-    throw new Error(`--contenders: unknown ${name} (known: ${CONTENDERS.join(', ')})`);
-  return name;
-});
-const payments = positive('payments', values.payments);
-const concurrent = positive('concurrent', values.concurrent);
+const side = values.side;
+if (!(SIDES as readonly string[]).includes(side))
+  throw new Error(`--side must be one of ${SIDES.join(', ')}, not ${side}`);
+if (side === 'all' && (values.contenders !== undefined || values.out !== undefined))
+  throw new Error('--side all runs every contender with the default --out: pick a side for those');
 
-const services = await ensureServices(null, say);
-const pool = new pg.Pool({ connectionString: services.databaseUrl, max: 4 });
-const results: ContenderResult[] = [];
+stopOnSigint();
 let exitCode = 0;
 try {
-  const runId = Date.now().toString(36);
-  for (const contender of contenders) {
-    say(`${contender}: ${payments} payments, then ${concurrent} identical at once`);
-    results.push(
-      await runContender(contender, {
-        pool,
-        databaseUrl: services.databaseUrl,
-        runId,
-        payments,
-        concurrent,
-        log: say,
-      }),
+  const failures: string[] = [];
+  if (side === 'http' || side === 'all')
+    failures.push(
+      ...(await runHttpSide({ ...values, out: values.out ?? 'bench/results/compare-http' })),
     );
-  }
-  const versions = packageVersions([
-    'effectively-once',
-    'express-idempotency',
-    '@node-idempotency/core',
-  ]);
-  const { rows } = await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v");
-  const command = `npm run compare -- --payments ${payments} --concurrent ${concurrent}${values.contenders === CONTENDERS.join(',') ? '' : ` --contenders ${values.contenders}`}`;
-  const markdown = [
-    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Postgres ${rows[0]?.v ?? '?'}, Express ${packageVersions(['express'])['express']}; @node-idempotency/storage-adapter-memory ${packageVersions(['@node-idempotency/storage-adapter-memory'])['@node-idempotency/storage-adapter-memory']}.`,
-    `Per contender: ${payments} sequential payments (${results[0]?.killed.payments ?? 0} killed right after the charge's COMMIT, ${results[0]?.dropped.payments ?? 0} with the answer dropped and the server alive), each client retrying its key until a 2xx or ${GIVE_UP_MS / 1000} s; then ${concurrent} identical requests at once.`,
-    '',
-    markdownTable(results, versions, concurrent),
-    '',
-  ].join('\n');
-  console.log(markdown);
-  fs.mkdirSync(path.dirname(values.out), { recursive: true });
-  fs.writeFileSync(`${values.out}.md`, markdown);
-  fs.writeFileSync(`${values.out}.json`, `${JSON.stringify({ command, results }, null, 2)}\n`);
-  say(`wrote ${values.out}.md and .json`);
-  for (const result of results.filter((r) => r.contender === 'effectively-once')) {
-    const failures = effectivelyOnceFailures(result);
-    for (const failure of failures) say(`FAIL effectively-once: ${failure}`);
-    if (failures.length > 0) exitCode = 1;
-  }
+  if (side === 'consumer' || side === 'all')
+    failures.push(
+      ...(await runConsumerSide({
+        ...values,
+        out: values.out ?? 'bench/results/compare-consumer',
+      })),
+    );
+  for (const failure of failures) say(`FAIL effectively-once: ${failure}`);
+  if (failures.length > 0) exitCode = 1;
 } catch (error) {
   say(`run failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   exitCode = 1;
-} finally {
-  await pool.end();
-  await services.stop();
 }
-process.exit(exitCode);
-
-function positive(name: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-  return n;
-}
-
-function packageVersions(names: string[]): Record<string, string> {
-  const versions: Record<string, string> = {};
-  for (const name of names) {
-    const file = name === 'effectively-once' ? 'package.json' : `node_modules/${name}/package.json`;
-    versions[name] = (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
-  }
-  return versions;
-}
+// After SIGINT, the handler exits (130) once the services are down.
+if (!wasInterrupted()) process.exit(exitCode);

@@ -66,7 +66,11 @@ export async function runContender(
   const schema = `compare_${options.runId}_${contender.replace(/[^a-z0-9]+/g, '_')}`;
   const { pool, log } = options;
   await createTables(pool, schema);
-  const server = { contender, databaseUrl: options.databaseUrl, schema };
+  const server = {
+    databaseUrl: options.databaseUrl,
+    schema,
+    env: { COMPARE_CONTENDER: contender },
+  };
 
   const first = await Supervised.start(server);
   const outcomes = new Map<ArmMode | 'plain', PaymentOutcome[]>([

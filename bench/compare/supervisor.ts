@@ -1,26 +1,33 @@
 import { fileURLToPath } from 'node:url';
 import { spawnPaymentServer, type PaymentProcess } from '../../test/helpers/http/spawn.js';
-import type { Contender } from './contenders.js';
+import { track } from './children.js';
 
-const ENTRY = fileURLToPath(new URL('./server.ts', import.meta.url));
+/** The payment server, the default child. */
+const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
+
+/** Which child to run: server.ts (or `entry`, speaking its protocol), with `env`. */
+export interface ChildOptions {
+  databaseUrl: string;
+  schema: string;
+  /** Default: the payment server (server.ts). */
+  entry?: string;
+  env: Record<string, string>;
+}
 
 /**
- * One payment server (server.ts) as a process manager runs it: a killed incarnation is
- * replaced on the same port. Counts the incarnations that died of SIGKILL.
+ * One payment server (server.ts) or consumer worker (consumer/worker.ts) as a process
+ * manager runs it: a killed incarnation is replaced (on the same port, for a server).
+ * Counts the incarnations that died of SIGKILL.
  */
 export class Supervised {
   kills = 0;
   private constructor(
-    private readonly options: { contender: Contender; databaseUrl: string; schema: string },
+    private readonly options: ChildOptions,
     private process: PaymentProcess,
     readonly port: number,
   ) {}
 
-  static async start(options: {
-    contender: Contender;
-    databaseUrl: string;
-    schema: string;
-  }): Promise<Supervised> {
+  static async start(options: ChildOptions): Promise<Supervised> {
     const process = spawn(options, 0);
     return new Supervised(options, process, await process.ready);
   }
@@ -48,16 +55,15 @@ export class Supervised {
   }
 }
 
-function spawn(
-  options: { contender: Contender; databaseUrl: string; schema: string },
-  port: number,
-): PaymentProcess {
-  return spawnPaymentServer({
-    framework: 'express',
-    databaseUrl: options.databaseUrl,
-    schema: options.schema,
-    port,
-    entry: ENTRY,
-    env: { COMPARE_CONTENDER: options.contender },
-  });
+function spawn(options: ChildOptions, port: number): PaymentProcess {
+  return track(
+    spawnPaymentServer({
+      framework: 'express',
+      databaseUrl: options.databaseUrl,
+      schema: options.schema,
+      port,
+      entry: options.entry ?? SERVER,
+      env: options.env,
+    }),
+  );
 }
