@@ -62,9 +62,14 @@ async function allBack(): Promise<void> {
   expect(db.pool.totalCount - db.pool.idleCount).toBe(0);
 }
 
-/** A committed key, then its replay, answered while the ROLLBACK does what `hook` says. */
+/**
+ * A committed key, then (unless `replay` is false) its replay, answered while the
+ * ROLLBACK does what `hook` says.
+ */
 async function replayWith(
   hook: (client: pg.PoolClient, send: () => Promise<unknown>) => Promise<unknown>,
+  key = randomUUID(),
+  replay = true,
 ): Promise<void> {
   server = await startPaymentServer({
     framework: 'hono',
@@ -72,14 +77,14 @@ async function replayWith(
     schema: db.schema,
     idempotency: { acquireTimeoutMs: 5000 },
   });
-  const key = randomUUID();
   const first = await post(`${server.url}/charges`, key, body);
   expect(first.status).toBe(201);
   onRollback = hook;
-  const replay = await post(`${server.url}/charges`, key, body);
-  expect(replay.status).toBe(201);
-  expect(replay.headers['idempotent-replayed']).toBe('true');
-  expect(replay.body).toBe(first.body);
+  if (!replay) return;
+  const again = await post(`${server.url}/charges`, key, body);
+  expect(again.status).toBe(201);
+  expect(again.headers['idempotent-replayed']).toBe('true');
+  expect(again.body).toBe(first.body);
 }
 
 describe('a replay answered before its ROLLBACK, on a pool of one', () => {
@@ -139,5 +144,32 @@ describe('a replay answered before its ROLLBACK, on a pool of one', () => {
     const next = await post(`${server!.url}/charges`, key, body);
     expect(next.status).toBe(201);
     expect(await effects(key)).toBe(1);
+  });
+});
+
+describe('a key reused with another request, answered before its ROLLBACK', () => {
+  it('is refused 422 with the ROLLBACK held, and another tenant still runs afresh', async () => {
+    const release = gate();
+    let held = 0;
+    const key = randomUUID();
+    await replayWith(
+      async (_client, send) => {
+        held++;
+        await release.wait;
+        return send();
+      },
+      key,
+      false,
+    );
+    const refused = await post(`${server!.url}/charges`, key, { ...body, amountCents: 8 });
+    expect(refused.status).toBe(422);
+    expect(held).toBe(1);
+    release.open();
+    await allBack();
+    const other = await post(`${server!.url}/charges`, key, body, { 'x-tenant': 't1' });
+    expect(other.status).toBe(201);
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    expect(JSON.parse(other.body)).toMatchObject({ tenant: 't1', key });
+    expect(await effects(key)).toBe(2);
   });
 });
