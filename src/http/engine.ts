@@ -83,6 +83,8 @@ type HandlerOutcome =
  */
 export class Engine {
   private readonly streamedResponses = new WeakSet<Response>();
+  /** Replays' ROLLBACKs still on the wire (see releaseLater). */
+  private readonly releasing = new Set<Promise<void>>();
 
   constructor(
     private readonly cfg: IdempotencyConfig,
@@ -117,6 +119,7 @@ export class Engine {
     const { claim } = job;
     const conn = await ClaimConnection.open(this.deps, claim.key);
     if (!(conn instanceof ClaimConnection)) return conn;
+    let released = false;
     try {
       let found;
       try {
@@ -124,16 +127,42 @@ export class Engine {
       } catch (cause) {
         return await conn.claimFailed(cause, this.cfg.waitMs);
       }
-      if (found.kind !== 'claimed') {
+      if (found.kind === 'stored') {
+        // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
+        // can change the answer: the row was committed by another transaction (its
+        // response stored in the COMMIT that made it visible, or `replay` refuses it),
+        // this transaction wrote nothing (ON CONFLICT DO NOTHING, a transaction-local
+        // setting), and the ROLLBACK's outcome was never looked at anyway. The connection
+        // goes back to the pool only once the ROLLBACK returned (see releaseLater).
+        released = true;
+        this.releaseLater(conn);
+        return this.replay(claim, found.record, job.contextOnly === true);
+      }
+      if (found.kind === 'vanished') {
         await conn.rollback();
-        return found.kind === 'vanished'
-          ? found
-          : this.replay(claim, found.record, job.contextOnly === true);
+        return found;
       }
       return await this.execute(conn, job, attempt, found.xid);
     } finally {
-      conn.close();
+      if (!released) conn.close();
     }
+  }
+
+  /** Resolves once every connection a replay answered ahead of is back in the pool. */
+  async drain(): Promise<void> {
+    while (this.releasing.size > 0) await Promise.allSettled([...this.releasing]);
+  }
+
+  /** Rolls back the replay's empty transaction and returns its connection, in the background. */
+  private releaseLater(conn: ClaimConnection): void {
+    const done: Promise<void> = conn
+      .rollback()
+      .then(() => conn.close())
+      .catch((err: unknown) =>
+        this.cfg.logger.warn({ err }, 'effectively-once: releasing a replay connection failed'),
+      )
+      .finally(() => this.releasing.delete(done));
+    this.releasing.add(done);
   }
 
   private async execute(

@@ -202,6 +202,9 @@ class IdempotencyImpl implements Idempotency {
     grace.abort();
     this.hardStop.abort(new ShutdownError('(closing)'));
     await Promise.allSettled([...this.inFlight]);
+    // A replay is answered before its ROLLBACK returns: close() resolves once that
+    // connection, too, is back in the pool.
+    await this.engine.drain();
   }
 
   /** The telemetry scope of a request; a throwing hook only costs the request its telemetry. */

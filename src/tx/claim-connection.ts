@@ -220,7 +220,9 @@ export class ClaimConnection {
     try {
       await this.client.query('ROLLBACK');
     } catch (error) {
-      if (!isStatementError(error)) this.markBroken(error);
+      // Even a statement error: the session may still be in the transaction (aborted),
+      // and the next request to check it out would run inside it or meet 25P02.
+      this.markBroken(error);
     }
   }
 
