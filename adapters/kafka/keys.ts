@@ -66,9 +66,14 @@ export function recordKey(
  * key-less records share one stream.
  */
 export function orderingKeyOf(record: KafkaRecord, perKey: boolean): string {
-  const base = `${record.topic}/${record.partition}`;
+  const base = partitionOrderingKey(record.topic, record.partition);
   if (!perKey) return base;
   return record.key === null ? `${base}/null` : `${base}/k:${record.key.toString('base64')}`;
+}
+
+/** The ordering key of a partition's records without key concurrency. */
+export function partitionOrderingKey(topic: string, partition: number): string {
+  return `${topic}/${partition}`;
 }
 
 function isArray(
