@@ -16,8 +16,6 @@ export type BatchWork<T> = (
 interface Pending<T> {
   delivery: Delivery<T>;
   resolve: (outcome: DeliveryOutcome) => void;
-  /** Settles after the work of the same ordering key dispatched just before this one. */
-  before: Promise<unknown> | undefined;
   seq: number;
 }
 
@@ -44,45 +42,58 @@ export class Batcher<T> extends PendingGate {
   }
 
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
-    const key = delivery.orderingKey;
-    const before = key === undefined ? undefined : this.chains.tail(key);
     const seq = this.chains.next();
+    this.enter();
     const promise = new Promise<DeliveryOutcome>((resolve) =>
-      this.buffer.push({ delivery, resolve, before, seq }),
+      this.buffer.push({ delivery, resolve, seq }),
     );
-    if (key !== undefined) this.chains.extend(key, promise);
     if (this.buffer.length >= this.maxSize) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
-    return this.track(promise);
+    return promise;
   }
 
+  /**
+   * Hands the gathered deliveries over as one batch. Ordering is kept per key and per
+   * batch, not per delivery: the batch waits for the previous batches holding any of its
+   * keys, and becomes the tail of each of its keys (a batch settles all its deliveries
+   * at once, so a tail per delivery would only cost a promise and a closure each).
+   */
   private flush(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     const batch = this.buffer;
     this.buffer = [];
     if (batch.length === 0) return;
-    // Only the first delivery of a key in this batch waits outside it; later ones of the
-    // same key follow it inside the batch.
-    const firstOfKey = new Map<string, Promise<unknown>>();
+    const keys = new Set<string>();
+    const before = new Set<Promise<unknown>>();
     for (const p of batch) {
       const k = p.delivery.orderingKey;
-      if (k !== undefined && !firstOfKey.has(k)) firstOfKey.set(k, p.before ?? Promise.resolve());
+      if (k === undefined || keys.has(k)) continue;
+      keys.add(k);
+      const tail = this.chains.tail(k);
+      if (tail !== undefined) before.add(tail);
     }
-    const outcomes = Promise.all(firstOfKey.values()).then(() =>
-      this.limit(() => {
-        const held = batch.map(
-          (p) =>
-            p.delivery.orderingKey !== undefined &&
-            this.chains.isHeld(p.delivery.orderingKey, p.seq),
-        );
-        return this.work(
-          batch.map((p) => p.delivery),
-          held,
-          (key) => this.chains.hold(key),
-        );
-      }).catch(() => batch.map((): DeliveryOutcome => 'unsettled')),
+    const run = (): Promise<DeliveryOutcome[]> =>
+      this.limit(() => this.runBatch(batch)).catch(() =>
+        batch.map((): DeliveryOutcome => 'unsettled'),
+      );
+    const outcomes = before.size === 0 ? run() : Promise.all(before).then(run);
+    const settled = outcomes.then((o) => {
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(o[i] ?? 'unsettled');
+      this.leave(batch.length);
+    });
+    for (const k of keys) this.chains.extend(k, settled);
+  }
+
+  private runBatch(batch: ReadonlyArray<Pending<T>>): Promise<DeliveryOutcome[]> {
+    const held = batch.map(
+      (p) =>
+        p.delivery.orderingKey !== undefined && this.chains.isHeld(p.delivery.orderingKey, p.seq),
     );
-    void outcomes.then((o) => batch.forEach((p, i) => p.resolve(o[i] ?? 'unsettled')));
+    return this.work(
+      batch.map((p) => p.delivery),
+      held,
+      (key) => this.chains.hold(key),
+    );
   }
 }
