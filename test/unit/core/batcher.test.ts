@@ -56,4 +56,30 @@ describe('Batcher', () => {
     expect(await Promise.all(outcomes)).toEqual(['unsettled', 'unsettled']);
     expect(batcher.freeCapacity()).toBe(4);
   });
+  it('keeps a hold for a delivery of the key dispatched before the hold but flushed after the batch settled', async () => {
+    // a1 goes back to the broker (hold) while a2, received before that, waits in the buffer
+    // for its batch. a2 must be released, not run: run, it overtakes a1's redelivery.
+    let releaseFirst!: () => void;
+    const firstMayEnd = new Promise<void>((r) => (releaseFirst = r));
+    const heldSeen: Record<string, boolean> = {};
+    const batcher = new Batcher<string>(2, 2, 60_000, async (ds, held, hold) => {
+      ds.forEach((d, i) => (heldSeen[d.body] = held[i]!));
+      if (ds[0]!.body === 'a1') {
+        await firstMayEnd;
+        hold('A');
+        return ['retry', 'processed'];
+      }
+      return ds.map((d, i): DeliveryOutcome => (held[i] ? 'released' : 'processed'));
+    });
+    const first = [batcher.dispatch(delivery('a1', 'A')), batcher.dispatch(delivery('b1', 'B'))];
+    // Received before a1 goes back: it sits in the buffer (maxWaitMs is long).
+    const a2 = batcher.dispatch(delivery('a2', 'A'));
+    releaseFirst();
+    expect(await Promise.all(first)).toEqual(['retry', 'processed']);
+    // The first batch settled; now a2's batch fills up and flushes.
+    const c1 = batcher.dispatch(delivery('c1', 'C'));
+    expect(await Promise.all([a2, c1])).toEqual(['released', 'processed']);
+    expect(heldSeen.a2).toBe(true);
+    await batcher.idle();
+  });
 });
