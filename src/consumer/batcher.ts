@@ -28,6 +28,10 @@ export class Batcher<T> extends PendingGate {
   private readonly limit: LimitFunction;
   private readonly chains = new OrderingChains();
   private buffer: Array<Pending<T>> = [];
+  /** Per key in the buffer: the work of that key it must wait for (the tail when the key came in). */
+  private bufferBefore = new Map<string, Promise<unknown> | undefined>();
+  /** Settles when the buffer's batch did: each key's tail from the moment it enters the buffer. */
+  private bufferSettled: Deferred | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -43,6 +47,13 @@ export class Batcher<T> extends PendingGate {
 
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
     const seq = this.chains.next();
+    const key = delivery.orderingKey;
+    // The key's tail moves to this buffer now, not at flush: a delivery waiting here must
+    // keep its key (and a hold on it) alive, else a batch settling meanwhile forgets the hold.
+    if (key !== undefined && !this.bufferBefore.has(key)) {
+      this.bufferBefore.set(key, this.chains.tail(key));
+      this.chains.extend(key, (this.bufferSettled ??= deferred()).promise);
+    }
     this.enter();
     const promise = new Promise<DeliveryOutcome>((resolve) =>
       this.buffer.push({ delivery, resolve, seq }),
@@ -55,8 +66,9 @@ export class Batcher<T> extends PendingGate {
   /**
    * Hands the gathered deliveries over as one batch. Ordering is kept per key and per
    * batch, not per delivery: the batch waits for the previous batches holding any of its
-   * keys, and becomes the tail of each of its keys (a batch settles all its deliveries
-   * at once, so a tail per delivery would only cost a promise and a closure each).
+   * keys, and is the tail of each of its keys from the moment the key entered the buffer
+   * (a batch settles all its deliveries at once, so a tail per delivery would only cost
+   * a promise and a closure each).
    */
   private flush(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
@@ -64,15 +76,11 @@ export class Batcher<T> extends PendingGate {
     const batch = this.buffer;
     this.buffer = [];
     if (batch.length === 0) return;
-    const keys = new Set<string>();
     const before = new Set<Promise<unknown>>();
-    for (const p of batch) {
-      const k = p.delivery.orderingKey;
-      if (k === undefined || keys.has(k)) continue;
-      keys.add(k);
-      const tail = this.chains.tail(k);
-      if (tail !== undefined) before.add(tail);
-    }
+    for (const tail of this.bufferBefore.values()) if (tail !== undefined) before.add(tail);
+    const done = this.bufferSettled;
+    this.bufferBefore = new Map();
+    this.bufferSettled = undefined;
     const run = (): Promise<DeliveryOutcome[]> =>
       this.limit(() => this.runBatch(batch)).catch(() =>
         batch.map((): DeliveryOutcome => 'unsettled'),
@@ -82,7 +90,7 @@ export class Batcher<T> extends PendingGate {
       for (let i = 0; i < batch.length; i++) batch[i]!.resolve(o[i] ?? 'unsettled');
       this.leave(batch.length);
     });
-    for (const k of keys) this.chains.extend(k, settled);
+    if (done !== undefined) void settled.then(done.resolve);
   }
 
   private runBatch(batch: ReadonlyArray<Pending<T>>): Promise<DeliveryOutcome[]> {
@@ -96,4 +104,15 @@ export class Batcher<T> extends PendingGate {
       (key) => this.chains.hold(key),
     );
   }
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }
