@@ -17,14 +17,13 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Decodes `record.value` as `parse` says; never throws. */
 export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Decoded<T> {
-  const details = { topic: record.topic, partition: record.partition, offset: record.offset };
   if (typeof parse === 'function') {
     try {
       return { body: parse(record) };
     } catch (cause) {
       return {
         body: undefined,
-        rejection: new BodyParseError('the parse function threw', { cause, details }),
+        rejection: new BodyParseError('the parse function threw', { cause, details: where(record) }),
       };
     }
   }
@@ -37,7 +36,7 @@ export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Deco
   } catch (cause) {
     return {
       body: undefined,
-      rejection: new BodyParseError('value is not valid UTF-8', { cause, details }),
+      rejection: new BodyParseError('value is not valid UTF-8', { cause, details: where(record) }),
     };
   }
   if (parse === 'text' || parse === 'string') return { body: text as T };
@@ -46,7 +45,12 @@ export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Deco
   } catch (cause) {
     return {
       body: undefined,
-      rejection: new BodyParseError('value is not valid JSON', { cause, details }),
+      rejection: new BodyParseError('value is not valid JSON', { cause, details: where(record) }),
     };
   }
+}
+
+/** Which record failed, for the error's details (built only on failure: decoding runs per record). */
+function where(record: KafkaRecord): Record<string, unknown> {
+  return { topic: record.topic, partition: record.partition, offset: record.offset };
 }

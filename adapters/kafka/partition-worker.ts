@@ -2,11 +2,11 @@ import type { EffectivelyOnceError } from '../../src/errors.js';
 import { PartitionRevokedError } from './errors.js';
 import { sleep } from '../../src/sleep.js';
 import type { PoolClient } from 'pg';
-import type { Delivery, SourceContext } from '../../src/types.js';
+import type { Delivery, DeliveryOutcome, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
 import { HeldOffsets } from './held-offsets.js';
-import { orderingKeyOf, recordKey } from './keys.js';
+import { orderingKeyOf, partitionOrderingKey, recordKey } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
 import { RecordQueue } from './record-queue.js';
@@ -15,6 +15,7 @@ import type { PostgresOffsetStore } from './postgres-offsets.js';
 import type { KafkaRecord } from './record.js';
 import {
   RecordDelivery,
+  RELEASED,
   type QueuedRecord,
   type RecordOwner,
   type Settlement,
@@ -65,7 +66,11 @@ export class PartitionWorker<T> implements RecordOwner {
   private inFlightRecords = 0;
   /** Records being retried in place: nothing after them (of their key) may start. */
   private readonly held = new HeldOffsets();
-  private readonly running = new Set<Promise<void>>();
+  /** Settles once nothing is in flight (made by {@link stop}). */
+  private idle: Promise<void> | undefined;
+  private whenIdle: (() => void) | undefined;
+  /** The ordering key of every record without key concurrency (one string, hashed once). */
+  private readonly partitionKey: string;
   private pumpScheduled = false;
   private backlogFull = false;
   private retrying = 0;
@@ -75,7 +80,9 @@ export class PartitionWorker<T> implements RecordOwner {
   private slotHeld = false;
   private slotWait: Promise<boolean> | undefined;
 
-  constructor(private readonly deps: PartitionWorkerDeps<T>) {}
+  constructor(private readonly deps: PartitionWorkerDeps<T>) {
+    this.partitionKey = partitionOrderingKey(deps.topic, deps.partition);
+  }
 
   get topic(): string {
     return this.deps.topic;
@@ -125,14 +132,14 @@ export class PartitionWorker<T> implements RecordOwner {
   }
 
   /**
-   * Takes a fetched record. Returns false if the worker no longer accepts records or
-   * already holds this offset (a refetch after a seek or rebalance).
+   * Takes a fetched record (`offset`: its offset, parsed). Returns false if the worker no
+   * longer accepts records or already holds this offset (a refetch after a seek or rebalance).
    */
-  enqueue(record: KafkaRecord): boolean {
+  enqueue(record: KafkaRecord, offset: bigint): boolean {
     if (this.state !== 'active') return false;
-    const offset = BigInt(record.offset);
     if (!this.tracker.add(offset)) return false;
-    const orderingKey = orderingKeyOf(record, this.deps.config.keyConcurrency > 1);
+    const orderingKey =
+      this.deps.config.keyConcurrency > 1 ? orderingKeyOf(record, true) : this.partitionKey;
     const item: QueuedRecord<T> = { record, offset, orderingKey, attempt: 1 };
     let list = this.waiting.get(orderingKey);
     if (list === undefined) this.waiting.set(orderingKey, (list = new RecordQueue()));
@@ -188,7 +195,8 @@ export class PartitionWorker<T> implements RecordOwner {
       this.dropWaiting();
       this.halt.abort();
     }
-    await Promise.all([...this.running]);
+    if (this.inFlightRecords > 0)
+      await (this.idle ??= new Promise<void>((resolve) => (this.whenIdle = resolve)));
   }
 
   /**
@@ -249,23 +257,46 @@ export class PartitionWorker<T> implements RecordOwner {
     const key = item.orderingKey;
     this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
     this.inFlightRecords++;
-    const run = this.process(item).finally(() => {
-      const left = (this.inFlight.get(key) ?? 1) - 1;
-      if (left === 0) this.inFlight.delete(key);
-      else this.inFlight.set(key, left);
-      this.inFlightRecords--;
-      this.running.delete(run);
-      this.pump();
-    });
-    this.running.add(run);
+    void this.process(item);
   }
 
-  /** Delivers one record until it is finished, released or the worker ends. Never rejects. */
+  /** The record started by {@link start} ended: free its place and start what may follow. */
+  private ended(key: string): void {
+    const left = (this.inFlight.get(key) ?? 1) - 1;
+    if (left === 0) this.inFlight.delete(key);
+    else this.inFlight.set(key, left);
+    this.inFlightRecords--;
+    if (this.inFlightRecords === 0 && this.whenIdle !== undefined) {
+      this.whenIdle();
+      this.whenIdle = undefined;
+      this.idle = undefined;
+    }
+    this.pump();
+  }
+
+  /**
+   * Delivers one record until it is finished, released or the worker ends. Never
+   * rejects. Its own end does the bookkeeping (no `.finally` and no set of promises per
+   * record: at tens of thousands of records a second each promise shows).
+   */
   private async process(item: QueuedRecord<T>): Promise<void> {
     try {
       while (this.state === 'active') {
-        const settlement = await this.deliverOnce(item);
-        if (settlement === undefined) return;
+        // The slot is usually held already (another record of this partition is in flight).
+        if (this.slotHeld) this.slotUsers++;
+        else if (!(await this.enterSlot())) return;
+        let delivery: RecordDelivery<T>;
+        let outcome: DeliveryOutcome;
+        try {
+          const { ctx } = this.deps;
+          if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
+          if (this.state !== 'active') return;
+          delivery = this.delivery(item);
+          outcome = await ctx.deliver(delivery);
+        } finally {
+          this.leaveSlot();
+        }
+        const settlement = this.settlementOf(delivery, outcome);
         if (settlement.kind === 'finished') {
           this.held.release(item);
           this.finish(item);
@@ -295,26 +326,17 @@ export class PartitionWorker<T> implements RecordOwner {
         { err: error, topic: this.topic, partition: this.partition, offset: item.record.offset },
         'effectively-once: kafka partition worker failed',
       );
+    } finally {
+      this.ended(item.orderingKey);
     }
   }
 
-  private async deliverOnce(item: QueuedRecord<T>): Promise<Settlement | undefined> {
-    // The slot is usually held already (another record of this partition is in flight).
-    if (this.slotHeld) this.slotUsers++;
-    else if (!(await this.enterSlot())) return undefined;
-    try {
-      const { ctx } = this.deps;
-      if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
-      if (this.state !== 'active') return undefined;
-      const delivery = this.delivery(item);
-      const outcome = await ctx.deliver(delivery);
-      if (delivery.settlement !== undefined) return delivery.settlement;
-      return outcome === 'released'
-        ? { kind: 'released' }
-        : { kind: 'retry', delayMs: this.deps.config.redeliveryDelayMs, attemptSpent: true };
-    } finally {
-      this.leaveSlot();
-    }
+  /** How the delivery ended for the partition: the source's own answer first. */
+  private settlementOf(delivery: RecordDelivery<T>, outcome: DeliveryOutcome): Settlement {
+    if (delivery.settlement !== undefined) return delivery.settlement;
+    return outcome === 'released'
+      ? RELEASED
+      : { kind: 'retry', delayMs: this.deps.config.redeliveryDelayMs, attemptSpent: true };
   }
 
   private delivery(item: QueuedRecord<T>): RecordDelivery<T> {

@@ -359,7 +359,8 @@ export class KafkaSource<T = unknown> implements Source<T> {
       const offset = BigInt(message.offset);
       // Below the stored offset (offsets: 'postgres'): already applied, skipped without a
       // lookup, and finished at once, so the group's Kafka offset (its lag) moves past it.
-      if (stored === undefined || offset >= stored) worker.enqueue(toKafkaRecord(batch, message));
+      if (stored === undefined || offset >= stored)
+        worker.enqueue(toKafkaRecord(batch, message), offset);
       else skipped = worker.skip(offset) || skipped;
       resolved = message.offset;
     }

@@ -16,8 +16,6 @@ export type BatchWork<T> = (
 interface Pending<T> {
   delivery: Delivery<T>;
   resolve: (outcome: DeliveryOutcome) => void;
-  /** Settles after the work of the same ordering key dispatched just before this one. */
-  before: Promise<unknown> | undefined;
   seq: number;
 }
 
@@ -30,6 +28,10 @@ export class Batcher<T> extends PendingGate {
   private readonly limit: LimitFunction;
   private readonly chains = new OrderingChains();
   private buffer: Array<Pending<T>> = [];
+  /** Per key in the buffer: the work of that key it must wait for (the tail when the key came in). */
+  private bufferBefore = new Map<string, Promise<unknown> | undefined>();
+  /** Settles when the buffer's batch did: each key's tail from the moment it enters the buffer. */
+  private bufferSettled: Deferred | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -44,45 +46,73 @@ export class Batcher<T> extends PendingGate {
   }
 
   dispatch(delivery: Delivery<T>): Promise<DeliveryOutcome> {
-    const key = delivery.orderingKey;
-    const before = key === undefined ? undefined : this.chains.tail(key);
     const seq = this.chains.next();
+    const key = delivery.orderingKey;
+    // The key's tail moves to this buffer now, not at flush: a delivery waiting here must
+    // keep its key (and a hold on it) alive, else a batch settling meanwhile forgets the hold.
+    if (key !== undefined && !this.bufferBefore.has(key)) {
+      this.bufferBefore.set(key, this.chains.tail(key));
+      this.chains.extend(key, (this.bufferSettled ??= deferred()).promise);
+    }
+    this.enter();
     const promise = new Promise<DeliveryOutcome>((resolve) =>
-      this.buffer.push({ delivery, resolve, before, seq }),
+      this.buffer.push({ delivery, resolve, seq }),
     );
-    if (key !== undefined) this.chains.extend(key, promise);
     if (this.buffer.length >= this.maxSize) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.maxWaitMs);
-    return this.track(promise);
+    return promise;
   }
 
+  /**
+   * Hands the gathered deliveries over as one batch. Ordering is kept per key and per
+   * batch, not per delivery: the batch waits for the previous batches holding any of its
+   * keys, and is the tail of each of its keys from the moment the key entered the buffer
+   * (a batch settles all its deliveries at once, so a tail per delivery would only cost
+   * a promise and a closure each).
+   */
   private flush(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     const batch = this.buffer;
     this.buffer = [];
     if (batch.length === 0) return;
-    // Only the first delivery of a key in this batch waits outside it; later ones of the
-    // same key follow it inside the batch.
-    const firstOfKey = new Map<string, Promise<unknown>>();
-    for (const p of batch) {
-      const k = p.delivery.orderingKey;
-      if (k !== undefined && !firstOfKey.has(k)) firstOfKey.set(k, p.before ?? Promise.resolve());
-    }
-    const outcomes = Promise.all(firstOfKey.values()).then(() =>
-      this.limit(() => {
-        const held = batch.map(
-          (p) =>
-            p.delivery.orderingKey !== undefined &&
-            this.chains.isHeld(p.delivery.orderingKey, p.seq),
-        );
-        return this.work(
-          batch.map((p) => p.delivery),
-          held,
-          (key) => this.chains.hold(key),
-        );
-      }).catch(() => batch.map((): DeliveryOutcome => 'unsettled')),
-    );
-    void outcomes.then((o) => batch.forEach((p, i) => p.resolve(o[i] ?? 'unsettled')));
+    const before = new Set<Promise<unknown>>();
+    for (const tail of this.bufferBefore.values()) if (tail !== undefined) before.add(tail);
+    const done = this.bufferSettled;
+    this.bufferBefore = new Map();
+    this.bufferSettled = undefined;
+    const run = (): Promise<DeliveryOutcome[]> =>
+      this.limit(() => this.runBatch(batch)).catch(() =>
+        batch.map((): DeliveryOutcome => 'unsettled'),
+      );
+    const outcomes = before.size === 0 ? run() : Promise.all(before).then(run);
+    const settled = outcomes.then((o) => {
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(o[i] ?? 'unsettled');
+      this.leave(batch.length);
+    });
+    if (done !== undefined) void settled.then(done.resolve);
   }
+
+  private runBatch(batch: ReadonlyArray<Pending<T>>): Promise<DeliveryOutcome[]> {
+    const held = batch.map(
+      (p) =>
+        p.delivery.orderingKey !== undefined && this.chains.isHeld(p.delivery.orderingKey, p.seq),
+    );
+    return this.work(
+      batch.map((p) => p.delivery),
+      held,
+      (key) => this.chains.hold(key),
+    );
+  }
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }

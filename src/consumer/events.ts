@@ -21,6 +21,11 @@ export class ConsumerEventHub {
     this.emitter.off(event, listener);
   }
 
+  /** Whether anyone listens to `event`: a hot path builds the payload only then. */
+  listens(event: ConsumerEventName): boolean {
+    return this.emitter.listenerCount(event) > 0;
+  }
+
   emit<E extends ConsumerEventName>(event: E, payload: ConsumerEvents[E]): void {
     if (event === 'error' && this.emitter.listenerCount('error') === 0) {
       this.logger.error({ err: payload }, 'effectively-once: unhandled consumer error');

@@ -24,8 +24,9 @@ export class PendingGate {
     this.count++;
   }
 
-  protected leave(): void {
-    this.count--;
+  /** `settled` deliveries (one, or a batch's) are no longer pending. */
+  protected leave(settled = 1): void {
+    this.count -= settled;
     this.wake();
   }
 

@@ -36,17 +36,43 @@ export class Settler<T> {
     key: string,
     durationMs: number,
   ): Promise<DeliveryOutcome> {
-    this.stats.processed++;
-    this.hub.emit('processed', { key, attempt: delivery.attempt, durationMs });
-    await this.ack(delivery, key);
+    await this.ack(key, this.committed(delivery, key, 'processed', durationMs));
     return 'processed';
   }
 
   async duplicate(delivery: Delivery<T>, key: string): Promise<DeliveryOutcome> {
-    this.stats.duplicates++;
-    this.hub.emit('duplicate', { key, attempt: delivery.attempt });
-    await this.ack(delivery, key);
+    await this.ack(key, this.committed(delivery, key, 'duplicate', 0));
     return 'duplicate';
+  }
+
+  /**
+   * The synchronous part of {@link processed} and {@link duplicate}: counts, emits the
+   * event (its payload only built when someone listens) and starts the ack, which it
+   * returns; a failed ack goes to {@link ackFailed}. Batch mode settles a committed
+   * batch with it and waits for all its acks at once, without a promise chain per delivery.
+   */
+  committed(
+    delivery: Delivery<T>,
+    key: string,
+    kind: 'processed' | 'duplicate',
+    durationMs: number,
+  ): Promise<void> {
+    if (kind === 'processed') {
+      this.stats.processed++;
+      if (this.hub.listens('processed'))
+        this.hub.emit('processed', { key, attempt: delivery.attempt, durationMs });
+    } else {
+      this.stats.duplicates++;
+      if (this.hub.listens('duplicate'))
+        this.hub.emit('duplicate', { key, attempt: delivery.attempt });
+    }
+    return startAck(delivery);
+  }
+
+  /** A failed ack after COMMIT loses nothing: the redelivery will be a duplicate. */
+  ackFailed(cause: unknown, key: string): void {
+    this.stats.ackFailures++;
+    this.reportBroker('ack', cause, key);
   }
 
   async mismatch(
@@ -62,7 +88,7 @@ export class Settler<T> {
     };
     this.hub.emit('mismatch', { key, storedHash, payloadHash });
     if (this.cfg.onMismatch === 'ack') {
-      await this.ack(delivery, key);
+      await this.ack(key, startAck(delivery));
       return 'duplicate';
     }
     return this.deadLetter(delivery, key, error);
@@ -146,13 +172,12 @@ export class Settler<T> {
     return delivery.signal?.aborted === true && !this.lifecycle.hardStop.aborted;
   }
 
-  /** A failed ack after COMMIT loses nothing: the redelivery will be a duplicate. */
-  private async ack(delivery: Delivery<T>, key: string): Promise<void> {
+  /** Waits for `ack` (started by the caller); a failure is reported, not thrown. */
+  private async ack(key: string, ack: Promise<void>): Promise<void> {
     try {
-      await delivery.ack();
+      await ack;
     } catch (cause) {
-      this.stats.ackFailures++;
-      this.reportBroker('ack', cause, key);
+      this.ackFailed(cause, key);
     }
   }
 
@@ -162,5 +187,15 @@ export class Settler<T> {
         ? cause
         : new BrokerError(operation, cause, { details: { key } });
     this.hub.emit('error', error);
+  }
+}
+
+/** `delivery.ack()`, with a synchronous throw turned into a rejection. */
+function startAck(delivery: Delivery<unknown>): Promise<void> {
+  try {
+    return delivery.ack();
+  } catch (cause) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- whatever ack() threw, as await would see it
+    return Promise.reject(cause);
   }
 }

@@ -38,14 +38,19 @@ export class BatchClaimStatements {
   ): Promise<{ claimed: Set<string>; xid: string | null }> {
     const sorted = [...items].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const keys = arrayLiteral(sorted.map((i) => i.key));
-    const hashes = arrayLiteral(
-      sorted.map((i) => (i.hash === null ? null : `\\x${i.hash.toString('hex')}`)),
-    );
+    // Hex digits need neither quotes nor escapes, in the array nor in the statement:
+    // `\\x` bytea text would be escaped twice over (array, then E'' literal), per key.
+    let hashes = '{';
+    for (let i = 0; i < sorted.length; i++) {
+      const hash = sorted[i]!.hash;
+      hashes += (i > 0 ? ',' : '') + (hash === null ? 'NULL' : hash.toString('hex'));
+    }
+    hashes += '}';
     const sql =
       claimPrologue(lockTimeoutMs, this.isolation) +
       ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
-      ` SELECT ${sqlLiteral(consumer)}, k, h` +
-      ` FROM unnest(${sqlLiteral(keys)}::text[], ${sqlLiteral(hashes)}::bytea[])` +
+      ` SELECT ${sqlLiteral(consumer)}, k, decode(h, 'hex')` +
+      ` FROM unnest(${sqlLiteral(keys)}::text[], '${hashes}'::text[])` +
       ` WITH ORDINALITY AS u(k, h, n) ORDER BY n ON CONFLICT DO NOTHING RETURNING message_key;` +
       CLAIM_EPILOGUE;
     const { insert, xid } = claimResults<{ message_key: string }>(

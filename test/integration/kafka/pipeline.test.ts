@@ -74,3 +74,44 @@ describe.each(modes)('Kafka: pipeline, %s', (mode, consumerOptions) => {
     }
   }, 90_000);
 });
+
+describe('Kafka: pipeline, batch mode, a retry while a later record is gathered', () => {
+  it('releases the gathered record rather than apply it ahead of the retried one', async () => {
+    const topic = unique('pipe-hold');
+    const groupId = unique('g-pipe-hold');
+    await createTopics(kafka, [{ topic, partitions: 1 }]);
+    const total = 3;
+    await produce(
+      kafka,
+      topic,
+      Array.from({ length: total }, (_, seq) => ({ partition: 0, value: JSON.stringify({ seq }) })),
+    );
+    await db.pool.query('TRUNCATE effects');
+    const running = await startConsumer({
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'a',
+      name: 'pipe-hold',
+      // Records 0 and 1 fill a batch; record 2, handed over while it runs, waits in the
+      // next one for maxWaitMs, long after record 0 failed and its batch settled.
+      source: { pipeline: 3 },
+      consumer: { batch: { maxSize: 2, maxWaitMs: 1500 } },
+      before: (body, ctx) => {
+        if (body.seq === 0 && ctx.attempt === 1) throw new Error('record 0 fails once');
+        return Promise.resolve();
+      },
+    });
+    try {
+      await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === total, {
+        timeoutMs: 30_000,
+        what: 'every record committed',
+      });
+      expect(await doubleEffects(db)).toEqual([]);
+      expect((await effects(db)).map((e) => e.seq)).toEqual([0, 1, 2]);
+    } finally {
+      await running.stop();
+    }
+  }, 60_000);
+});
