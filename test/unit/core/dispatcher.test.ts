@@ -1,22 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Dispatcher } from '../../../src/consumer/dispatcher.js';
+import { delivery } from './fake-delivery.js';
 import type { Delivery, DeliveryOutcome } from '../../../src/index.js';
-
-function delivery(id: string, orderingKey?: string): Delivery<string> {
-  const noop = async () => undefined;
-  return {
-    key: id,
-    body: id,
-    payload: id,
-    raw: id,
-    attempt: 1,
-    orderingKey,
-    ack: noop,
-    retry: noop,
-    deadLetter: noop,
-    release: noop,
-  };
-}
 
 /** A worker whose broker part is already done. */
 function settledNow(
