@@ -18,10 +18,10 @@ import {
   effects,
   kafkaTestEnv,
   produce,
+  startConsumer,
   resetToEarliest,
   unique,
 } from '../kafka/kafka-helpers.js';
-import { startPlatformatic } from './platformatic-helpers.js';
 
 let db: TestDatabase;
 let kafka: Kafka;
@@ -48,7 +48,8 @@ describe('Kafka over @platformatic/kafka: order and offsets', () => {
 
     // A random few ms per record, so a partition that is not strictly serial shows it.
     const before = () => sleep(Math.random() * 4);
-    const a = await startPlatformatic({
+    const a = await startConsumer({
+      client: 'platformatic',
       db,
       kafka,
       groupId,
@@ -94,7 +95,15 @@ describe('Kafka over @platformatic/kafka: order and offsets', () => {
     // An operator resets the (empty) group to the start; the stored offsets still hold.
     await resetToEarliest(kafka, groupId, topic);
     await produce(kafka, topic, batch(60, 9));
-    const b = await startPlatformatic({ db, kafka, groupId, topics: [topic], member: 'b', source });
+    const b = await startConsumer({
+      client: 'platformatic',
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'b',
+      source,
+    });
     try {
       await waitFor(async () => (await effectCount(db)) === 69, {
         timeoutMs: 30_000,
@@ -129,7 +138,8 @@ describe('Kafka over @platformatic/kafka: order and offsets', () => {
       })),
     );
     await db.pool.query('TRUNCATE effects');
-    const a = await startPlatformatic({
+    const a = await startConsumer({
+      client: 'platformatic',
       db,
       kafka,
       groupId,

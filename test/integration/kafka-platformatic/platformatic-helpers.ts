@@ -1,11 +1,11 @@
 /**
- * The Kafka integration helpers, with the source over `@platformatic/kafka` clients
- * (Node >= 22.22: jest.config.js runs these files only there).
+ * `@platformatic/kafka` clients for the Kafka integration tests (Node >= 22.22 only:
+ * kafka-helpers.ts imports this file on demand, and jest.config.js runs this folder only there).
  */
 import { Consumer, Producer } from '@platformatic/kafka';
+import type { KafkaConsumerLike, KafkaProducerLike } from '../../../adapters/kafka/index.js';
 import { platformaticClients } from '../../../adapters/kafka/index.js';
 import { kafkaBrokers } from '../../helpers/env.js';
-import { startConsumer, type RunningConsumer } from '../kafka/kafka-helpers.js';
 
 /** Group settings that keep joins and rebalances to about a second on a single broker. */
 const FAST_GROUP = {
@@ -17,43 +17,34 @@ const FAST_GROUP = {
   retryDelay: 100,
 } as const;
 
-/** A platformatic consumer of `groupId` as a test builds it (the source's client). */
-export function platformaticConsumer(groupId: string): Consumer {
-  return new Consumer({
+/** The source's clients over a platformatic consumer of `groupId`, and how to close them. */
+export interface PlatformaticTestClients {
+  /** The platformatic consumer (a test may close it under the source: a crash). */
+  client: Consumer;
+  /** What `kafkaSource` takes. */
+  clients: { consumer: KafkaConsumerLike; producer: KafkaProducerLike };
+  /** Closes both platformatic clients. */
+  close(): Promise<void>;
+}
+
+export function platformaticTestClients(groupId: string): PlatformaticTestClients {
+  const client = new Consumer({
     groupId,
     clientId: 'eo-platformatic-it',
     bootstrapBrokers: kafkaBrokers(),
     autocommit: false,
     ...FAST_GROUP,
   });
-}
-
-/** `startConsumer` of the kafkajs helpers, with the source over platformatic clients. */
-export async function startPlatformatic(
-  options: Parameters<typeof startConsumer>[0] & { client?: Consumer },
-): Promise<RunningConsumer & { client: Consumer }> {
-  const client = options.client ?? platformaticConsumer(options.groupId);
   const producer = new Producer({
     clientId: 'eo-platformatic-dlq',
     bootstrapBrokers: kafkaBrokers(),
   });
-  const running = await startConsumer({
-    ...options,
-    source: {
-      kafka: undefined,
-      ...platformaticClients({ consumer: client, producer }),
-      ...options.source,
-    },
-  });
-  let stopping: Promise<void> | undefined;
   return {
-    ...running,
     client,
-    stop: () =>
-      (stopping ??= (async () => {
-        await running.stop();
-        await client.close().catch(() => undefined);
-        await producer.close().catch(() => undefined);
-      })()),
+    clients: platformaticClients({ consumer: client, producer }),
+    close: async () => {
+      await client.close().catch(() => undefined);
+      await producer.close().catch(() => undefined);
+    },
   };
 }
