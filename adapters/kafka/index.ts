@@ -36,7 +36,11 @@ export type {
   KafkaTopicPartitionOffset,
   KafkaTopicPartitions,
 } from './client.js';
-export { platformaticClients } from './platformatic/index.js';
+export {
+  platformaticClients,
+  platformaticConsumer,
+  platformaticProducer,
+} from './platformatic/index.js';
 export type {
   PlatformaticAssignment,
   PlatformaticClientsOptions,

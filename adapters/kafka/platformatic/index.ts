@@ -27,11 +27,24 @@ export function platformaticClients(options: PlatformaticClientsOptions): {
 } {
   const { consumer, producer, ...rest } = options;
   return {
-    consumer: new PlatformaticConsumer(consumer, rest),
+    consumer: platformaticConsumer(consumer, rest),
     producer: platformaticProducer(producer),
   };
 }
 
+/**
+ * A `@platformatic/kafka` `Consumer` in the kafkajs `Consumer` shape (what
+ * {@link platformaticClients} does for the consumer alone, e.g. inside a `kafka` factory).
+ * Its `disconnect()` closes the client.
+ */
+export function platformaticConsumer(
+  consumer: PlatformaticConsumerLike,
+  options: PlatformaticConsumerOptions = {},
+): KafkaConsumerLike {
+  return new PlatformaticConsumer(consumer, options);
+}
+
+export { platformaticProducer };
 export type { PlatformaticConsumerOptions, PlatformaticFetchOptions } from './consumer.js';
 export type {
   PlatformaticAssignment,
