@@ -103,7 +103,7 @@ export class PlatformaticConsumer implements KafkaConsumerLike, FeedOwner {
     on('consumer:group:join', (p: { assignments?: PlatformaticAssignment[] }) => this.onJoin(p));
     on('consumer:group:rebalance', () => this.emit('consumer.rebalancing', {}));
     on('error', (error: Error) => this.crash(error, false));
-    await this.open(this.generation);
+    await this.open(this.generation, true);
   }
 
   /** Stops fetching and leaves the group; the client stays open. */
@@ -248,7 +248,7 @@ export class PlatformaticConsumer implements KafkaConsumerLike, FeedOwner {
     this.stream = undefined;
     this.emitJoin(payload.assignments ?? []);
     // While the first consume() (or a restart) is joining, it brings this generation's stream.
-    if (!this.opening) void this.open(this.generation);
+    if (!this.opening) void this.open(this.generation, false);
     // The new stream exists (consume() makes it synchronously) before the old one closes,
     // so the client never sees the topics untracked and rejoins.
     void old?.close().catch(() => undefined);
@@ -262,12 +262,12 @@ export class PlatformaticConsumer implements KafkaConsumerLike, FeedOwner {
 
   /**
    * Opens a stream for `generation`. The first consume() joins the group, whose join
-   * event starts the next generation; when no join happened meanwhile (a restart, or a
-   * client that had joined already) the current assignment is handed to the source
-   * here. Either way before the `data` listener starts the stream flowing, so no record
+   * event starts the next generation; with `handOver`, when no join happened meanwhile
+   * (a restart, or a client that had joined already) the current assignment is handed
+   * to the source here (a stream opened by a join was handed over by that join). Either way before the `data` listener starts the stream flowing, so no record
    * reaches the source before its partition's worker exists.
    */
-  private async open(generation: number): Promise<void> {
+  private async open(generation: number, handOver: boolean): Promise<void> {
     this.opening = true;
     let stream: PlatformaticStreamLike;
     try {
@@ -290,7 +290,7 @@ export class PlatformaticConsumer implements KafkaConsumerLike, FeedOwner {
       void stream.close().catch(() => undefined);
       return;
     }
-    if (generation === this.generation) this.emitJoin(this.client.assignments ?? []);
+    if (handOver && generation === this.generation) this.emitJoin(this.client.assignments ?? []);
     const current = this.generation;
     this.stream = stream;
     stream.on('data', (message) => {
@@ -332,7 +332,7 @@ export class PlatformaticConsumer implements KafkaConsumerLike, FeedOwner {
     const generation = this.generation;
     setTimeout(() => {
       if (!this.isCurrent(generation)) return;
-      void this.open(generation);
+      void this.open(generation, true);
     }, RESTART_DELAY_MS).unref?.();
   }
 }
