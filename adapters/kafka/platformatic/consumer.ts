@@ -7,6 +7,8 @@ import type {
   KafkaTopicPartitionOffset,
   KafkaTopicPartitions,
 } from '../client.js';
+import { ConfigurationError } from '../../../src/errors.js';
+import { intOption } from '../../../src/option-checks.js';
 import { PartitionFeed, type FeedOwner } from './partition-feed.js';
 import { generationErrorOf } from './errors.js';
 import type {
@@ -29,7 +31,7 @@ export interface PlatformaticConsumerOptions {
   /**
    * Records fetched but not yet handed to the source, over all partitions (a paused
    * partition's records wait here). At this bound the stream stops fetching until half
-   * are handed over. Default 10 000.
+   * are handed over. Default 10 000, 1..10 000 000.
    */
   maxQueuedRecords?: number;
 }
@@ -74,7 +76,14 @@ export class PlatformaticConsumer implements KafkaConsumerLike, FeedOwner {
     private readonly client: PlatformaticConsumerLike,
     private readonly options: PlatformaticConsumerOptions = {},
   ) {
-    this.maxQueued = options.maxQueuedRecords ?? 10_000;
+    for (const method of ['consume', 'commit', 'listOffsets', 'leaveGroup', 'on'] as const) {
+      if (typeof (client as Partial<PlatformaticConsumerLike> | null)?.[method] !== 'function')
+        throw new ConfigurationError(
+          'consumer',
+          `must be a @platformatic/kafka Consumer (missing ${method}())`,
+        );
+    }
+    this.maxQueued = intOption('maxQueuedRecords', options.maxQueuedRecords, 10_000, 1, 10_000_000);
   }
 
   /** The client connects on first use. */

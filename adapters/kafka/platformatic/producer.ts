@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../../../src/errors.js';
 import type { KafkaOutgoingMessage, KafkaProducerLike } from '../client.js';
 import type { PlatformaticMessageToProduce, PlatformaticProducerLike } from './types.js';
 
@@ -7,6 +8,11 @@ import type { PlatformaticMessageToProduce, PlatformaticProducerLike } from './t
  * become UTF-8 bytes, and a repeated header stays repeated (distinct Buffer keys).
  */
 export function platformaticProducer(client: PlatformaticProducerLike): KafkaProducerLike {
+  if (typeof (client as Partial<PlatformaticProducerLike> | null)?.send !== 'function')
+    throw new ConfigurationError(
+      'producer',
+      'must be a @platformatic/kafka Producer (with send())',
+    );
   return {
     connect: async () => undefined,
     disconnect: () => client.close(),

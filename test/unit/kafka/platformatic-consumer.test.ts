@@ -12,11 +12,12 @@ import type {
   KafkaCrashEvent,
   KafkaGroupJoinEvent,
 } from '../../../adapters/kafka/index.js';
-import { platformaticConsumer } from '../../../adapters/kafka/index.js';
+import { platformaticConsumer, platformaticProducer } from '../../../adapters/kafka/index.js';
 import type {
   PlatformaticAssignment,
   PlatformaticConsumerLike,
   PlatformaticMessageLike,
+  PlatformaticProducerLike,
   PlatformaticStreamLike,
 } from '../../../adapters/kafka/index.js';
 
@@ -109,6 +110,22 @@ async function started(options: { maxQueuedRecords?: number; slow?: boolean } = 
 }
 
 describe('platformaticConsumer', () => {
+  it('rejects what is not a platformatic client, and a bad maxQueuedRecords, with a ConfigurationError', () => {
+    expect(() => platformaticConsumer({} as PlatformaticConsumerLike)).toThrow(
+      expect.objectContaining({
+        code: 'EO_CONFIGURATION',
+        message: expect.stringContaining('consume()'),
+      }),
+    );
+    const client = new FakeClient() as unknown as PlatformaticConsumerLike;
+    expect(() => platformaticConsumer(client, { maxQueuedRecords: 0 })).toThrow(
+      expect.objectContaining({ details: expect.objectContaining({ option: 'maxQueuedRecords' }) }),
+    );
+    expect(() => platformaticProducer({} as PlatformaticProducerLike)).toThrow(
+      expect.objectContaining({ code: 'EO_CONFIGURATION' }),
+    );
+  });
+
   it('hands each fetch over as one batch per partition, in kafkajs shape', async () => {
     const { batches, joins, stream, client } = await started();
     expect(joins.map((j) => j.payload.memberAssignment)).toEqual([{ t: [0, 1] }]);
