@@ -27,6 +27,13 @@ const common = {
 // test file running beside it: it runs alone, as its own step of .ci/run (EO_CHAOS=1).
 const alone = process.env.EO_CHAOS === '1' ? [] : ['/test/integration/services-chaos\\.test\\.ts$'];
 
+// @platformatic/kafka needs Node >= 22.22 (or >= 24.6): on an older Node its tests are left
+// out here, not skipped inside, and .ci/run runs them in its Node 22 and 24 passes.
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+const platformaticRuns =
+  major > 24 || (major === 24 && minor >= 6) || (major === 22 && minor >= 22);
+const needsNewNode = platformaticRuns ? [] : ['/test/integration/kafka-platformatic/'];
+
 /** @type {import('jest').Config} */
 export default {
   // Jest reads testTimeout only at the top level; integration tests need broker round trips.
@@ -37,7 +44,7 @@ export default {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testPathIgnorePatterns: ['/node_modules/', ...alone],
+      testPathIgnorePatterns: ['/node_modules/', ...alone, ...needsNewNode],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },

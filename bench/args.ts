@@ -24,6 +24,8 @@ export interface BenchOptions {
   partitions: number;
   /** kafkaSource `keyConcurrency` in b and c (records of one partition in flight, distinct keys). */
   keyConcurrency: number;
+  /** The client under kafkaSource in b and c (a, d and f are kafkajs's own loops). */
+  kafkaClient: 'kafkajs' | 'platformatic';
   /** Extra runs of b, c, e and g with this many rows of history in `processed_messages`; 0 skips them. */
   dedupRows: number;
   /** Extra runs of b and c against the history with the consumer's `retention` pruning it. */
@@ -40,7 +42,7 @@ export interface BenchOptions {
 
 const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
-                         [--partitions <concurrency>] [--key-concurrency 1] [--dedup-rows 0]
+                         [--partitions <concurrency>] [--key-concurrency 1] [--kafka-client kafkajs] [--dedup-rows 0]
                          [--prune-while-consuming] [--memory-run] [--out bench/results] [--name variant]
                          [--profile]`;
 
@@ -58,6 +60,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       'inbox-batch': { type: 'string', default: '10' },
       partitions: { type: 'string' },
       'key-concurrency': { type: 'string', default: '1' },
+      'kafka-client': { type: 'string', default: 'kafkajs' },
       'dedup-rows': { type: 'string', default: '0' },
       'prune-while-consuming': { type: 'boolean', default: false },
       'memory-run': { type: 'boolean', default: false },
@@ -84,6 +87,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       fail(`--scenarios: unknown scenario "${s}" (known: ${SCENARIO_IDS.join(',')})`);
   }
   if (scenarios.length === 0) fail('--scenarios: give at least one');
+  const kafkaClient = values['kafka-client'];
+  if (kafkaClient !== 'kafkajs' && kafkaClient !== 'platformatic')
+    fail('--kafka-client must be kafkajs or platformatic (@platformatic/kafka, Node >= 22.22)');
   const dedupRows = int('dedup-rows', values['dedup-rows'], 0, 100_000_000);
   const pruneWhileConsuming = values['prune-while-consuming'];
   if (pruneWhileConsuming && (dedupRows === 0 || !scenarios.some((s) => s === 'b' || s === 'c')))
@@ -104,6 +110,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     inboxBatch: int('inbox-batch', values['inbox-batch'], 1, 10_000),
     partitions: int('partitions', values.partitions ?? String(concurrency), 1, 1000),
     keyConcurrency: int('key-concurrency', values['key-concurrency'], 1, 1000),
+    kafkaClient,
     dedupRows,
     pruneWhileConsuming,
     memoryRun: values['memory-run'],

@@ -79,6 +79,7 @@ async function runAll(
       inboxBatch: options.inboxBatch,
       partitions: options.partitions,
       keyConcurrency: options.keyConcurrency,
+      kafkaClient: options.kafkaClient,
       dedupSchema: step.dedupPreload > 0 ? HISTORY_SCHEMA : BENCH_SCHEMA,
       memoryRun: options.memoryRun,
       endpoints,

@@ -15,6 +15,8 @@ export interface ScenarioTask {
   inboxBatch: number;
   partitions: number;
   keyConcurrency: number;
+  /** The client under kafkaSource in b and c (absent: kafkajs). */
+  kafkaClient?: 'kafkajs' | 'platformatic';
   /** Rows of history in the run's `processed_messages` (0: an empty table). */
   dedupPreload: number;
   /** Schema of the run's `processed_messages`: the bench schema (emptied per run) or the history's. */

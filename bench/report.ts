@@ -46,7 +46,7 @@ export function renderMarkdown(report: Report): string {
   lines.push('```', env.command, '```', '');
   lines.push(
     `${fmt(o.messages)} messages pre-filled per run; concurrency ${o.concurrency} (pool of ${o.concurrency} connections in every scenario${o.consumerConcurrency === o.concurrency ? '' : `; createConsumer concurrency ${o.consumerConcurrency} in b, c`})` +
-      `${o.broker === 'kafka' ? `, ${o.partitions} partitions, kafkaSource keyConcurrency ${o.keyConcurrency}` : ''}; batch mode maxSize ${o.batchSize}; inbox worker batch ${o.inboxBatch}; ` +
+      `${o.broker === 'kafka' ? `, ${o.partitions} partitions, kafkaSource keyConcurrency ${o.keyConcurrency}${o.kafkaClient === 'platformatic' ? ' over @platformatic/kafka in b and c' : ''}` : ''}; batch mode maxSize ${o.batchSize}; inbox worker batch ${o.inboxBatch}; ` +
       `${o.rounds} round(s) of ${o.scenarios.join(',')} interleaved; msg/s, latency: median over rounds (range = min–max msg/s); ×(x): median of the per-round ratios. ` +
       `${env.date}, ${env.cpus}, Node ${env.node}.`,
     '',

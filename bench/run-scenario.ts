@@ -22,6 +22,7 @@ async function driverFor(task: ScenarioTask): Promise<BrokerDriver> {
     need(task.endpoints.kafkaBrokers, 'Kafka brokers'),
     task.partitions,
     task.keyConcurrency,
+    task.kafkaClient ?? 'kafkajs',
   );
 }
 

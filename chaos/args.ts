@@ -50,6 +50,8 @@ export interface ChaosArgs {
   keyConcurrency: number;
   /** Kafka offsets: committed to Kafka, or stored in Postgres with each effect. */
   offsets: 'kafka' | 'postgres';
+  /** The Kafka client under the workers' sources (platformatic needs Node >= 22.22). */
+  kafkaClient: 'kafkajs' | 'platformatic';
   /** Postgres failovers mid-run (chaos/failover/): a primary with a standby behind a proxy. */
   failovers: number;
   /** The failover cluster's replication (`sync` unless `--replication async`). */
@@ -76,6 +78,8 @@ export function usage(): string {
                       stream, and the checker also checks that every partition's effects
                       were applied in offset order (order_violations=)
   --offsets WHERE     Kafka offsets: kafka (default) or postgres (stored with each effect)
+  --kafka-client C    the workers' Kafka client: kafkajs (default) or platformatic
+                      (@platformatic/kafka; run chaos on Node >= 22.22 then)
   --rate R            producer sends per second, 0 = unpaced (default: spread the sends over
                       ~2 s per kill (4 s for kafka) + 8 s per restart, at least 8 s)
   --timeout SECONDS   fail when not quiescent by then (default 120 + N/40)
@@ -134,6 +138,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       isolation: { type: 'string' },
       'key-concurrency': { type: 'string' },
       offsets: { type: 'string' },
+      'kafka-client': { type: 'string' },
       failovers: { type: 'string' },
       replication: { type: 'string' },
       help: { type: 'boolean' },
@@ -177,8 +182,16 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   const offsets = values.offsets ?? 'kafka';
   if (offsets !== 'kafka' && offsets !== 'postgres')
     throw new UsageError('--offsets must be kafka or postgres');
-  if (broker !== 'kafka' && (offsets !== 'kafka' || values['key-concurrency'] !== undefined))
-    throw new UsageError('--offsets and --key-concurrency are for --broker kafka');
+  const kafkaClient = values['kafka-client'] ?? 'kafkajs';
+  if (kafkaClient !== 'kafkajs' && kafkaClient !== 'platformatic')
+    throw new UsageError('--kafka-client must be kafkajs or platformatic');
+  if (
+    broker !== 'kafka' &&
+    (offsets !== 'kafka' ||
+      values['key-concurrency'] !== undefined ||
+      values['kafka-client'] !== undefined)
+  )
+    throw new UsageError('--offsets, --key-concurrency and --kafka-client are for --broker kafka');
   const isolation = isolationOf(
     values.isolation,
     handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
@@ -209,6 +222,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     keep: values.keep === true,
     keyConcurrency: intOption('key-concurrency', values['key-concurrency'], 4, 1, 1000),
     offsets,
+    kafkaClient,
   };
 }
 

@@ -28,6 +28,8 @@ export interface WorkerConfig {
   keyConcurrency?: number | undefined;
   /** Kafka: where offsets are kept; `postgres` stores them with the effects (in `schema`). */
   offsets?: 'kafka' | 'postgres' | undefined;
+  /** Kafka: the client under the source (default kafkajs). */
+  kafkaClient?: 'kafkajs' | 'platformatic' | undefined;
 }
 
 /**

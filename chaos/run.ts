@@ -110,7 +110,11 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         batch: args.batch,
         isolation: isolationOf(args.isolation, index),
         ...(args.broker === 'kafka'
-          ? { keyConcurrency: args.keyConcurrency, offsets: args.offsets }
+          ? {
+              keyConcurrency: args.keyConcurrency,
+              offsets: args.offsets,
+              kafkaClient: args.kafkaClient,
+            }
           : {}),
       }),
       args.workers,

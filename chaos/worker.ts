@@ -49,7 +49,7 @@ function send(message: FromWorker): void {
   process.send?.(message);
 }
 
-function source(pool: pg.Pool): Source<ChaosBody> {
+async function source(pool: pg.Pool): Promise<Source<ChaosBody>> {
   const b = cfg.broker;
   if (b.kind === 'sqs') {
     const client = new SQSClient({
@@ -69,13 +69,18 @@ function source(pool: pg.Pool): Source<ChaosBody> {
       waitTimeSeconds: 2,
     });
   }
-  const kafka = new Kafka({
-    clientId: `chaos-worker-${cfg.index}`,
-    brokers: b.brokers,
-    logLevel: logLevel.ERROR,
-    connectionTimeout: 3000,
-    retry: CHAOS_KAFKA_RETRY,
-  });
+  const clientId = `chaos-worker-${cfg.index}`;
+  // @platformatic/kafka is imported only when chosen: it needs Node >= 22.22.
+  const kafka =
+    cfg.kafkaClient === 'platformatic'
+      ? (await import('./platformatic-kafka.js')).platformaticKafka(clientId, b.brokers)
+      : new Kafka({
+          clientId,
+          brokers: b.brokers,
+          logLevel: logLevel.ERROR,
+          connectionTimeout: 3000,
+          retry: CHAOS_KAFKA_RETRY,
+        });
   return kafkaSource<ChaosBody>({
     kafka: armKafkaCommits(kafka, faults),
     groupId: b.groupId,
@@ -159,7 +164,7 @@ async function main(): Promise<void> {
   };
   const consumer: Consumer = createConsumer<ChaosBody>({
     name: cfg.consumerName,
-    source: source(pool),
+    source: await source(pool),
     pool,
     schema: cfg.schema,
     concurrency: cfg.concurrency,

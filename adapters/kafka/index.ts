@@ -1,5 +1,6 @@
 /**
- * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer`, and a
+ * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer` (over
+ * kafkajs, or `@platformatic/kafka` through {@link platformaticClients}), and a
  * wrapper that makes an existing kafkajs `eachMessage` handler exactly-once.
  * @packageDocumentation
  * @module effectively-once/kafka
@@ -35,6 +36,24 @@ export type {
   KafkaTopicPartitionOffset,
   KafkaTopicPartitions,
 } from './client.js';
+export {
+  platformaticClients,
+  platformaticConsumer,
+  platformaticProducer,
+} from './platformatic/index.js';
+export type {
+  PlatformaticAssignment,
+  PlatformaticClientsOptions,
+  PlatformaticCommitOffset,
+  PlatformaticConsumeOptions,
+  PlatformaticConsumerLike,
+  PlatformaticConsumerOptions,
+  PlatformaticFetchOptions,
+  PlatformaticMessageLike,
+  PlatformaticMessageToProduce,
+  PlatformaticProducerLike,
+  PlatformaticStreamLike,
+} from './platformatic/index.js';
 export { exactlyOnceEachMessage } from './each-message.js';
 export type {
   EachMessagePayloadLike,

@@ -9,6 +9,7 @@ export function kafkaDriver(
   brokers: string,
   partitions: number,
   keyConcurrency: number,
+  client: 'kafkajs' | 'platformatic' = 'kafkajs',
 ): BrokerDriver {
   const kafka = kafkaClient(brokers);
   const admin: Admin = kafka.admin();
@@ -27,7 +28,7 @@ export function kafkaDriver(
       target = { topic, groupId: uniqueName(`bench-${tag}`) };
     },
     run: (scenario: BrokerScenario, ctx: RunContext) =>
-      kafkaScenarios[scenario](ctx, { kafka, keyConcurrency, ...current() }),
+      kafkaScenarios[scenario](ctx, { kafka, keyConcurrency, client, brokers, ...current() }),
     remaining: () => groupLag(admin, current().groupId, current().topic),
     async close() {
       if (!connected) return;

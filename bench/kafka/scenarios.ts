@@ -5,6 +5,7 @@ import { insertCharge } from '../effect.js';
 import { runEffectivelyOnce, STALL_MS } from '../eo-consumer.js';
 import { InboxProgress, runInboxWorkers, storeInInbox } from '../inbox.js';
 import { decodeMessage, type BenchMessage } from '../message.js';
+import { platformaticKafka } from './platformatic.js';
 
 export interface KafkaTarget {
   kafka: Kafka;
@@ -12,6 +13,10 @@ export interface KafkaTarget {
   groupId: string;
   /** kafkaSource `keyConcurrency` for b and c. */
   keyConcurrency: number;
+  /** The client under kafkaSource in b and c (`--kafka-client`). */
+  client?: 'kafkajs' | 'platformatic';
+  /** Bootstrap brokers (comma-separated), for a platformatic client. */
+  brokers?: string;
 }
 
 export type KafkaScenario = 'a' | 'b' | 'c' | 'd' | 'f';
@@ -86,21 +91,24 @@ function brokerCeiling(ctx: RunContext) {
   };
 }
 
-const source = (
+const source = async (
   ctx: RunContext,
-  { kafka, topic, groupId, keyConcurrency }: KafkaTarget,
+  { kafka, topic, groupId, keyConcurrency, client, brokers }: KafkaTarget,
   pipeline = 1,
 ) =>
   kafkaSource<BenchMessage>({
     // The adapter creates (and owns) the consumer; the bench only listens to its group join.
-    kafka: {
-      consumer: (config) => {
-        const consumer = kafka.consumer(config);
-        startClockOnJoin(ctx, consumer);
-        return consumer;
-      },
-      producer: (config) => kafka.producer(config),
-    },
+    kafka:
+      client === 'platformatic'
+        ? await platformaticKafka(ctx, brokers ?? '')
+        : {
+            consumer: (config) => {
+              const consumer = kafka.consumer(config);
+              startClockOnJoin(ctx, consumer);
+              return consumer;
+            },
+            producer: (config) => kafka.producer(config),
+          },
     groupId,
     topics: [topic],
     fromBeginning: true,
@@ -120,9 +128,10 @@ export const kafkaScenarios: Record<KafkaScenario, Runner> = {
         (id) => ctx.drain.done(id),
       ),
     ),
-  b: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target), 'per-message'),
+  b: async (ctx, target) => runEffectivelyOnce(ctx, await source(ctx, target), 'per-message'),
   // Batch mode hands the runner up to a batch of a partition's records at once.
-  c: (ctx, target) => runEffectivelyOnce(ctx, source(ctx, target, ctx.batchSize), 'batch'),
+  c: async (ctx, target) =>
+    runEffectivelyOnce(ctx, await source(ctx, target, ctx.batchSize), 'batch'),
   d: (ctx, target) => runKafkajs(ctx, target, brokerCeiling(ctx)),
   f: async (ctx, target) => {
     const progress = new InboxProgress(ctx);

@@ -39,9 +39,13 @@ describe('Kafka: crash after the effect committed, before the offset did', () =>
       })),
     );
 
-    // Member a: its own kafkajs consumer (so the test can kill it), offsets committed
-    // only every minute, i.e. never before the crash.
-    const rawA: KafkaJsConsumer = kafka.consumer({ groupId, ...FAST_GROUP });
+    // Member a: its own kafkajs consumer (so the test can kill it; over @platformatic/kafka,
+    // EO_KAFKA_CLIENT=platformatic, the helper's client is closed instead), offsets
+    // committed only every minute, i.e. never before the crash.
+    const rawA: KafkaJsConsumer | undefined =
+      process.env['EO_KAFKA_CLIENT'] === 'platformatic'
+        ? undefined
+        : kafka.consumer({ groupId, ...FAST_GROUP });
     let killed = false;
     let releaseBlocked!: () => void;
     const blocked = new Promise<void>((resolve) => (releaseBlocked = resolve));
@@ -54,9 +58,9 @@ describe('Kafka: crash after the effect committed, before the offset did', () =>
       topics: [topic],
       member: 'a',
       source: {
-        kafka: undefined,
-        consumer: rawA,
-        producer: kafka.producer(),
+        ...(rawA === undefined
+          ? {}
+          : { kafka: undefined, consumer: rawA, producer: kafka.producer() }),
         commitIntervalMs: 60_000,
       },
       before: async () => {
@@ -82,7 +86,8 @@ describe('Kafka: crash after the effect committed, before the offset did', () =>
       );
 
       // The crash: the member drops out of the group without committing an offset...
-      await rawA.disconnect();
+      if (rawA === undefined) await a.platformatic?.close(true);
+      else await rawA.disconnect();
       killed = true;
       const stopping = a.stop();
       // ...and the two open transactions commit after it died: their offsets never can.
@@ -124,7 +129,7 @@ describe('Kafka: crash after the effect committed, before the offset did', () =>
     } finally {
       releaseBlocked();
       await a.stop().catch(() => undefined);
-      if (!killed) await rawA.disconnect();
+      if (!killed) await rawA?.disconnect();
     }
   }, 60_000);
 });

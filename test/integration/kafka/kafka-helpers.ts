@@ -201,9 +201,22 @@ export async function applyEffect(
   );
 }
 
+/**
+ * The client `startConsumer` gives the source unless a test passes its own consumer:
+ * kafkajs, or `@platformatic/kafka` with EO_KAFKA_CLIENT=platformatic (Node >= 22.22),
+ * so the same tests check both.
+ */
+export type KafkaTestClient = 'kafkajs' | 'platformatic';
+
+function defaultTestClient(): KafkaTestClient {
+  return process.env['EO_KAFKA_CLIENT'] === 'platformatic' ? 'platformatic' : 'kafkajs';
+}
+
 /** A running effectively-once consumer over a kafkaSource. */
 export interface RunningConsumer {
   consumer: Consumer;
+  /** The platformatic consumer under the source, when it runs over one. */
+  platformatic?: import('@platformatic/kafka').Consumer;
   source: KafkaSource<Body>;
   /** Handler invocations (each attempt), in order. */
   calls: Array<{ key: string; attempt: number; offset: string; partition: number }>;
@@ -221,11 +234,20 @@ export async function startConsumer(options: {
   topics: string[];
   member: string;
   name?: string;
+  /** Default: EO_KAFKA_CLIENT, else kafkajs. Ignored when `source.consumer` is given. */
+  client?: KafkaTestClient;
   source?: Partial<KafkaSourceOptions<Body>>;
   consumer?: Partial<ConsumerOptions<Body>>;
   before?: (body: Body, ctx: HandlerContext<Body>) => Promise<void>;
 }): Promise<RunningConsumer> {
   const calls: RunningConsumer['calls'] = [];
+  const platformatic =
+    (options.client ?? defaultTestClient()) === 'platformatic' &&
+    options.source?.consumer === undefined
+      ? (await import('../kafka-platformatic/platformatic-helpers.js')).platformaticTestClients(
+          options.groupId,
+        )
+      : undefined;
   const source = kafkaSource<Body>({
     kafka: options.kafka,
     groupId: options.groupId,
@@ -234,6 +256,7 @@ export async function startConsumer(options: {
     consumerConfig: FAST_GROUP,
     commitIntervalMs: 100,
     ...options.source,
+    ...(platformatic === undefined ? {} : { kafka: undefined, ...platformatic.clients }),
   });
   const consumer = createConsumer<Body>({
     name: options.name ?? 'kafka-it',
@@ -264,7 +287,12 @@ export async function startConsumer(options: {
     consumer,
     source,
     calls,
-    stop: () => (stopping ??= consumer.stop({ timeoutMs: 10_000 })),
+    ...(platformatic === undefined ? {} : { platformatic: platformatic.client }),
+    stop: () =>
+      (stopping ??= (async () => {
+        await consumer.stop({ timeoutMs: 10_000 });
+        await platformatic?.close();
+      })()),
   };
 }
 
