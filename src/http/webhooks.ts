@@ -131,15 +131,44 @@ function asKeyHeader(id: string): string {
   return `"${id.replace(/[\\"]/g, '\\$&')}"`;
 }
 
-/** Presets for senders whose delivery id is documented. */
+/**
+ * Presets for senders whose delivery id is documented, each keyed on what the sender's
+ * own guidance on duplicate deliveries names (docs/http.md, "Webhook receivers", cites
+ * the pages).
+ */
 export const webhookSources = {
-  /** GitHub: `X-GitHub-Delivery`, a GUID kept on redeliveries. */
+  /**
+   * GitHub: `X-GitHub-Delivery`, a GUID per delivery that a redelivery keeps ("Best
+   * practices for using webhooks": use it to tell deliveries apart).
+   */
   github: headerSource('github', 'X-GitHub-Delivery'),
-  /** Stripe: the event's `id` (`evt_…`) in the body; retries resend the same event. */
+  /**
+   * Stripe: the event's `id` (`evt_…`) in the body; retries resend the same event
+   * ("Handle duplicate events": log the event ids you have processed).
+   */
   stripe: bodyFieldSource('stripe', 'id'),
-  /** Shopify: `X-Shopify-Webhook-Id`, the same on every retry of a webhook. */
-  shopify: headerSource('shopify', 'X-Shopify-Webhook-Id'),
+  /**
+   * Shopify: `X-Shopify-Event-Id`, the same on every duplicate of one event ("Ignore
+   * duplicate webhooks"); `X-Shopify-Webhook-Id` only for a delivery without it. One
+   * event is one key even when it arrives under another webhook id.
+   */
+  shopify: headersSource('shopify', ['X-Shopify-Event-Id', 'X-Shopify-Webhook-Id']),
 } as const;
+
+/** A sender that names the delivery in the first of `headers` present (described by the first). */
+function headersSource(name: string, headers: readonly [string, ...string[]]): WebhookSource {
+  return {
+    name,
+    describe: `${headers[0]} header`,
+    deliveryId: (request) => {
+      for (const header of headers) {
+        const value = request.headers.get(header)?.trim();
+        if (value) return value;
+      }
+      return undefined;
+    },
+  };
+}
 
 /** Checks a receiver's options when it is created. */
 export function checkWebhookOptions(options: WebhookOptions): void {

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
-import { webhookSources } from 'effectively-once/http';
+import {
+  createIdempotency,
+  toNodeListener,
+  webhookSources,
+  type WebhookOptions,
+} from 'effectively-once/http';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
 import { answer, paymentFixture, type Answer } from './support.js';
 
@@ -83,5 +90,68 @@ describe.each(FRAMEWORKS)('%s: Shopify deliveries keyed on X-Shopify-Event-Id', 
       code: 'EO_IDEMPOTENCY_KEY_MISSING',
       title: 'X-Shopify-Event-Id header is missing',
     });
+  });
+});
+
+describe('one event subscribed on two routes', () => {
+  /** Routes /a and /b under the default scope, /c under its own: each records its applications. */
+  async function start(): Promise<{ url: string; close: () => Promise<void> }> {
+    const db = fixture.db();
+    await db.pool.query('CREATE TABLE IF NOT EXISTS route_events (route text, event text)');
+    const idempotency = createIdempotency({ pool: db.pool, schema: db.schema, scope: 'shop' });
+    const receiver = (route: string, scope?: string) => {
+      const options: WebhookOptions = {
+        source: webhookSources.shopify,
+        verify: false,
+        ...(scope !== undefined ? { scope } : {}),
+      };
+      return idempotency.webhook(options, async (_request, ctx) => {
+        await ctx.tx.query('INSERT INTO route_events VALUES ($1, $2)', [route, ctx.key]);
+      });
+    };
+    const routes: Record<string, (request: Request) => Promise<Response>> = {
+      '/a': receiver('a'),
+      '/b': receiver('b'),
+      '/c': receiver('c', 'webhook:shopify:c'),
+    };
+    const server: Server = createServer(
+      toNodeListener((request) => routes[new URL(request.url).pathname]!(request)),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: async () => {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await idempotency.close();
+      },
+    };
+  }
+
+  it('is one application per webhook scope: a second route under the same scope is 422, its own scope applies it', async () => {
+    const app = await start();
+    try {
+      const event = randomUUID();
+      const send = async (route: string) =>
+        (
+          await fetch(`${app.url}${route}`, {
+            method: 'POST',
+            headers: { 'x-shopify-event-id': event, 'x-shopify-webhook-id': randomUUID() },
+            body: '{}',
+          })
+        ).status;
+      expect(await send('/a')).toBe(204);
+      expect(await send('/b')).toBe(422);
+      expect(await send('/c')).toBe(204);
+      const { rows } = await fixture
+        .db()
+        .pool.query<{ route: string }>(
+          'SELECT route FROM route_events WHERE event = $1 ORDER BY route',
+          [event],
+        );
+      expect(rows.map((r) => r.route)).toEqual(['a', 'c']);
+    } finally {
+      await app.close();
+    }
   });
 });
