@@ -95,15 +95,17 @@ function readField(text: string, fields: readonly string[], describe: string): u
   let value: unknown;
   try {
     value = parseLossless(text);
-  } catch {
-    // lossless-json also refuses a key given twice with different values, which
-    // JSON.parse resolves by taking the last: that body has no one id.
-    if (isJson(text))
-      throw new WebhookDeliveryIdInvalidError(
-        describe,
-        'the body gives a field twice with different values',
-      );
-    return undefined;
+  } catch (error) {
+    if (!isJson(text)) return undefined;
+    // JSON that lossless-json cannot read: a key given twice with different values
+    // (JSON.parse silently keeps the last, so the body has no one id), or nesting
+    // deeper than its recursion goes.
+    throw new WebhookDeliveryIdInvalidError(
+      describe,
+      error instanceof SyntaxError && /duplicate key/i.test(error.message)
+        ? 'the body gives a field twice with different values'
+        : 'the body is nested too deeply to be read exactly',
+    );
   }
   for (const field of fields) {
     if (value === null || typeof value !== 'object' || isLosslessNumber(value)) return undefined;

@@ -36,6 +36,12 @@ describe('bodyFieldSource reads the id from the body text, losslessly', () => {
     expect(read('id', '{"id": "a", "id": "a"}')).toBe('a');
   });
 
+  it('refuses JSON nested too deeply to read exactly, naming why', () => {
+    const deep = `{"id": "a", "pad": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    expect(() => read('id', deep)).toThrow(/nested too deeply/);
+    expect(() => read('id', '{"id": "a", "id": "b"}')).toThrow(/twice/);
+  });
+
   it('names the field in the error', () => {
     try {
       read(['event', 'id'], '{"event": {"id": 1.5}}');
