@@ -62,6 +62,11 @@ describe('bad input is dead-lettered with a typed error and loses nothing else',
       [{ maxKeyLength: 100_000 }, 'maxKeyLength'],
       [{ onMismatch: 'explode' }, 'onMismatch'],
       [{ name: '' }, 'name'],
+      // The name is half the dedup table's primary key: NUL fails every claim, and a
+      // lone surrogate is sent as U+FFFD, so "orders-\ud800" and "orders-\ud801" would
+      // share one key space (the second consumer's messages taken for duplicates).
+      [{ name: 'orders-\u0000' }, 'name'],
+      [{ name: 'orders-\ud800' }, 'name'],
       [{ table: 'x'.repeat(64) }, 'table'],
       [{ handler: 'nope' }, 'handler'],
       [{ backoff: { initialMs: 10, maxMs: 5 } }, 'backoff.maxMs'],
