@@ -34,6 +34,23 @@ describe.each(FRAMEWORKS)('%s: scopes are stored as written, or refused', (frame
     expect(await fixture.effects(key)).toBe(0);
   });
 
+  it("a webhook's tenant with a lone surrogate fails the delivery: 500, nothing applied", async () => {
+    const server = await fixture.start({ framework, idempotency: { scope: scopeFromClaims } });
+    const delivery = randomUUID();
+    const response = await fetch(`${server.url}/webhooks/github`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-test-signature': 'ok',
+        'x-github-delivery': delivery,
+        ...claims('acme-\udc00'),
+      },
+      body: '{"action":"opened"}',
+    });
+    expect(response.status).toBe(500);
+    expect(await fixture.deliveries('github', delivery)).toBe(0);
+  });
+
   it('a scope with surrogate pairs (an emoji) is well-formed and works', async () => {
     const server = await fixture.start({ framework, idempotency: { scope: scopeFromClaims } });
     const key = randomUUID();
