@@ -3,7 +3,7 @@
  * (effectively-once/http, Stripe …). The key was minted when the job was created and
  * is stored with it, so a retry of the whole job, even from another process tomorrow,
  * is the same operation; idempotentFetch retries the call itself on network errors,
- * timeouts, 409, 429 and 5xx with that key and the same bytes.
+ * timeouts, 408, 409, 429 and 5xx with that key and the same bytes.
  *
  *   PAYMENTS_URL=http://localhost:3000 npx tsx examples/client-retry.ts
  */

@@ -18,9 +18,15 @@ import {
  * The Kafka record key (bytes, or null) as the dedup key, falling back to the default.
  * Only when the producer mints one record key per operation: a key per entity (every
  * event of order 42 keyed `order-42`) would make every event after the first a duplicate.
+ * Decoded strictly: a key that is not UTF-8 throws (the record is dead-lettered), where
+ * `toString('utf8')` would read two binary ids as one text. For binary keys, use
+ * `record.key.toString('hex')` instead.
  */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 export const byRecordKey: KafkaKeyFunction = (record) =>
-  record.key?.toString('utf8') ?? defaultKafkaKey(record, DEFAULT_IDEMPOTENCY_HEADER);
+  record.key === null
+    ? defaultKafkaKey(record, DEFAULT_IDEMPOTENCY_HEADER)
+    : utf8.decode(record.key);
 // #endregion
 
 // #region event-id

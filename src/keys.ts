@@ -10,8 +10,17 @@ export const DEFAULT_MAX_KEY_LENGTH = 255;
  */
 export const MAX_KEY_BYTES = 1800;
 
-// Postgres rejects text that is not valid UTF-8, which a lone surrogate becomes.
+// A lone surrogate has no UTF-8 form: node-postgres encodes it as U+FFFD, so two
+// strings differing only in their lone surrogates would be one text in Postgres.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Whether a string is well-formed UTF-16 (no lone surrogate), so that it reaches
+ * Postgres as itself: `String.prototype.isWellFormed`, which the ES2023 lib lacks.
+ */
+export function isWellFormedText(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
 
 /**
  * Checks a dedup key before it reaches SQL. A bad key is the producer's bug: the
@@ -38,7 +47,7 @@ export function validateKey(key: string | undefined, maxLength: number): string 
   }
   if (key.includes('\u0000'))
     throw new InvalidKeyError('contains a NUL character, which Postgres text cannot store');
-  if (LONE_SURROGATE.test(key)) throw new InvalidKeyError('contains a lone UTF-16 surrogate');
+  if (!isWellFormedText(key)) throw new InvalidKeyError('contains a lone UTF-16 surrogate');
   return key;
 }
 

@@ -1,3 +1,4 @@
+import { InvalidKeyError } from '../../src/errors.js';
 import { keyFromFunction, type KeyResult } from '../../src/keys.js';
 import { OUTBOX_ID_HEADER } from '../../src/outbox/record.js';
 import type { KafkaHeaders } from './client.js';
@@ -15,6 +16,13 @@ export type KafkaKeyFunction = (record: KafkaRecord) => string | undefined;
  * Kafka's own `Headers.lastHeader` does. Buffers are read as UTF-8.
  */
 export function headerText(headers: KafkaHeaders, name: string): string | undefined {
+  const last = lastHeader(headers, name);
+  if (last === undefined) return undefined;
+  return typeof last === 'string' ? last : last.toString('utf8');
+}
+
+/** The last value of header `name`, as {@link headerText} finds it, undecoded. */
+function lastHeader(headers: KafkaHeaders, name: string): Buffer | string | undefined {
   let value = headers[name];
   if (value === undefined) {
     const lower = name.toLowerCase();
@@ -26,9 +34,7 @@ export function headerText(headers: KafkaHeaders, name: string): string | undefi
     }
   }
   if (value === undefined) return undefined;
-  const last = isArray(value) ? value[value.length - 1] : value;
-  if (last === undefined) return undefined;
-  return typeof last === 'string' ? last : last.toString('utf8');
+  return isArray(value) ? value[value.length - 1] : value;
 }
 
 /**
@@ -37,13 +43,39 @@ export function headerText(headers: KafkaHeaders, name: string): string | undefi
  * `eo-outbox-id` header of a record an outbox relay published (one key per outbox
  * row, however often the relay sent it), else `topic/partition/offset`, which dedups
  * redeliveries of this very record only.
+ *
+ * @throws `InvalidKeyError` when the header's bytes are not UTF-8 (a binary id): read
+ *   leniently, every invalid sequence would be U+FFFD and two different ids one key.
+ *   The record is dead-lettered with it, as for a NUL key.
  */
 export function defaultKafkaKey(record: KafkaRecord, header: string): string {
   return (
-    headerText(record.headers, header) ??
-    headerText(record.headers, OUTBOX_ID_HEADER) ??
+    keyHeaderText(record.headers, header) ??
+    keyHeaderText(record.headers, OUTBOX_ID_HEADER) ??
     `${record.topic}/${record.partition}/${record.offset}`
   );
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** {@link headerText}, refusing bytes that are not UTF-8 rather than replacing them. */
+function keyHeaderText(headers: KafkaHeaders, name: string): string | undefined {
+  const last = lastHeader(headers, name);
+  if (last === undefined || typeof last === 'string') return last;
+  const text = last.toString('utf8');
+  // U+FFFD in the text is where a lenient decode may have replaced bytes: only then is
+  // the header decoded again, strictly (a key that spells U+FFFD itself is rare).
+  if (!text.includes('\ufffd')) return text;
+  try {
+    STRICT_UTF8.decode(last);
+  } catch (cause) {
+    throw new InvalidKeyError(
+      `header "${name}" is not UTF-8: read as text, two different byte strings would be one key`,
+      { header: name, bytes: last.subarray(0, 32).toString('hex') },
+      cause,
+    );
+  }
+  return text;
 }
 
 /**
@@ -55,7 +87,14 @@ export function recordKey(
   key: KafkaKeyFunction | undefined,
   header: string,
 ): KeyResult {
-  if (key === undefined) return { key: defaultKafkaKey(record, header) };
+  if (key === undefined) {
+    try {
+      return { key: defaultKafkaKey(record, header) };
+    } catch (error) {
+      if (!(error instanceof InvalidKeyError)) throw error;
+      return { key: undefined, rejection: error };
+    }
+  }
   return keyFromFunction(key, record, {
     topic: record.topic,
     partition: record.partition,

@@ -21,7 +21,7 @@ export type GiveUpReason = 'attempts' | 'deadline';
 
 /**
  * Every attempt allowed (`attempts`, or the time left before `deadlineMs`) ended in a
- * retryable outcome: a network error, a per-attempt timeout, or a 409, 429 or 5xx.
+ * retryable outcome: a network error, a per-attempt timeout, or a 408, 409, 429 or 5xx.
  * The operation may or may not have taken effect on the server; retrying later with
  * the same `key` (within the server's key lifetime) settles it without a double, which
  * is why `retryable` is true.

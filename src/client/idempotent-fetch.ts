@@ -15,7 +15,7 @@ import { isReplayed, isRetryableStatus, nextStep, parseRetryAfter } from './retr
 /** What {@link idempotentFetch} resolves with. */
 export interface IdempotentFetchResult {
   /**
-   * The final response, body unread: a 2xx or 3xx, a 4xx other than 409 and 429
+   * The final response, body unread: a 2xx or 3xx, a 4xx other than 408, 409 and 429
    * (400, 422, 404 … are returned, never retried; check `response.ok`), or a replay of
    * any status.
    */

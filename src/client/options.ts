@@ -12,7 +12,7 @@ export interface RetryEvent {
   delayMs: number;
   /** Whether `delayMs` is the server's `Retry-After` rather than the backoff. */
   fromRetryAfter: boolean;
-  /** The failed attempt's status (409, 429, 5xx), when it got a response. */
+  /** The failed attempt's status (408, 409, 429, 5xx), when it got a response. */
   status?: number;
   /** The failed attempt's network error or timeout, when it got no response. */
   error?: unknown;

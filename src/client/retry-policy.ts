@@ -14,13 +14,15 @@ export interface BackoffBounds {
 }
 
 /**
- * 409 (the server's "the original is still in progress"), 429 and every 5xx (the
- * server rolled back, so the key is free again) are worth another attempt with the
- * same key. Every other status is the server's final word: a 400 or 422 will not
- * change by asking again, and a replayed 2xx is the answer.
+ * 408 (the server gave up waiting for the whole request: RFC 9110 §15.5.9, the client
+ * may repeat it), 409 (the server's "the original is still in progress"), 429 and every
+ * 5xx (the server rolled back, so the key is free again) are worth another attempt with
+ * the same key, which makes a second arrival harmless whatever the first did. Every
+ * other status is the server's final word: a 400 or 422 will not change by asking
+ * again, and a replayed 2xx is the answer.
  */
 export function isRetryableStatus(status: number): boolean {
-  return status === 409 || status === 429 || (status >= 500 && status <= 599);
+  return status === 408 || status === 409 || status === 429 || (status >= 500 && status <= 599);
 }
 
 /**

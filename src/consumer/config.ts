@@ -3,7 +3,7 @@ import { resolveBackoff, type BackoffFn } from '../backoff.js';
 import { ConfigurationError } from '../errors.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import { silentLogger } from '../logger.js';
-import { DEFAULT_MAX_KEY_LENGTH } from '../keys.js';
+import { DEFAULT_MAX_KEY_LENGTH, isWellFormedText } from '../keys.js';
 import type { ConsumerOptions } from './options.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { quoteIdentifier, tableRef, type TableRef } from '../store/identifiers.js';
@@ -51,8 +51,19 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('options', 'must be an object');
   }
-  if (typeof options.name !== 'string' || options.name.length === 0 || options.name.length > 200) {
-    throw new ConfigurationError('name', 'must be a non-empty string of at most 200 characters');
+  // The name is half the dedup table's primary key: stored as itself or refused (NUL
+  // cannot be stored; a lone surrogate would be sent as U+FFFD, merging two names).
+  if (
+    typeof options.name !== 'string' ||
+    options.name.length === 0 ||
+    options.name.length > 200 ||
+    options.name.includes('\u0000') ||
+    !isWellFormedText(options.name)
+  ) {
+    throw new ConfigurationError(
+      'name',
+      'must be a non-empty string of at most 200 characters, no NUL, no lone UTF-16 surrogate',
+    );
   }
   const source = options.source;
   if (typeof source?.run !== 'function' || typeof source.close !== 'function') {

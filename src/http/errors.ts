@@ -31,6 +31,27 @@ export class IdempotencyKeyInvalidError extends EffectivelyOnceError {
   }
 }
 
+/**
+ * A webhook delivery's id is not one a key can be made of, exactly: not a non-empty
+ * string of printable ASCII, nor an integer written as JSON writes one (a fraction, an
+ * exponent, `-0`, a boolean, an object or an array). Read any other way, two different
+ * deliveries could get one key (and the second would be answered as a redelivery,
+ * never applied). Answered 400; nothing was claimed. A sender's SDK never sends such
+ * an id: the request is not the delivery the receiver expects.
+ */
+export class WebhookDeliveryIdInvalidError extends EffectivelyOnceError {
+  /** Where the id is: `"id" field of the JSON body`, `X-GitHub-Delivery header`. */
+  readonly field: string;
+
+  constructor(field: string, problem: string) {
+    super('EO_WEBHOOK_ID_INVALID', `The ${field} is not a delivery id: ${problem}`, {
+      retryable: false,
+      details: { field, problem },
+    });
+    this.field = field;
+  }
+}
+
 /** Why a stored key does not fit the request that reused it. */
 export type MismatchReason = 'endpoint' | 'fingerprint';
 

@@ -36,6 +36,7 @@ export {
   IdempotencyKeyMissingError,
   IdempotencyKeyReusedError,
   RequestTooLargeError,
+  WebhookDeliveryIdInvalidError,
   WebhookVerificationError,
 } from './errors.js';
 export type { MismatchReason } from './errors.js';

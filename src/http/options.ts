@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError } from '../errors.js';
+import { isWellFormedText } from '../keys.js';
 import { silentLogger } from '../logger.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import type { IsolationLevel } from '../store/claim.js';
@@ -317,12 +318,23 @@ function constantScope(scope: string): () => string {
   return () => scope;
 }
 
-/** A scope is part of the primary key: bounded, and storable as text. */
+/**
+ * A scope is part of the primary key: bounded, and stored as itself. No NUL (Postgres
+ * text cannot hold it) and no lone surrogate (node-postgres sends U+FFFD in its place,
+ * so two tenants' scopes differing only there would share one key space).
+ */
 export function checkScope(scope: unknown): string {
-  if (typeof scope !== 'string' || scope.length > 1024 || scope.includes('\u0000'))
-    throw new ConfigurationError('scope', 'must be a string of at most 1024 characters, no NUL', {
-      scope: typeof scope === 'string' ? scope.slice(0, 64) : typeof scope,
-    });
+  if (
+    typeof scope !== 'string' ||
+    scope.length > 1024 ||
+    scope.includes('\u0000') ||
+    !isWellFormedText(scope)
+  )
+    throw new ConfigurationError(
+      'scope',
+      'must be a string of at most 1024 characters, no NUL, no lone UTF-16 surrogate',
+      { scope: typeof scope === 'string' ? scope.slice(0, 64) : typeof scope },
+    );
   return scope;
 }
 

@@ -18,6 +18,7 @@ import {
   IdempotencyKeyMissingError,
   IdempotencyKeyReusedError,
   RequestTooLargeError,
+  WebhookDeliveryIdInvalidError,
   WebhookVerificationError,
 } from './errors.js';
 
@@ -107,6 +108,8 @@ const DETAILS = {
   'request-too-large':
     'Nothing was applied: the request body is larger than this endpoint accepts.',
   'webhook-unverified': 'Nothing was applied: the delivery did not pass verification.',
+  'webhook-id-invalid':
+    'Nothing was applied: a delivery id is a non-empty string of printable ASCII or an integer (no fraction, no exponent).',
   'rolled-back':
     'Nothing was applied: the request failed inside its transaction, which rolled back.',
   unavailable:
@@ -179,6 +182,13 @@ function classify(error: EffectivelyOnceError, settings: ProblemSettings): Class
       status: 413,
       slug: 'request-too-large',
       title: 'Request body too large',
+      retry: false,
+    };
+  if (error instanceof WebhookDeliveryIdInvalidError)
+    return {
+      status: 400,
+      slug: 'webhook-id-invalid',
+      title: `${error.field} is not a delivery id`,
       retry: false,
     };
   if (error instanceof WebhookVerificationError)

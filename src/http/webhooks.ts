@@ -1,8 +1,13 @@
+import { isLosslessNumber, parse as parseLossless } from 'lossless-json';
 import { ConfigurationError, EffectivelyOnceError } from '../errors.js';
 import { checkScope } from './options.js';
 import { readRequestBody } from './body.js';
 import type { IdempotencyContext, IdempotentHandler } from './context.js';
-import { IdempotencyKeyMissingError, WebhookVerificationError } from './errors.js';
+import {
+  IdempotencyKeyMissingError,
+  WebhookDeliveryIdInvalidError,
+  WebhookVerificationError,
+} from './errors.js';
 import type { FingerprintMode } from './fingerprint.js';
 
 /** Where a sender puts the id of a delivery, the same on every redelivery of it. */
@@ -11,7 +16,12 @@ export interface WebhookSource {
   readonly name: string;
   /** Where the id is, for error messages (`X-GitHub-Delivery header`). */
   readonly describe: string;
-  /** The delivery's id, or undefined when the request has none. */
+  /**
+   * The delivery's id, exactly as the sender wrote it, or undefined when the request has
+   * none (answered 400 `EO_IDEMPOTENCY_KEY_MISSING`). It must be a non-empty string of
+   * printable ASCII; anything else, or a thrown `WebhookDeliveryIdInvalidError`, is
+   * answered 400 `EO_WEBHOOK_ID_INVALID`. Nothing is claimed either way.
+   */
   deliveryId(request: Request, body: Uint8Array): string | undefined;
 }
 
@@ -26,39 +36,141 @@ export function headerSource(name: string, header: string): WebhookSource {
 
 /**
  * A sender that names the delivery in the JSON body: `path` is a field name or a path
- * of names (`['event', 'id']`). A body that is not JSON has no id.
+ * of names (`['event', 'id']`, an array's index as `'0'`). The id is read exactly as
+ * written in the body's text, never through a JavaScript number, so two int64 ids past
+ * 2^53 (`9007199254740993` and `…992`, which `JSON.parse` reads as one number) are two
+ * deliveries:
+ *
+ * - a string is the id as it is (spaces and quotes included), if it is non-empty
+ *   printable ASCII;
+ * - an integer is its digits (`-12`, `9007199254740993`): JSON spells each integer one
+ *   way, so one id is one key;
+ * - absent, `null`, or a body that is not JSON: no id (400 `EO_IDEMPOTENCY_KEY_MISSING`);
+ * - anything else (a fraction `1.5`, `10.0`, an exponent `1e3`, `-0`, a boolean, an
+ *   object, an array, `""`, or a body giving one field twice with different values):
+ *   refused, 400 `EO_WEBHOOK_ID_INVALID`, as no one key is that id's and only that id's.
  */
 export function bodyFieldSource(name: string, path: string | readonly string[]): WebhookSource {
   const fields = typeof path === 'string' ? [path] : path;
+  const describe = `"${fields.join('.')}" field of the JSON body`;
   return {
     name,
-    describe: `"${fields.join('.')}" field of the JSON body`,
+    describe,
     deliveryId: (_request, body) => {
-      let value: unknown;
-      try {
-        value = JSON.parse(Buffer.from(body).toString('utf8'));
-      } catch {
-        return undefined;
+      const value = readField(Buffer.from(body).toString('utf8'), fields, describe);
+      if (value === undefined || value === null) return undefined;
+      if (typeof value === 'string') {
+        if (value.length === 0) throw new WebhookDeliveryIdInvalidError(describe, 'it is empty');
+        return value;
       }
-      for (const field of fields) {
-        if (value === null || typeof value !== 'object') return undefined;
-        value = (value as Record<string, unknown>)[field];
+      if (isLosslessNumber(value)) {
+        if (INTEGER.test(value.value)) return value.value;
+        throw new WebhookDeliveryIdInvalidError(
+          describe,
+          'it is a number that is not an integer written without fraction or exponent',
+        );
       }
-      if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-      return typeof value === 'string' && value.length > 0 ? value : undefined;
+      throw new WebhookDeliveryIdInvalidError(
+        describe,
+        `it is ${Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`}, not a string or an integer`,
+      );
     },
   };
 }
 
-/** Presets for senders whose delivery id is documented. */
+/**
+ * An integer as JSON writes it: no leading zero, no fraction, no exponent, so each
+ * integer has one spelling; `-0` is refused (the number 0 spelt a second way).
+ */
+const INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
+
+/** A key's alphabet: printable ASCII, as in an Idempotency-Key header. */
+const PRINTABLE = /^[\x20-\x7e]+$/;
+
+/**
+ * The value at `fields` in a JSON text, numbers as lossless-json's LosslessNumber (their
+ * exact text). Undefined when the text is not JSON or a field on the path is absent.
+ */
+function readField(text: string, fields: readonly string[], describe: string): unknown {
+  let value: unknown;
+  try {
+    value = parseLossless(text);
+  } catch (error) {
+    if (!isJson(text)) return undefined;
+    // JSON that lossless-json cannot read: a key given twice with different values
+    // (JSON.parse silently keeps the last, so the body has no one id), or nesting
+    // deeper than its recursion goes.
+    throw new WebhookDeliveryIdInvalidError(
+      describe,
+      error instanceof SyntaxError && /duplicate key/i.test(error.message)
+        ? 'the body gives a field twice with different values'
+        : 'the body is nested too deeply to be read exactly',
+    );
+  }
+  for (const field of fields) {
+    if (value === null || typeof value !== 'object' || isLosslessNumber(value)) return undefined;
+    if (!Object.hasOwn(value, field)) return undefined;
+    value = (value as Record<string, unknown>)[field];
+  }
+  return value;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A delivery id as an Idempotency-Key header value that parses back to exactly it: an
+ * RFC 8941 String (`"…"`, `"` and `\` escaped), so the header parser neither trims
+ * nor unquotes it (`" x"` and `"\"x\""` are not `x`).
+ */
+function asKeyHeader(id: string): string {
+  return `"${id.replace(/[\\"]/g, '\\$&')}"`;
+}
+
+/**
+ * Presets for senders whose delivery id is documented, each keyed on what the sender's
+ * own guidance on duplicate deliveries names (docs/http.md, "Webhook receivers", cites
+ * the pages).
+ */
 export const webhookSources = {
-  /** GitHub: `X-GitHub-Delivery`, a GUID kept on redeliveries. */
+  /**
+   * GitHub: `X-GitHub-Delivery`, a GUID per delivery that a redelivery keeps ("Best
+   * practices for using webhooks": use it to tell deliveries apart).
+   */
   github: headerSource('github', 'X-GitHub-Delivery'),
-  /** Stripe: the event's `id` (`evt_…`) in the body; retries resend the same event. */
+  /**
+   * Stripe: the event's `id` (`evt_…`) in the body; retries resend the same event
+   * ("Handle duplicate events": log the event ids you have processed).
+   */
   stripe: bodyFieldSource('stripe', 'id'),
-  /** Shopify: `X-Shopify-Webhook-Id`, the same on every retry of a webhook. */
-  shopify: headerSource('shopify', 'X-Shopify-Webhook-Id'),
+  /**
+   * Shopify: `X-Shopify-Event-Id`, the same on every duplicate of one event ("Ignore
+   * duplicate webhooks"); `X-Shopify-Webhook-Id` only for a delivery without it. One
+   * event is one key even when it arrives under another webhook id.
+   */
+  shopify: headersSource('shopify', ['X-Shopify-Event-Id', 'X-Shopify-Webhook-Id']),
 } as const;
+
+/** A sender that names the delivery in the first of `headers` present (described by the first). */
+function headersSource(name: string, headers: readonly [string, ...string[]]): WebhookSource {
+  return {
+    name,
+    describe: `${headers[0]} header`,
+    deliveryId: (request) => {
+      for (const header of headers) {
+        const value = request.headers.get(header)?.trim();
+        if (value) return value;
+      }
+      return undefined;
+    },
+  };
+}
 
 /** Checks a receiver's options when it is created. */
 export function checkWebhookOptions(options: WebhookOptions): void {
@@ -135,6 +247,7 @@ export type WebhookAdmission =
       kind: 'admitted';
       /** The request again, its body readable. */
       request: Request;
+      /** The delivery id as an Idempotency-Key header value: it parses back to the id, exactly. */
       key: string;
       /** The sender's namespace (`options.scope`, default `webhook:<source>`); see {@link webhookScope}. */
       door: string;
@@ -181,10 +294,18 @@ export async function admitDelivery(
     const id = options.source.deliveryId(request, body);
     if (id === undefined)
       return { kind: 'refused', error: new IdempotencyKeyMissingError(options.source.describe) };
+    if (typeof id !== 'string' || !PRINTABLE.test(id))
+      return {
+        kind: 'refused',
+        error: new WebhookDeliveryIdInvalidError(
+          options.source.describe,
+          'a delivery id is a non-empty string of printable ASCII',
+        ),
+      };
     return {
       kind: 'admitted',
       request: copy(),
-      key: id,
+      key: asKeyHeader(id),
       door: options.scope ?? `webhook:${options.source.name}`,
       fingerprint: options.compareBody === true ? undefined : IGNORE_BODY,
     };

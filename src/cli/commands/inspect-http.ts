@@ -31,7 +31,7 @@ export async function inspectHttpKey(
   } catch {
     throw new ConfigurationError(
       '--scope',
-      'no request could have stored this scope: at most 1024 characters, no NUL',
+      'no request could have stored this scope: at most 1024 characters, no NUL, no lone surrogate',
     );
   }
   const key = httpKey(ctx.args.positionals[0] ?? '');

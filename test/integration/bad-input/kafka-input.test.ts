@@ -128,6 +128,56 @@ describe('bad input on Kafka', () => {
     TIMEOUT,
   );
 
+  it(
+    'key headers that are not UTF-8 are dead-lettered, never read as U+FFFD: two different byte keys are not one',
+    async () => {
+      const topic = unique('bad-utf8-key');
+      await createTopics(kafka, [
+        { topic, partitions: 1 },
+        { topic: `${topic}.dlq`, partitions: 1 },
+      ]);
+      // Two binary ids, one payload (two "add 1" commands): 6b ff and 6b fe both decode,
+      // leniently, to "k\ufffd", so the second would be a duplicate of the first.
+      const records: Message[] = [
+        {
+          partition: 0,
+          value: '{"id":"binary"}',
+          headers: { 'idempotency-key': Buffer.from([0x6b, 0xff]) },
+        },
+        {
+          partition: 0,
+          value: '{"id":"binary"}',
+          headers: { 'idempotency-key': Buffer.from([0x6b, 0xfe]) },
+        },
+        // A real U+FFFD, spelt in UTF-8, is a key like any other.
+        keyed('k\ufffd-real', JSON.stringify({ id: 'real' })),
+        keyed('utf8-last', JSON.stringify({ id: 'last' })),
+      ];
+      await produce(kafka, topic, records);
+      const groupId = unique('g-bad-utf8-key');
+      const worker = startKafka(topic, groupId);
+      await worker.consumer.start();
+      await waitFor(
+        () => {
+          const s = worker.consumer.stats();
+          return s.processed + s.duplicates + s.deadLettered === records.length;
+        },
+        { what: 'every record settled', timeoutMs: 30_000 },
+      );
+      expect(worker.deadLettered.map((e) => [e.key, e.error.code, e.error.retryable])).toEqual([
+        [undefined, 'EO_INVALID_KEY', false],
+        [undefined, 'EO_INVALID_KEY', false],
+      ]);
+      expect((await suite.effects()).map((e) => e.key).sort()).toEqual(
+        ['k\ufffd-real', 'utf8-last'].sort(),
+      );
+      expect(worker.consumer.stats()).toMatchObject({ duplicates: 0, failed: 0 });
+      const letters = await readTopic(kafka, `${topic}.dlq`, 2);
+      expect(letters.map((l) => header(l.headers, DEAD_LETTER_HEADERS.offset))).toEqual(['0', '1']);
+    },
+    TIMEOUT,
+  );
+
   it.each([
     ['without auto-creation', { allowAutoTopicCreation: false }],
     ['with auto-creation (kafkajs and broker defaults)', {}],

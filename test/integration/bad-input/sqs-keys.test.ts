@@ -92,6 +92,31 @@ describe('bad keys on SQS', () => {
   );
 
   it(
+    'keys that differ only in lone surrogates (from a key function over the body) are dead-lettered, never merged; others flow',
+    async () => {
+      const { url } = await suite.queues.create('lonekey', { visibilityTimeout: 10 });
+      const { url: dlq } = await suite.queues.create('lonekey-dlq');
+      // JSON spells a lone surrogate; Postgres would get U+FFFD for both, one key.
+      for (const id of ['"a\\ud800"', '"a\\ud801"', '"ok"'])
+        await suite.queues.send(url, `{"id":${id}}`);
+      const worker = await suite.sqsWorker({
+        queueUrl: url,
+        deadLetterQueueUrl: dlq,
+        key: (message) => (JSON.parse(message.Body ?? '{}') as { id: string }).id,
+      });
+      await settled(worker, 3, suite.empty(url));
+      expect(worker.deadLettered.map((e) => [e.error.code, e.error.retryable])).toEqual([
+        ['EO_INVALID_KEY', false],
+        ['EO_INVALID_KEY', false],
+      ]);
+      expect((await suite.effects()).map((e) => e.key)).toEqual(['ok']);
+      expect(await suite.claimedKeys()).toEqual(['ok']);
+      expect(await suite.queues.drain(dlq)).toHaveLength(2);
+    },
+    TIMEOUT,
+  );
+
+  it(
     'a message without the configured key attribute is dead-lettered as EO_INVALID_KEY; others flow',
     async () => {
       const { url } = await suite.queues.create('nokey', { visibilityTimeout: 10 });

@@ -101,6 +101,24 @@ describe('retries', () => {
     },
   );
 
+  it('a 408 Request Timeout (the server gave up before the whole request arrived) is retried with the same key', async () => {
+    // RFC 9110 §15.5.9: the server did not receive a complete request and closes; the
+    // client may repeat it. The key makes a repeat harmless even had it been applied.
+    const server = await startServer({
+      intercept: (_a, nth) =>
+        nth === 0 ? { status: 408, headers: { connection: 'close' } } : undefined,
+    });
+    const result = await idempotentFetch(
+      `${server.url}/c`,
+      { method: 'POST' },
+      { key: 'k-408', json: { status: 408 }, ...FAST },
+    );
+    expect(result.response.status).toBe(201);
+    expect(result).toMatchObject({ attempts: 2, replayed: false });
+    expect(server.arrivalsFor('k-408').map((a) => a.outcome)).toEqual(['intercepted', 'applied']);
+    expect(server.effects.get('k-408')).toBe(1);
+  });
+
   it('409 + Retry-After while the original runs: waits what the server said, then gets the replay', async () => {
     const original = gate();
     const server = await startServer({

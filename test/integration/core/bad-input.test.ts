@@ -17,12 +17,15 @@ beforeAll(async () => {
 afterAll(async () => db.close());
 
 describe('bad input is dead-lettered with a typed error and loses nothing else', () => {
-  it('empty, over-long and NUL keys; a rejected body; good messages still flow', async () => {
+  it('empty, over-long, NUL and lone-surrogate keys; a rejected body; good messages still flow', async () => {
     const h = await memoryHarness(db, { maxKeyLength: 255 });
     const tooLong = h.source.send({ id: 'long', amount: 1 }, { key: 'k'.repeat(256) });
     const atLimit = h.source.send({ id: 'limit', amount: 1 }, { key: 'k'.repeat(255) });
     const empty = h.source.send({ id: 'empty', amount: 1 }, { key: '' });
     const nul = h.source.send({ id: 'nul', amount: 1 }, { key: 'a\u0000b' });
+    // Two keys differing only in lone surrogates: both would be "a\ufffd" in Postgres.
+    const lone = h.source.send({ id: 'lone', amount: 1 }, { key: 'a\ud800' });
+    const lone2 = h.source.send({ id: 'lone2', amount: 1 }, { key: 'a\udc00' });
     const unicode = h.source.send({ id: 'unicode', amount: 1 }, { key: 'ключ-🔑-鍵' });
     const rejected = h.source.send(
       { id: 'rejected', amount: 1 },
@@ -33,7 +36,7 @@ describe('bad input is dead-lettered with a typed error and loses nothing else',
     await waitFor(() => h.source.outstanding === 0);
     await h.consumer.stop();
 
-    for (const m of [tooLong, empty, nul]) {
+    for (const m of [tooLong, empty, nul, lone, lone2]) {
       expect(m.state).toBe('dead-lettered');
       expect(m.deadLetterReason).toBeInstanceOf(InvalidKeyError);
       expect(m.deadLetterReason?.retryable).toBe(false);
@@ -59,6 +62,11 @@ describe('bad input is dead-lettered with a typed error and loses nothing else',
       [{ maxKeyLength: 100_000 }, 'maxKeyLength'],
       [{ onMismatch: 'explode' }, 'onMismatch'],
       [{ name: '' }, 'name'],
+      // The name is half the dedup table's primary key: NUL fails every claim, and a
+      // lone surrogate is sent as U+FFFD, so "orders-\ud800" and "orders-\ud801" would
+      // share one key space (the second consumer's messages taken for duplicates).
+      [{ name: 'orders-\u0000' }, 'name'],
+      [{ name: 'orders-\ud800' }, 'name'],
       [{ table: 'x'.repeat(64) }, 'table'],
       [{ handler: 'nope' }, 'handler'],
       [{ backoff: { initialMs: 10, maxMs: 5 } }, 'backoff.maxMs'],

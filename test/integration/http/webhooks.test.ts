@@ -16,7 +16,11 @@ const deliveries: Record<
     headers: {},
     body: { id, type: 'charge.succeeded', pending_webhooks: 3 - n },
   }),
-  shopify: (id, n) => ({ headers: { 'x-shopify-webhook-id': id }, body: { order: 1, n } }),
+  // Shopify: one event id on every duplicate, whose webhook id may differ.
+  shopify: (id, n) => ({
+    headers: { 'x-shopify-event-id': id, 'x-shopify-webhook-id': `${id}-w${n}` },
+    body: { order: 1, n },
+  }),
   generic: (id, n) => ({ headers: {}, body: { delivery: { id }, n } }),
 };
 

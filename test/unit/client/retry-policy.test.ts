@@ -10,10 +10,10 @@ import {
 const bounds = { initialMs: 100, maxMs: 10_000 };
 
 describe('isRetryableStatus', () => {
-  it.each([409, 429, 500, 502, 503, 504, 599])('%i is retried', (status) => {
+  it.each([408, 409, 429, 500, 502, 503, 504, 599])('%i is retried', (status) => {
     expect(isRetryableStatus(status)).toBe(true);
   });
-  it.each([200, 201, 204, 301, 304, 400, 401, 403, 404, 408, 410, 412, 413, 422, 428, 600])(
+  it.each([200, 201, 204, 301, 304, 400, 401, 403, 404, 410, 412, 413, 422, 428, 600])(
     '%i is final',
     (status) => {
       expect(isRetryableStatus(status)).toBe(false);

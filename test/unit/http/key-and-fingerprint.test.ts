@@ -36,6 +36,8 @@ describe('parseIdempotencyKey', () => {
     ['"a\\nb"', 'escape'],
     ['ключ', 'printable ASCII'],
     ['a\u0000b', 'printable ASCII'],
+    ['a\ud800b', 'printable ASCII'],
+    ['"\udc00"', 'printable ASCII'],
   ])('refuses %j (%s)', (value, problem) => {
     expect(() => parseIdempotencyKey(value, H)).toThrow(IdempotencyKeyInvalidError);
     expect(() => parseIdempotencyKey(value, H)).toThrow(new RegExp(problem));

@@ -24,6 +24,18 @@ describe('examples/kafka-keys.ts (docs/keys-and-the-dedup-window.md)', () => {
     expect(byRecordKey(record({}))).toBe('orders/2/41');
   });
 
+  it('byRecordKey: a binary record key is refused, never read as U+FFFD (two ids would be one key)', () => {
+    // Raw 16-byte UUIDs differing in one byte past 0x7f: lenient UTF-8 reads both with
+    // U+FFFD there, one text for two ids.
+    const uuid = (last: number) =>
+      Buffer.from([...Array(15).keys()].map((i) => 0x41 + i).concat(last));
+    const a = record({ key: uuid(0xff) });
+    const b = record({ key: uuid(0xfe) });
+    expect(a.key?.toString('utf8')).toBe(b.key?.toString('utf8'));
+    expect(() => byRecordKey(a)).toThrow(/utf-8/i);
+    expect(() => byRecordKey(b)).toThrow(/utf-8/i);
+  });
+
   it('byEventId: the JSON value’s eventId; none, or a tombstone, has no key', () => {
     expect(byEventId(record({ value: Buffer.from('{"eventId":"e-1"}') }))).toBe('event:e-1');
     expect(byEventId(record({ value: Buffer.from('{"id":1}') }))).toBeUndefined();
