@@ -6,13 +6,14 @@
  * the broker set the timestamp, so the floor is on by default.
  */
 import { describe, expect, it } from '@jest/globals';
-import type { Kafka } from 'kafkajs';
-import { DEAD_LETTER_HEADERS } from '../../../adapters/kafka/index.js';
-import { createConsumer } from '../../../src/index.js';
+import type { EachMessagePayload, Kafka } from 'kafkajs';
+import { DEAD_LETTER_HEADERS, exactlyOnceEachMessage } from '../../../adapters/kafka/index.js';
+import { createConsumer, type ConsumerOptions } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import {
+  FAST_GROUP,
   committedOffsets,
   effects,
   header,
@@ -50,6 +51,11 @@ async function createTopic(topic: string, type: 'CreateTime' | 'LogAppendTime'):
   } finally {
     await admin.disconnect();
   }
+}
+
+/** Who applied the effect of `key` (the effects table is shared by the file's tests). */
+async function effectsOf(key: string): Promise<string[]> {
+  return (await effects(db)).filter((e) => e.key === key).map((e) => e.member);
 }
 
 /** The consumer's own retention, run until it pruned the row of the earlier processing. */
@@ -119,7 +125,7 @@ describe('Kafka: the admission floor', () => {
         () => second.consumer.stats().processed + second.consumer.stats().deadLettered === 1,
         { what: 'the replayed record counted' },
       );
-      expect((await effects(db)).map((e) => e.member)).toEqual(['a']);
+      expect(await effectsOf('op-1')).toEqual(['a']);
       expect(second.calls).toEqual([]);
       expect(second.consumer.stats()).toMatchObject({ processed: 0, deadLettered: 1 });
       const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
@@ -127,5 +133,124 @@ describe('Kafka: the admission floor', () => {
     } finally {
       await second.stop();
     }
+  });
+
+  it('floors a CreateTime record only when told to trust producer timestamps', async () => {
+    const topic = unique('floor-ct');
+    const groupId = unique('g-floor-ct');
+    await createTopic(topic, 'CreateTime');
+    // A producer may set any CreateTime: here two hours ago, a legitimate old record.
+    const twoHoursAgo = String(Date.now() - 2 * 3_600_000);
+    await produce(kafka, topic, [
+      {
+        partition: 0,
+        value: JSON.stringify({ seq: 1 }),
+        timestamp: twoHoursAgo,
+        headers: { 'idempotency-key': 'op-ct' },
+      },
+    ]);
+    const window = { retention: { olderThanMs: 3_600_000, intervalMs: 60_000 } };
+
+    // Processed once, by a consumer that does not trust producer timestamps (the default).
+    const first = await startConsumer({
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'a',
+      name: 'floor-ct',
+      client: 'kafkajs',
+      consumer: window,
+    });
+    try {
+      await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 1, {
+        timeoutMs: 30_000,
+        what: 'the old record processed: CreateTime is not floored by default',
+      });
+      expect(first.consumer.stats()).toMatchObject({ processed: 1, expired: 0 });
+    } finally {
+      await first.stop();
+    }
+    await pruneWindow('floor-ct', 1);
+    await resetToEarliest(kafka, groupId, topic);
+
+    const second = await startConsumer({
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'b',
+      name: 'floor-ct',
+      client: 'kafkajs',
+      consumer: { ...window, admissionFloor: { producerTimestamps: true } },
+    });
+    const expired: number[] = [];
+    second.consumer.on('expired', (e) => expired.push(e.firstSentAt.getTime()));
+    try {
+      await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 1, {
+        timeoutMs: 30_000,
+        what: 'the replayed record settled',
+      });
+      expect(await effectsOf('op-ct')).toEqual(['a']);
+      expect(second.calls).toEqual([]);
+      expect(expired).toEqual([Number(twoHoursAgo)]);
+      const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
+      expect(header(letter!.headers, DEAD_LETTER_HEADERS.errorCode)).toBe('EO_DELIVERY_EXPIRED');
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('holds on exactlyOnceEachMessage too (a replayed LogAppendTime record)', async () => {
+    const topic = unique('floor-each');
+    const groupId = unique('g-floor-each');
+    await createTopic(topic, 'LogAppendTime');
+    await db.pool.query('CREATE TABLE IF NOT EXISTS each_effects (n int NOT NULL)');
+    await produce(kafka, topic, [
+      {
+        partition: 0,
+        value: JSON.stringify({ seq: 1 }),
+        headers: { 'idempotency-key': 'op-each' },
+      },
+    ]);
+    const run = async (extra: Pick<ConsumerOptions<EachMessagePayload>, 'retention'>) => {
+      const consumer = kafka.consumer({ groupId, ...FAST_GROUP });
+      const producer = kafka.producer();
+      await Promise.all([consumer.connect(), producer.connect()]);
+      const eo = exactlyOnceEachMessage<EachMessagePayload>(
+        async (_payload, { tx }) => {
+          await tx.query('INSERT INTO each_effects (n) VALUES (1)');
+        },
+        { name: 'floor-each', pool: db.pool, schema: db.schema, producer, ...extra },
+      );
+      try {
+        await consumer.subscribe({ topics: [topic], fromBeginning: true });
+        await consumer.run({ eachMessage: eo.eachMessage });
+        await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 1, {
+          timeoutMs: 30_000,
+          what: 'the record settled',
+        });
+        return eo.consumer.stats();
+      } finally {
+        await consumer.disconnect();
+        await eo.stop();
+        await producer.disconnect();
+      }
+    };
+
+    expect(await run({})).toMatchObject({ processed: 1 });
+    await pruneWindow('floor-each', WINDOW_MS);
+    await resetToEarliest(kafka, groupId, topic);
+    expect(await run({ retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } })).toMatchObject({
+      processed: 0,
+      expired: 1,
+      deadLettered: 1,
+    });
+    const { rows } = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM each_effects',
+    );
+    expect(rows[0]!.n).toBe(1);
+    const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
+    expect(header(letter!.headers, DEAD_LETTER_HEADERS.errorCode)).toBe('EO_DELIVERY_EXPIRED');
   });
 });
