@@ -118,8 +118,9 @@ export interface AdmissionFloorOptions {
   /**
    * How much younger than the window a delivery must be to be admitted: room for clock
    * skew between the broker, this process and the database, and for the time from
-   * admission to the claim (pool wait, lock wait, batch gathering). Default: a tenth of
-   * the window, at most one hour. Must be below the window.
+   * admission to the claim (pool wait, lock wait, batch gathering, a failed batch's
+   * halves claimed again). Default: a tenth of the window, at most one hour. Must be
+   * below the window.
    */
   marginMs?: number;
   /**
