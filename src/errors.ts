@@ -93,6 +93,25 @@ export class PayloadMismatchError extends EffectivelyOnceError {
   }
 }
 
+/**
+ * The admission floor refused the delivery: the broker says it was first sent longer ago
+ * than the dedup window guarantees a claim is kept, so a claim of its key may have been
+ * pruned and it cannot be told from a message never processed. Dead-lettered, never
+ * applied blind.
+ */
+export class DeliveryExpiredError extends EffectivelyOnceError {
+  constructor(key: string, firstSentAt: Date, ageMs: number, lifetimeMs: number) {
+    super(
+      'EO_DELIVERY_EXPIRED',
+      `Key "${truncate(key)}" was first sent ${ageMs} ms ago, longer than the dedup window keeps a claim (${lifetimeMs} ms)`,
+      {
+        retryable: false,
+        details: { key, firstSentAt: firstSentAt.toISOString(), ageMs, lifetimeMs },
+      },
+    );
+  }
+}
+
 /** The handler did not settle within `handlerTimeoutMs`; its transaction is discarded. */
 export class HandlerTimeoutError extends EffectivelyOnceError {
   constructor(key: string, timeoutMs: number) {

@@ -9,7 +9,7 @@
 // etc/effectively-once.api.md is its report; `npm run api:check` fails when it drifts.
 export { createConsumer } from './consumer/consumer.js';
 export type { Consumer, StopOptions } from './consumer/types.js';
-export type { ConsumerOptions } from './consumer/options.js';
+export type { AdmissionFloorOptions, ConsumerOptions } from './consumer/options.js';
 export type { IsolationLevel } from './store/claim.js';
 export { migrate } from './store/migrate.js';
 export type { MigrateOptions } from './store/migrate.js';
@@ -32,6 +32,7 @@ export {
   BodyParseError,
   ClaimBusyError,
   PayloadMismatchError,
+  DeliveryExpiredError,
   HandlerTimeoutError,
   HandlerError,
   CommitUnknownError,

@@ -23,6 +23,21 @@ export interface Delivery<T = unknown> {
   readonly signal?: AbortSignal | undefined;
   /** Set by the adapter when the delivery can never be handled (undecodable body). */
   readonly rejection?: EffectivelyOnceError | undefined;
+  /**
+   * When the message was first sent, as the broker recorded it (SQS `SentTimestamp`, the
+   * Kafka record timestamp); the same on every redelivery. The consumer's admission floor
+   * (its `admissionFloor` option) refuses a delivery first sent longer ago than
+   * its dedup window keeps a claim (the `expired` event, then a dead letter). A delivery
+   * without it is never floored.
+   */
+  readonly firstSentAt?: Date | undefined;
+  /**
+   * Who set {@link firstSentAt}: `broker` (SQS `SentTimestamp`, Kafka `LogAppendTime`),
+   * floored by default; `producer` (Kafka `CreateTime`: any producer's clock, or a
+   * timestamp it chose), floored only with `admissionFloor: { producerTimestamps: true }`.
+   * Default `broker`.
+   */
+  readonly firstSentBy?: 'broker' | 'producer' | undefined;
   /** The processing finished for good (committed or duplicate): delete / commit the offset. */
   ack(): Promise<void>;
   /**
@@ -209,6 +224,11 @@ export interface ConsumerStats {
   /** Keys that came back with another payload (the `mismatch` event). */
   mismatches: number;
   /**
+   * Deliveries the admission floor refused as first sent longer ago than the dedup window
+   * keeps a claim (the `expired` event), then dead-lettered.
+   */
+  expired: number;
+  /**
    * Claims that waited past `lockTimeoutMs` for a concurrent delivery of the key
    * (`EO_CLAIM_BUSY`).
    */
@@ -244,6 +264,12 @@ export interface ConsumerEvents {
   failed: { key: string; attempt: number; error: EffectivelyOnceError; willRetry: boolean };
   /** The key came back with another payload; hashes are hex sha256. */
   mismatch: { key: string; storedHash: string; payloadHash: string };
+  /**
+   * The admission floor refused the delivery before its claim: it was first sent `ageMs`
+   * ago, longer than the dedup window keeps a claim (`lifetimeMs`: the window minus the
+   * margin). It is dead-lettered with an `EO_DELIVERY_EXPIRED` reason, never applied.
+   */
+  expired: { key: string; attempt: number; firstSentAt: Date; ageMs: number; lifetimeMs: number };
   /** The delivery was parked for a human (dead-letter queue or topic). */
   'dead-lettered': { key: string | undefined; attempt: number; error: EffectivelyOnceError };
   /** A background `retention` run deleted rows (runs that deleted none stay quiet). */

@@ -9,7 +9,7 @@ import { DeadLetterPublisher } from './dead-letter.js';
 import { heartbeatWhile } from './heartbeat.js';
 import { DEFAULT_IDEMPOTENCY_HEADER, recordKey, type KafkaKeyFunction } from './keys.js';
 import { sleep } from '../../src/sleep.js';
-import { toKafkaRecord, type KafkaRecord } from './record.js';
+import { recordSentAt, recordSentBy, toKafkaRecord, type KafkaRecord } from './record.js';
 import { headerText, type Settlement } from './record-delivery.js';
 
 /** What kafkajs passes to `eachMessage` (kafkajs `EachMessagePayload`). */
@@ -154,6 +154,11 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
         raw: record,
         attempt,
         orderingKey: `${record.topic}/${record.partition}`,
+        // The record's timestamp, for the admission floor (read only when it is on).
+        get firstSentAt() {
+          return recordSentAt(record);
+        },
+        firstSentBy: recordSentBy(record),
         messaging: () => ({
           system: 'kafka',
           destination: record.topic,

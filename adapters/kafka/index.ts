@@ -13,7 +13,7 @@ export { migrateKafkaOffsets } from './postgres-offsets.js';
 export { DEFAULT_OFFSETS_TABLE } from '../../src/store/kafka-offsets.js';
 export type { KafkaOffsetsTableOptions } from './postgres-offsets.js';
 export { isKafkaDelivery, kafkaRecordOf } from './record.js';
-export type { KafkaRecord } from './record.js';
+export type { KafkaRecord, KafkaTimestampType } from './record.js';
 export { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, headerText } from './keys.js';
 export type { KafkaKeyFunction } from './keys.js';
 export type { KafkaParse } from './decode.js';

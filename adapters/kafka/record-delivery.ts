@@ -3,7 +3,7 @@ import type { KeyResult } from '../../src/keys.js';
 import type { Delivery, MessagingInfo } from '../../src/types.js';
 import type { KafkaHeaders } from './client.js';
 import type { Decoded } from './decode.js';
-import type { KafkaRecord } from './record.js';
+import { recordSentAt, recordSentBy, type KafkaRecord } from './record.js';
 
 /** How one delivery of a record ended, as far as the partition is concerned. */
 export type Settlement =
@@ -77,6 +77,16 @@ export class RecordDelivery<T> implements Delivery<T> {
 
   get raw(): KafkaRecord {
     return this.item.record;
+  }
+
+  /** The record's timestamp, for the admission floor; read only when the floor is on. */
+  get firstSentAt(): Date | undefined {
+    return recordSentAt(this.item.record);
+  }
+
+  /** `broker` for a `LogAppendTime` record (kafkajs tells), else `producer`. */
+  get firstSentBy(): 'broker' | 'producer' {
+    return recordSentBy(this.item.record);
   }
 
   /** The record's offset. */

@@ -21,6 +21,24 @@ export interface KafkaRecord {
   readonly headers: KafkaHeaders;
   /** Milliseconds since the epoch, as a decimal string. */
   readonly timestamp: string;
+  /**
+   * Who set `timestamp`: `LogAppendTime` (the broker, when it appended the record: the
+   * topic's `message.timestamp.type`), `CreateTime` (the producer). Undefined when the
+   * client does not tell: `@platformatic/kafka` (whose `timestamp` is the producer's
+   * even on a `LogAppendTime` topic).
+   */
+  readonly timestampType?: KafkaTimestampType | undefined;
+}
+
+/** How a record's timestamp was set (the record batch's timestamp-type attribute). */
+export type KafkaTimestampType = 'CreateTime' | 'LogAppendTime';
+
+/**
+ * kafkajs decodes a record batch's timestamp type onto each message's `batchContext`
+ * (0 CreateTime, 1 LogAppendTime), though its types do not declare it.
+ */
+interface KafkajsBatchContext {
+  readonly batchContext?: { readonly timestampType?: unknown } | undefined;
 }
 
 /**
@@ -35,6 +53,7 @@ class FetchedRecord implements KafkaRecord {
   readonly value: Buffer | null;
   readonly headers: KafkaHeaders;
   readonly timestamp: string;
+  readonly timestampType: KafkaTimestampType | undefined;
 
   constructor(batch: KafkaBatchLike, message: KafkaMessageLike) {
     this.topic = batch.topic;
@@ -44,7 +63,26 @@ class FetchedRecord implements KafkaRecord {
     this.value = message.value;
     this.headers = message.headers ?? {};
     this.timestamp = message.timestamp;
+    const type = (message as KafkajsBatchContext).batchContext?.timestampType;
+    this.timestampType = type === 1 ? 'LogAppendTime' : type === 0 ? 'CreateTime' : undefined;
   }
+}
+
+/**
+ * When the record was first sent, for the admission floor: its timestamp (kept on every
+ * redelivery, a replay included). Undefined without one (-1: an old message format).
+ */
+export function recordSentAt(record: KafkaRecord): Date | undefined {
+  const ms = Number(record.timestamp);
+  return Number.isSafeInteger(ms) && ms > 0 ? new Date(ms) : undefined;
+}
+
+/**
+ * Who set the record's timestamp: the broker only for `LogAppendTime`; a `CreateTime` is
+ * the producer's clock (or any value it chose), and so is an unknown type.
+ */
+export function recordSentBy(record: KafkaRecord): 'broker' | 'producer' {
+  return record.timestampType === 'LogAppendTime' ? 'broker' : 'producer';
 }
 
 /** Builds the record of one message of a fetched batch. */

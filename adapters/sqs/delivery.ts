@@ -78,6 +78,14 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
     this.queueUrl = deps.queueUrl;
   }
 
+  /**
+   * The message's `SentTimestamp` (set by SQS, kept on redelivery), for the admission
+   * floor. Read only when the floor is on.
+   */
+  get firstSentAt(): Date | undefined {
+    return sentTimestampOf(this.raw);
+  }
+
   /** Aborts when the heartbeat finds the message lost (another receive owns it now). */
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -219,4 +227,16 @@ export function sqsMessaging(message: Message, queueUrl: string | undefined): Me
   const destination =
     queueUrl === undefined ? 'unknown' : queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
   return { system: 'aws_sqs', destination, messageId: message.MessageId, carrier };
+}
+
+/**
+ * When SQS says the message was first sent: its `SentTimestamp` system attribute (set by
+ * SQS, ms since the epoch), which a redelivery keeps. Undefined when the receive did not
+ * ask for it (`MessageSystemAttributeNames`) or it is not a number.
+ */
+export function sentTimestampOf(message: Message): Date | undefined {
+  const text = message.Attributes?.SentTimestamp;
+  if (text === undefined) return undefined;
+  const ms = Number(text);
+  return Number.isSafeInteger(ms) && ms > 0 ? new Date(ms) : undefined;
 }

@@ -15,7 +15,7 @@ import type {
   HandlerContext,
   MessagingInfo,
 } from '../../src/types.js';
-import { sqsMessaging } from './delivery.js';
+import { sentTimestampOf, sqsMessaging } from './delivery.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import { isAccessDenied } from './aws-errors.js';
 import { defaultKey, groupScoped, messageKey } from './keys.js';
@@ -248,6 +248,11 @@ class PushedDelivery implements Delivery<Message> {
     const count = Number(raw.Attributes?.ApproximateReceiveCount);
     this.attempt = Number.isInteger(count) && count > 0 ? count : 1;
     this.orderingKey = raw.Attributes?.MessageGroupId;
+  }
+
+  /** `SentTimestamp`, for the admission floor (when sqs-consumer asked for it). */
+  get firstSentAt(): Date | undefined {
+    return sentTimestampOf(this.raw);
   }
 
   async ack(): Promise<void> {}

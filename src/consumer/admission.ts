@@ -1,5 +1,11 @@
-import type { ConsumerConfig } from './config.js';
-import { BodyParseError, EffectivelyOnceError, InvalidKeyError, describe } from '../errors.js';
+import type { AdmissionFloor, ConsumerConfig } from './config.js';
+import {
+  BodyParseError,
+  DeliveryExpiredError,
+  EffectivelyOnceError,
+  InvalidKeyError,
+  describe,
+} from '../errors.js';
 import { payloadHash } from './hash.js';
 import { keyFromFunction, validateKey } from '../keys.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -17,7 +23,9 @@ export type Admission =
 /**
  * Counts the delivery and decides whether it may be processed at all: not while
  * stopping (released), not when the adapter rejected it or its key or payload is
- * unusable (dead-lettered: the producer's bug would fail every attempt the same way).
+ * unusable (dead-lettered: the producer's bug would fail every attempt the same way),
+ * not when it is older than the admission floor (expired, then dead-lettered: its
+ * claim may have been pruned, so the claim could not tell it from a new message).
  */
 export function admit<T>(
   cfg: ConsumerConfig<T>,
@@ -41,6 +49,11 @@ export function admit<T>(
       error instanceof EffectivelyOnceError ? error : new InvalidKeyError(describe(error));
     return { outcome: settler.deadLetter(delivery, undefined, reason) };
   }
+  // Off (no window, or `admissionFloor: false`): one field read, the timestamp never is.
+  if (cfg.admissionFloor !== undefined) {
+    const expired = expiry(cfg.admissionFloor, delivery, key);
+    if (expired !== undefined) return { outcome: settler.expired(delivery, key, expired) };
+  }
   if (!cfg.payloadHash) return { key, hash: null };
   try {
     return { key, hash: payloadHash(delivery.payload, delivery.body) };
@@ -55,4 +68,23 @@ export function admit<T>(
     );
     return { outcome: settler.deadLetter(delivery, key, reason) };
   }
+}
+
+/**
+ * Why the floor refuses the delivery, if it does: first sent longer ago than the window
+ * keeps a claim. Measured here, before the claim; the margin covers the time from here
+ * to the claim and the clocks' skew. No timestamp (or a producer's, unless trusted, or
+ * an invalid one): not floored.
+ */
+function expiry(
+  floor: AdmissionFloor,
+  delivery: Delivery<unknown>,
+  key: string,
+): DeliveryExpiredError | undefined {
+  const sentAt = delivery.firstSentAt;
+  if (sentAt === undefined) return undefined;
+  if (delivery.firstSentBy === 'producer' && !floor.producerTimestamps) return undefined;
+  const ageMs = Date.now() - sentAt.getTime();
+  if (!(ageMs > floor.lifetimeMs)) return undefined;
+  return new DeliveryExpiredError(key, sentAt, ageMs, floor.lifetimeMs);
 }

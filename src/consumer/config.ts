@@ -38,7 +38,20 @@ export interface ConsumerConfig<T> {
   retention:
     { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
   telemetry: ConsumerTelemetry | undefined;
+  /** The admission floor; undefined when off (no window, or `admissionFloor: false`). */
+  admissionFloor: AdmissionFloor | undefined;
 }
+
+/** A resolved admission floor. */
+export interface AdmissionFloor {
+  /** A delivery first sent longer ago than this is refused: the window minus the margin. */
+  lifetimeMs: number;
+  /** Whether deliveries with `firstSentBy: 'producer'` are floored too. */
+  producerTimestamps: boolean;
+}
+
+/** The default margin: a tenth of the window, at most an hour. */
+const MAX_DEFAULT_MARGIN_MS = 3_600_000;
 
 const ISOLATION_LEVELS: readonly IsolationLevel[] = [
   'read committed',
@@ -178,5 +191,55 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
       batchSize: intOption('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
       dutyCycle: fractionOption('retention.dutyCycle', options.retention.dutyCycle, 0.5),
     },
+    // After retention: its olderThanMs is checked by then.
+    admissionFloor: resolveFloor(options.admissionFloor, options.retention?.olderThanMs),
   };
+}
+
+/**
+ * The floor from its option and the consumer's own retention: on by default when this
+ * consumer prunes (its rows are kept `retention.olderThanMs`), off without a window.
+ */
+function resolveFloor(
+  option: ConsumerOptions<unknown>['admissionFloor'],
+  retentionMs: number | undefined,
+): AdmissionFloor | undefined {
+  if (option === false) return undefined;
+  if (option !== undefined && option !== true && (typeof option !== 'object' || option === null)) {
+    throw new ConfigurationError(
+      'admissionFloor',
+      'must be a boolean or { marginMs, windowMs, producerTimestamps }',
+    );
+  }
+  const given = typeof option === 'object' ? option : {};
+  if (given.windowMs !== undefined && retentionMs !== undefined) {
+    throw new ConfigurationError(
+      'admissionFloor.windowMs',
+      'cannot be combined with retention: the window is retention.olderThanMs',
+    );
+  }
+  const windowMs =
+    given.windowMs === undefined
+      ? retentionMs
+      : intOption('admissionFloor.windowMs', given.windowMs, 0, 1, Number.MAX_SAFE_INTEGER);
+  if (windowMs === undefined) {
+    // Nothing prunes this consumer's rows that it knows of: no claim ever expires.
+    if (option === undefined) return undefined;
+    throw new ConfigurationError(
+      'admissionFloor',
+      'needs a window: set retention.olderThanMs, or admissionFloor.windowMs when a prune job prunes',
+    );
+  }
+  const marginMs = intOption(
+    'admissionFloor.marginMs',
+    given.marginMs,
+    Math.min(MAX_DEFAULT_MARGIN_MS, Math.floor(windowMs / 10)),
+    0,
+    windowMs - 1,
+  );
+  const producerTimestamps = given.producerTimestamps ?? false;
+  if (typeof producerTimestamps !== 'boolean') {
+    throw new ConfigurationError('admissionFloor.producerTimestamps', 'must be a boolean');
+  }
+  return { lifetimeMs: windowMs - marginMs, producerTimestamps };
 }

@@ -95,9 +95,45 @@ export interface ConsumerOptions<T> {
    */
   retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number; dutyCycle?: number };
   /**
+   * Refuse a delivery first sent longer ago than the dedup window keeps a claim: after
+   * pruning, such a redelivery could not be told from a new message and would be applied
+   * again. The floor reads when the broker says the message was first sent
+   * ({@link Delivery.firstSentAt}: SQS `SentTimestamp`, Kafka `LogAppendTime` with
+   * kafkajs); a delivery first sent more than `window - marginMs` ago gets the `expired`
+   * event and is dead-lettered (`EO_DELIVERY_EXPIRED`), before any claim. Default: on when
+   * `retention` is set, for broker timestamps only; `false` turns it off; a delivery
+   * without a timestamp is never floored.
+   */
+  admissionFloor?: boolean | AdmissionFloorOptions;
+  /**
    * Tracing and metrics hooks, e.g. `otelTelemetry()` from `effectively-once/otel`
    * (OpenTelemetry spans per delivery or batch, outcome counters, durations). Default:
    * none, and nothing is measured.
    */
   telemetry?: ConsumerTelemetry;
+}
+
+/** Options of {@link ConsumerOptions.admissionFloor}. */
+export interface AdmissionFloorOptions {
+  /**
+   * How much younger than the window a delivery must be to be admitted: room for clock
+   * skew between the broker, this process and the database, and for the time from
+   * admission to the claim (pool wait, lock wait, batch gathering, a failed batch's
+   * halves claimed again). Default: a tenth of the window, at most one hour. Must be
+   * below the window.
+   */
+  marginMs?: number;
+  /**
+   * The window, when this consumer does not prune itself (a `prune()` job or the
+   * command line prunes its rows): the `olderThan` of that job, in ms. Not with
+   * `retention`, whose `olderThanMs` is the window then.
+   */
+  windowMs?: number;
+  /**
+   * Also floor deliveries whose timestamp the producer set (`firstSentBy: 'producer'`:
+   * Kafka `CreateTime`, and every record of the `@platformatic/kafka` client, which does
+   * not tell the timestamp type). Only when the producers' clocks are trusted: a clock
+   * ahead lets an old record through, one behind dead-letters young records. Default false.
+   */
+  producerTimestamps?: boolean;
 }

@@ -2,6 +2,7 @@ import type { ConsumerConfig } from './config.js';
 import {
   BrokerError,
   ClaimBusyError,
+  type DeliveryExpiredError,
   EffectivelyOnceError,
   type PayloadMismatchError,
 } from '../errors.js';
@@ -90,6 +91,27 @@ export class Settler<T> {
     if (this.cfg.onMismatch === 'ack') {
       await this.ack(key, startAck(delivery));
       return 'duplicate';
+    }
+    return this.deadLetter(delivery, key, error);
+  }
+
+  /** Refused by the admission floor (see admission.ts): counted, told, then dead-lettered. */
+  async expired(
+    delivery: Delivery<T>,
+    key: string,
+    error: DeliveryExpiredError,
+  ): Promise<DeliveryOutcome> {
+    this.stats.expired++;
+    this.tracing.expired(delivery, error);
+    if (this.hub.listens('expired')) {
+      const { ageMs, lifetimeMs } = error.details as { ageMs: number; lifetimeMs: number };
+      this.hub.emit('expired', {
+        key,
+        attempt: delivery.attempt,
+        firstSentAt: delivery.firstSentAt!,
+        ageMs,
+        lifetimeMs,
+      });
     }
     return this.deadLetter(delivery, key, error);
   }

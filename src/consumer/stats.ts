@@ -10,6 +10,7 @@ export function emptyStats(): ConsumerStats {
     retried: 0,
     deadLettered: 0,
     mismatches: 0,
+    expired: 0,
     busy: 0,
     released: 0,
     ackFailures: 0,

@@ -12,9 +12,10 @@ export type TelemetryStep = 'transaction' | 'claim' | 'handler' | 'commit';
 /**
  * How telemetry sees the end of one delivery: its {@link DeliveryOutcome}, or
  * `mismatch` when its key came back with another payload (then dead-lettered, or acked
- * with `onMismatch: 'ack'`).
+ * with `onMismatch: 'ack'`), or `expired` when the admission floor refused it (then
+ * dead-lettered).
  */
-export type TelemetryOutcome = DeliveryOutcome | 'mismatch';
+export type TelemetryOutcome = DeliveryOutcome | 'mismatch' | 'expired';
 
 /** A running step: its context is active inside `run`, so the handler's own spans nest in it. */
 export interface TelemetryStepScope {

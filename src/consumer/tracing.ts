@@ -5,7 +5,8 @@ import type { Delivery, DeliveryOutcome } from '../types.js';
 /** What the settler noted about a delivery before its outcome was known. */
 interface Note {
   error: EffectivelyOnceError | undefined;
-  mismatch: boolean;
+  /** Telemetry's name for the outcome, when it is more than the delivery's own. */
+  outcome: 'mismatch' | 'expired' | undefined;
 }
 
 /**
@@ -108,16 +109,29 @@ export class Tracing {
 
   /** The delivery's key came back with another payload. */
   mismatch(delivery: Delivery<unknown>, error: EffectivelyOnceError): void {
+    this.noteOutcome(delivery, 'mismatch', error);
+  }
+
+  /** The admission floor refused the delivery. */
+  expired(delivery: Delivery<unknown>, error: EffectivelyOnceError): void {
+    this.noteOutcome(delivery, 'expired', error);
+  }
+
+  private noteOutcome(
+    delivery: Delivery<unknown>,
+    outcome: 'mismatch' | 'expired',
+    error: EffectivelyOnceError,
+  ): void {
     if (!this.scopes.has(delivery)) return;
     const note = this.note(delivery);
-    note.mismatch = true;
+    note.outcome = outcome;
     note.error = error;
   }
 
   private note(delivery: Delivery<unknown>): Note {
     let note = this.notes.get(delivery);
     if (note === undefined) {
-      note = { error: undefined, mismatch: false };
+      note = { error: undefined, outcome: undefined };
       this.notes.set(delivery, note);
     }
     return note;
@@ -126,9 +140,7 @@ export class Tracing {
   private settle(scope: TelemetryScope, delivery: Delivery<unknown>, outcome: DeliveryOutcome) {
     const note = this.notes.get(delivery);
     this.notes.delete(delivery);
-    quietly(() =>
-      scope.settled(delivery, note?.mismatch === true ? 'mismatch' : outcome, note?.error),
-    );
+    quietly(() => scope.settled(delivery, note?.outcome ?? outcome, note?.error));
   }
 }
 

@@ -215,6 +215,7 @@ function isFailure(outcome: TelemetryOutcome): boolean {
     outcome === 'retry' ||
     outcome === 'dead-lettered' ||
     outcome === 'mismatch' ||
+    outcome === 'expired' ||
     outcome === 'unsettled'
   );
 }
