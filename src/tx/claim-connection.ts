@@ -314,6 +314,16 @@ export class ClaimConnection {
         };
       case 'unknown':
         this.markBroken(outcome.error);
+        // An ERROR 25006 on the COMMIT's round trip (the library's last write, e.g. a
+        // stored response) came before the COMMIT, which the server then skipped: a
+        // known rollback on a live session that takes writes (the claim's INSERT went
+        // through in it), so the handler made the transaction read-only. The broken
+        // connection is destroyed, which ends the aborted transaction.
+        if (
+          sqlstateOf(outcome.error) === READ_ONLY_SQL_TRANSACTION &&
+          (outcome.error as { severity?: unknown }).severity === 'ERROR'
+        )
+          return handlersFault(new TransactionAbortedError(this.key, 'read-only', outcome.error));
         this.markDownIfUnavailable(outcome.error);
         return infra(new CommitUnknownError(this.key, outcome.error));
     }

@@ -37,16 +37,16 @@ async function settledOrLooping(m: MemoryMessage<Charge>, failures: Failure[], b
   );
 }
 
-/** Runs `statement` in the handler, rethrowing its error or swallowing it. */
-async function dead<T>(
+/** Runs `staged` in a handler (maxAttempts 2) until its message settles or loops. */
+async function dead(
   name: string,
-  staged: (ctx: HandlerContext<Charge>) => Promise<T>,
+  staged: (ctx: HandlerContext<Charge>) => Promise<void>,
 ): Promise<{ failures: Failure[]; message: MemoryMessage<Charge> }> {
   const failures: Failure[] = [];
   const h = await memoryHarness(db, {
     name,
     maxAttempts: 2,
-    after: async (_m, ctx) => void (await staged(ctx)),
+    after: async (_m, ctx) => staged(ctx),
   });
   h.consumer.on('failed', (f) => failures.push(f));
   await h.consumer.start();
@@ -85,9 +85,10 @@ describe('statement errors the handler causes spend attempts', () => {
       const holder = await db.pool.connect();
       try {
         await holder.query("BEGIN; SELECT * FROM held WHERE id = 'x' FOR UPDATE");
-        const { failures, message } = await dead(name, (ctx) =>
-          caught ? swallow(() => staged(ctx)) : staged(ctx),
-        );
+        const { failures, message } = await dead(name, async (ctx) => {
+          if (caught) await swallow(() => staged(ctx));
+          else await staged(ctx);
+        });
         expect(message.state).toBe('dead-lettered');
         expect(failures.map((f) => [f.attempt, f.willRetry])).toEqual([
           [1, true],
