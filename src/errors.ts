@@ -153,22 +153,30 @@ export class CommitUnknownError extends EffectivelyOnceError {
 }
 
 /**
- * The claim's transaction was rolled back before it could commit although the handler
- * returned normally: a statement failed inside it and the handler caught the error
- * (Postgres then answers COMMIT with ROLLBACK), or the handler ended the transaction
- * itself. Nothing committed; it spends an attempt like a handler failure.
+ * The claim's transaction was rolled back before it could commit: a statement failed
+ * inside it and the handler caught the error (Postgres then answers COMMIT with
+ * ROLLBACK: `reason` `'aborted'`), the handler ended the transaction itself
+ * (`'ended'`), the server ended the session because the transaction outlasted
+ * `idle_in_transaction_session_timeout` (25P03) or `transaction_timeout` (25P04)
+ * (`'timed-out'`), or the handler made it read-only (`SET TRANSACTION READ ONLY`) and a
+ * write of the library's in it failed with 25006 (`'read-only'`). Nothing committed;
+ * it spends an attempt like a handler failure, since the message's handling caused it.
  */
 export class TransactionAbortedError extends EffectivelyOnceError {
   constructor(
     key: string,
-    reason: 'aborted' | 'ended',
+    reason: 'aborted' | 'ended' | 'timed-out' | 'read-only',
     firstError: unknown,
     details: Record<string, unknown> = {},
   ) {
     const why =
       reason === 'aborted'
         ? `a statement failed inside it${firstError === undefined ? '' : ` (${describe(firstError)})`} and the handler went on`
-        : 'the handler ended the transaction itself';
+        : reason === 'ended'
+          ? 'the handler ended the transaction itself'
+          : reason === 'timed-out'
+            ? `the server ended its session, the transaction having outlasted a server timeout (${describe(firstError)})`
+            : `the handler made it read-only, so the library's own write in it failed (${describe(firstError)})`;
     super(
       'EO_TX_ABORTED',
       `Transaction for key "${truncate(key)}" was rolled back: ${why}. Nothing was committed`,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   SendMessageCommand,
   type Message,
@@ -7,7 +8,10 @@ import {
 import type { EffectivelyOnceError } from '../../src/errors.js';
 import { SQS_LIMITS, isFifoQueueUrl } from './options.js';
 
-/** Message attribute added to a dead letter: JSON `{ code, message, queueUrl, messageId, receiveCount }`. */
+/**
+ * Message attribute added to a dead letter: JSON `{ code, message, queueUrl, messageId,
+ * receiveCount }`, plus `groupId` and `deduplicationId` for a FIFO original.
+ */
 export const DEAD_LETTER_ERROR_ATTRIBUTE = 'EffectivelyOnce-Error';
 
 const MAX_ERROR_TEXT = 1000;
@@ -26,9 +30,10 @@ export type ErrorAttributeSkipped = 'attribute-limit' | 'size-limit';
  * the attribute cannot push the message over a size limit it met before (a message that
  * fit 256 KiB stays within it; none may pass 1 MiB): a dead letter refused for its size
  * would never leave the source queue. A FIFO dead-letter queue gets the original
- * `MessageGroupId` and `MessageDeduplicationId` (or the `MessageId`), so sending the same
- * dead letter twice within five minutes stores it once. Returns why the error attribute
- * was left off, if it was.
+ * `MessageGroupId` and a `MessageDeduplicationId` of the dead letter's own
+ * ({@link deadLetterDeduplicationId}), so sending the same dead letter twice within five
+ * minutes stores it once, and no other dead letter is ever taken for it. Returns why the
+ * error attribute was left off, if it was.
  */
 export async function sendToDeadLetterQueue(
   client: SQSClient,
@@ -46,6 +51,8 @@ export async function sendToDeadLetterQueue(
       queueUrl: sourceQueueUrl,
       messageId: message.MessageId,
       receiveCount: message.Attributes?.ApproximateReceiveCount,
+      groupId: message.Attributes?.MessageGroupId,
+      deduplicationId: message.Attributes?.MessageDeduplicationId,
     }),
   };
   const skipped = errorAttributeSkipped(message.Body ?? '', attributes, error);
@@ -59,12 +66,43 @@ export async function sendToDeadLetterQueue(
       ...(fifo
         ? {
             MessageGroupId: message.Attributes?.MessageGroupId ?? 'dead-letters',
-            MessageDeduplicationId: message.Attributes?.MessageDeduplicationId ?? message.MessageId,
+            MessageDeduplicationId: deadLetterDeduplicationId(sourceQueueUrl, message),
           }
         : {}),
     }),
   );
   return skipped === undefined ? { errorAttribute: true } : { errorAttribute: false, skipped };
+}
+
+/**
+ * The `MessageDeduplicationId` of a dead letter on a FIFO queue: a SHA-256 of the source
+ * queue and the original's `MessageId` (64 hex characters, within SQS's 128 and its
+ * charset). Not the original's own dedup id: a FIFO dead-letter queue deduplicates it
+ * queue-wide for five minutes, and that id is not unique to the original. The same event
+ * fanned out to two source queues sharing the dead-letter queue (an SNS FIFO topic) has
+ * it in both; a `DeduplicationScope=messageGroup` source has it in several groups. The
+ * second dead letter would be accepted and not stored, then its original deleted: lost.
+ * The `MessageId` is unique per message and stays the same across its redeliveries, so a
+ * dead letter sent again (a crash after the send, before the delete) is still stored once.
+ * The queue is taken from the URL's path (account and name), so two endpoint spellings of
+ * one queue agree.
+ */
+export function deadLetterDeduplicationId(sourceQueueUrl: string, message: Message): string {
+  const id =
+    message.MessageId ??
+    // sqs-consumer and sqsSource always have one; a hand-made Message may not.
+    `body:${message.Attributes?.MessageDeduplicationId ?? ''}:${message.Body ?? ''}`;
+  return createHash('sha256')
+    .update(`${queueIdentity(sourceQueueUrl)}\n${id}`)
+    .digest('hex');
+}
+
+function queueIdentity(queueUrl: string): string {
+  try {
+    return new URL(queueUrl).pathname;
+  } catch {
+    return queueUrl;
+  }
 }
 
 /** Whether (and why) the error attribute must stay off this dead letter. */

@@ -13,7 +13,12 @@ import type {
 
 /** Options of {@link createConsumer}. */
 export interface ConsumerOptions<T> {
-  /** Dedup namespace written to `processed_messages.consumer`; two consumers each process a message once. */
+  /**
+   * Dedup namespace written to `processed_messages.consumer`; two consumers each process
+   * a message once. Changing it starts an empty namespace: a message the old name applied
+   * and the broker delivers again after the rename is applied again. To rename, stop the
+   * old name's workers and copy its claims first (`examples/sql/rename-consumer.sql`).
+   */
   name: string;
   /** Broker adapter: `sqsSource(...)`, `kafkaSource(...)` or `memorySource()`. */
   source: Source<T>;

@@ -16,6 +16,14 @@ export const IN_FAILED_TRANSACTION = '25P02';
  */
 export const READ_ONLY_SQL_TRANSACTION = '25006';
 
+/**
+ * The server ended the session because its transaction sat idle longer than
+ * `idle_in_transaction_session_timeout` (sent as FATAL, before the socket closes).
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';
+/** The server ended the session because its transaction outlasted `transaction_timeout` (Postgres 17+). */
+export const TRANSACTION_TIMEOUT = '25P04';
+
 interface ServerErrorShape {
   code?: unknown;
   severity?: unknown;
@@ -86,4 +94,15 @@ export function isUnavailable(error: unknown): boolean {
   return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
     message,
   );
+}
+
+/**
+ * The server ended the session because of its transaction's own idleness or length
+ * (25P03, 25P04): the transaction's doing, not an outage. A handler slower than the
+ * server allows fails this way every time, so it must spend an attempt; filed as an
+ * outage it would be retried for ever.
+ */
+export function isTransactionTimeout(error: unknown): boolean {
+  const code = sqlstateOf(error);
+  return code === IDLE_IN_TRANSACTION_TIMEOUT || code === TRANSACTION_TIMEOUT;
 }

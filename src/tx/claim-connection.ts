@@ -18,8 +18,10 @@ import {
   IN_FAILED_TRANSACTION,
   isSerializationFailure,
   isStatementError,
+  isTransactionTimeout,
   isUnavailable,
   LOCK_NOT_AVAILABLE,
+  READ_ONLY_SQL_TRANSACTION,
   sqlstateOf,
 } from '../store/pg-errors.js';
 import type { Logger } from '../types.js';
@@ -198,16 +200,25 @@ export class ClaimConnection {
         else await this.rollback();
         return { kind: 'released', error };
       }
-      case 'hook-failed':
+      case 'hook-failed': {
         await this.rollback();
         // 25P02: a handler statement failed and the handler caught it, so the hook found
         // the transaction aborted. The handler's failure, as COMMIT would have found it.
         if (sqlstateOf(work.error) === IN_FAILED_TRANSACTION) return this.aborted();
+        const timedOut = this.timedOut(work.error);
+        if (timedOut !== undefined) return timedOut;
+        // 25006 after the claim's own INSERT succeeded in this very transaction: the
+        // session takes writes (a standby or a demoted primary would have refused the
+        // claim, and a failover ends the session), so the handler made the transaction
+        // read-only (SET TRANSACTION READ ONLY). Its doing, every time: an attempt spent.
+        if (sqlstateOf(work.error) === READ_ONLY_SQL_TRANSACTION)
+          return handlersFault(new TransactionAbortedError(this.key, 'read-only', work.error));
         return {
           ...infra(new DatabaseError('adapter in-transaction hook', work.error, { key: this.key })),
           conflict: isSerializationFailure(work.error),
           ownRow: true,
         };
+      }
       case 'threw':
         await this.rollback();
         return this.handlerFailed(work.error, work.attempt);
@@ -245,6 +256,8 @@ export class ClaimConnection {
    * service's ECONNREFUSED is the handler's failure like any other.
    */
   private handlerFailed(thrown: unknown, attempt: number): FailedAttempt {
+    const timedOut = this.timedOut(thrown);
+    if (timedOut !== undefined) return timedOut;
     const error =
       thrown instanceof EffectivelyOnceError ? thrown : new HandlerError(this.key, attempt, thrown);
     if (!this.alive) {
@@ -259,6 +272,8 @@ export class ClaimConnection {
   private async commit(xid: string, beforeCommit: string | undefined): Promise<TransactionEnd> {
     if (!this.alive) {
       // COMMIT was never sent, so nothing committed: the server aborts a dead session's transaction.
+      const timedOut = this.timedOut(undefined);
+      if (timedOut !== undefined) return timedOut;
       this.markDownIfUnavailable(this.lost);
       return infra(
         new DatabaseError('connection (before COMMIT)', this.lost ?? this.broken, {
@@ -299,6 +314,16 @@ export class ClaimConnection {
         };
       case 'unknown':
         this.markBroken(outcome.error);
+        // An ERROR 25006 on the COMMIT's round trip (the library's last write, e.g. a
+        // stored response) came before the COMMIT, which the server then skipped: a
+        // known rollback on a live session that takes writes (the claim's INSERT went
+        // through in it), so the handler made the transaction read-only. The broken
+        // connection is destroyed, which ends the aborted transaction.
+        if (
+          sqlstateOf(outcome.error) === READ_ONLY_SQL_TRANSACTION &&
+          (outcome.error as { severity?: unknown }).severity === 'ERROR'
+        )
+          return handlersFault(new TransactionAbortedError(this.key, 'read-only', outcome.error));
         this.markDownIfUnavailable(outcome.error);
         return infra(new CommitUnknownError(this.key, outcome.error));
     }
@@ -332,6 +357,27 @@ export class ClaimConnection {
     } finally {
       stop.removeEventListener('abort', onStop!);
     }
+  }
+
+  /**
+   * The server ended this session because of this transaction's own idleness or length
+   * (25P03 idle_in_transaction_session_timeout, 25P04 transaction_timeout): the
+   * message's failure, an attempt spent, and the database not marked down. The server
+   * sends that FATAL before it closes the socket, so it is what pg reports first: as
+   * the client's error event when the session sat idle (the close that follows comes
+   * second), or as the answer to the statement that was running (`thrown`, or the
+   * guard's first error when the handler caught it). A session ended any other way
+   * (terminated, crashed, a dropped socket) has no such error and stays infrastructure.
+   */
+  private timedOut(thrown: unknown): FailedAttempt | undefined {
+    // `thrown` only from a dead session: a live one was not ended (the handler's error
+    // may come from a connection of its own).
+    const cause = [this.lost, this.alive ? undefined : thrown, this.guard.firstError].find(
+      isTransactionTimeout,
+    );
+    if (cause === undefined) return undefined;
+    this.markBroken(cause);
+    return handlersFault(new TransactionAbortedError(this.key, 'timed-out', cause));
   }
 
   /** An earlier statement of the handler's aborted the transaction: its failure, an attempt spent. */
@@ -381,6 +427,11 @@ export class ClaimConnection {
  */
 export function conflictsExhausted(failed: FailedAttempt): FailedAttempt {
   return { ...failed, infrastructure: failed.ownRow === true };
+}
+
+/** A failure the message's handling caused: it spends an attempt. */
+function handlersFault(error: EffectivelyOnceError): FailedAttempt {
+  return { kind: 'failed', error, infrastructure: false, conflict: false };
 }
 
 function infra(error: EffectivelyOnceError): FailedAttempt {

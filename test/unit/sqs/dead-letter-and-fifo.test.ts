@@ -11,7 +11,7 @@ import {
   messageBytes,
   sendToDeadLetterQueue,
 } from '../../../adapters/sqs/dead-letter.js';
-import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { waitFor } from '../../helpers/wait-for.js';
 import { FakeSqs } from './fake-sqs.js';
 import { fakeContext } from './fake-context.js';
@@ -64,18 +64,68 @@ describe('dead letters', () => {
     });
   });
 
-  it('keeps group and deduplication id when the dead-letter queue is FIFO', async () => {
+  it('keeps the group on a FIFO dead-letter queue; a dedup id of its own', async () => {
     const sqs = new FakeSqs();
     const url = sqs.createQueue('q.fifo');
     const dlq = sqs.createQueue('q-dlq.fifo');
-    sqs.sendMessage(url, '{}', { groupId: 'g1', deduplicationId: 'd1' });
+    const original = sqs.sendMessage(url, '{}', { groupId: 'g1', deduplicationId: 'd1' });
     const s = start(sqs, { queueUrl: url, deadLetterQueueUrl: dlq }, deadLetterIt);
     await waitFor(() => sqs.remaining(dlq).length === 1, { what: 'dead letter' });
     await s.stop();
-    expect(sqs.callsOf('SendMessageCommand')[0]!.input).toMatchObject({
-      MessageGroupId: 'g1',
-      MessageDeduplicationId: 'd1',
+    const input = sqs.callsOf('SendMessageCommand')[0]!.input;
+    expect(input.MessageGroupId).toBe('g1');
+    // Another copy of the event (a fan-out to another queue) has the same dedup id 'd1'.
+    expect(input.MessageDeduplicationId).not.toBe('d1');
+    expect(input.MessageDeduplicationId).not.toBe(original.messageId);
+    // The original's dedup id is another copy's too (a fan-out): it stays in the error attribute.
+    const error = JSON.parse(
+      (input.MessageAttributes as Record<string, { StringValue: string }>)[
+        DEAD_LETTER_ERROR_ATTRIBUTE
+      ]!.StringValue,
+    ) as Record<string, unknown>;
+    expect(error).toMatchObject({ deduplicationId: 'd1', groupId: 'g1' });
+  });
+
+  it('a FIFO dedup id from the source queue and MessageId: distinct originals never collide', async () => {
+    const sent: Array<{ MessageDeduplicationId?: string }> = [];
+    const client = {
+      send: (command: { input: { MessageDeduplicationId?: string } }) => (
+        sent.push(command.input),
+        Promise.resolve({})
+      ),
+    } as unknown as SQSClient;
+    const reason = new HandlerError('k', 1, new Error('poison'));
+    const dlq = 'http://localhost/000000000000/dlq.fifo';
+    const perGroup = 'http://localhost/000000000000/per-group.fifo';
+    const copy = (id: string, group: string): Message => ({
+      MessageId: id,
+      Body: '{}',
+      Attributes: { MessageGroupId: group, MessageDeduplicationId: 'order-7' },
     });
+    // DeduplicationScope=messageGroup: one dedup id in two groups is two messages.
+    await sendToDeadLetterQueue(client, dlq, perGroup, copy('m-1', 'g1'), reason);
+    await sendToDeadLetterQueue(client, dlq, perGroup, copy('m-2', 'g2'), reason);
+    // A fan-out: the same dedup id and (in principle) MessageId in two source queues.
+    await sendToDeadLetterQueue(
+      client,
+      dlq,
+      'http://localhost/000000000000/a.fifo',
+      copy('m-3', 'g'),
+      reason,
+    );
+    await sendToDeadLetterQueue(
+      client,
+      dlq,
+      'http://localhost/000000000000/b.fifo',
+      copy('m-3', 'g'),
+      reason,
+    );
+    // The same original again (sent, then a crash before the delete): the same id.
+    await sendToDeadLetterQueue(client, dlq, perGroup, copy('m-1', 'g1'), reason);
+    const ids = sent.map((input) => input.MessageDeduplicationId!);
+    expect(new Set(ids.slice(0, 4)).size).toBe(4);
+    expect(ids[4]).toBe(ids[0]);
+    for (const id of ids) expect(id).toMatch(/^[!-~]{1,128}$/);
   });
 
   it('without deadLetterQueueUrl, leaves it to the redrive policy: visible again at once', async () => {
