@@ -163,6 +163,8 @@ async function answer(
     execution.kind === 'response' &&
     declaredBody(execution.response) === held.body
   ) {
+    // What was stored: the head as frozen at the answer, not what `res` says since.
+    held.restoreHead();
     await held.body.sendTo(res);
     return undefined;
   }

@@ -14,7 +14,7 @@ import type {
 } from 'fastify';
 import { ConfigurationError } from '../errors.js';
 import type { IdempotencyContext } from './context.js';
-import { dropStream, runRoute, type RouteRun } from './fastify-reply.js';
+import { dropStream, headOf, putHead, runRoute, type RouteRun } from './fastify-reply.js';
 import {
   executeBuffered,
   type BufferedExecutor,
@@ -189,13 +189,13 @@ function wrap(
     if (webhook !== undefined) overrides.webhook = webhook;
     const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
     const url = requestUrl(request.protocol, request.host, request.url);
-    const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
+    const snapshot = headOf(reply);
     // The latest run (a serialization failure runs the handler again).
     let latest: RouteRun | undefined;
     const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
       // An earlier run's answer is void: its transaction rolled back.
       dropStream(latest?.stream);
-      restore(reply, snapshot);
+      putHead(reply, snapshot);
       request.idempotency = ctx;
       try {
         latest = await runRoute(handler, this, request, reply, ctx);
@@ -217,7 +217,7 @@ function wrap(
           (_request, ctx) => routeHandler(ctx),
           overrides,
         );
-    restore(reply, snapshot);
+    putHead(reply, snapshot);
     const stream =
       execution.kind === 'response' && execution.response === latest?.response
         ? latest.stream
@@ -273,14 +273,4 @@ function isBufferedExecutor(
   idempotency: Idempotency,
 ): idempotency is Idempotency & BufferedExecutor {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
-}
-
-function restore(
-  reply: FastifyReply,
-  snapshot: { status: number; headers: Record<string, unknown> },
-): void {
-  for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
-  for (const [name, value] of Object.entries(snapshot.headers))
-    if (value !== undefined) reply.header(name, value);
-  reply.code(snapshot.status);
 }

@@ -106,7 +106,11 @@ export interface HeaderSnapshot {
 }
 
 export function snapshotHeaders(res: ServerResponse): HeaderSnapshot {
-  return { statusCode: res.statusCode, headers: { ...res.getHeaders() } };
+  const headers: OutgoingHttpHeaders = {};
+  // Lists copied: the snapshot must not change with the response's own.
+  for (const [name, value] of Object.entries(res.getHeaders()))
+    headers[name] = Array.isArray(value) ? [...value] : value;
+  return { statusCode: res.statusCode, headers };
 }
 
 export function restoreHeaders(res: ServerResponse, snapshot: HeaderSnapshot): void {
