@@ -4,6 +4,8 @@
  * what it writes is held back (bounded memory, then a temporary file), stored with the
  * effect, committed, then sent.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ConfigurationError } from '../errors.js';
 import { HandlerRun } from './completion.js';
@@ -20,6 +22,7 @@ import {
   webRequest,
   type HeaderSnapshot,
 } from './node-bridge.js';
+import { decodeRequest, withoutEncoding } from './request-encoding.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
 /**
@@ -115,11 +118,21 @@ async function run(
     if (typeof template === 'string') overrides.routeTemplate = req.baseUrl + template;
   }
   if (options.webhook !== undefined) overrides.webhook = options.webhook;
+  // The body as Express's parsers read it: decoded per Content-Encoding (express.raw()
+  // has decoded a Buffer body already), so the fingerprint is over the decoded body.
+  let decoded: { headers: IncomingHttpHeaders; body: Readable | Buffer };
+  try {
+    decoded = Buffer.isBuffer(req.body)
+      ? { headers: withoutEncoding(req.headers), body: req.body }
+      : decodeRequest(req.headers, req);
+  } catch (error) {
+    return error;
+  }
   const request = webRequest(
     requestUrl(req.protocol, req.get('host'), req.originalUrl),
     req.method,
-    req.headers,
-    Buffer.isBuffer(req.body) ? req.body : req,
+    decoded.headers,
+    decoded.body,
   );
   const snapshot = snapshotHeaders(res);
   // The latest run's held `res` (a serialization failure runs the handler again).

@@ -25,13 +25,7 @@ import { restoreHeaders, snapshotHeaders, type HeaderSnapshot } from './node-bri
 
 type Method = (...args: unknown[]) => unknown;
 type Held =
-  | 'writeHead'
-  | 'write'
-  | 'end'
-  | 'flushHeaders'
-  | 'setHeader'
-  | 'appendHeader'
-  | 'removeHeader';
+  'writeHead' | 'write' | 'end' | 'flushHeaders' | 'setHeader' | 'appendHeader' | 'removeHeader';
 type Callback = (error?: Error | null) => void;
 type WriteArgs = [chunk?: unknown, encoding?: unknown, callback?: unknown];
 

@@ -98,6 +98,60 @@ describe('Express: compressed request bodies', () => {
   );
 });
 
+describe('Express: encoded bodies the parsers refuse', () => {
+  async function raw(url: string, encoding: string, body: Buffer): Promise<number> {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-encoding': encoding,
+        'idempotency-key': randomUUID(),
+      },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  it('an unknown encoding is a 415 and a corrupt gzip body a 400, as express.json() answers; nothing runs', async () => {
+    let runs = 0;
+    const app = express();
+    app.post('/plain', express.json(), (_req, res) => void res.status(201).end());
+    app.post(
+      '/charges',
+      idempotentExpress(fixture.endpoint(), (_req, res) => {
+        runs++;
+        res.status(201).end();
+      }),
+    );
+    const base = await fixture.listen(http.createServer(app));
+    const corrupt = Buffer.from('not gzip at all');
+    const json = Buffer.from('{"a":1}');
+    expect(await raw(`${base}/plain`, 'compress', json)).toBe(415);
+    expect(await raw(`${base}/charges`, 'compress', json)).toBe(415);
+    expect(await raw(`${base}/plain`, 'gzip', corrupt)).toBe(400);
+    expect(await raw(`${base}/charges`, 'gzip', corrupt)).toBe(400);
+    expect(runs).toBe(0);
+  });
+
+  it('a small gzip body that decodes past maxRequestBytes is refused 413 without running', async () => {
+    let runs = 0;
+    const app = express();
+    app.post(
+      '/charges',
+      idempotentExpress(fixture.endpoint({ maxRequestBytes: 64 * 1024 }), (_req, res) => {
+        runs++;
+        res.status(201).end();
+      }),
+    );
+    const base = await fixture.listen(http.createServer(app));
+    const bomb = await ENCODERS.gzip(Buffer.from(`{"a":"${'a'.repeat(4 * 1024 * 1024)}"}`));
+    expect(bomb.byteLength).toBeLessThan(64 * 1024);
+    expect(await raw(`${base}/charges`, 'gzip', bomb)).toBe(413);
+    expect(runs).toBe(0);
+  });
+});
+
 describe('Fastify: compressed request bodies, decoded by a preParsing hook', () => {
   const DECODERS = {
     gzip: () => zlib.createGunzip(),
