@@ -17,6 +17,7 @@ import {
   IdempotencyKeyInvalidError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReusedError,
+  RequestBodyConsumedError,
   RequestTooLargeError,
   WebhookVerificationError,
 } from './errors.js';
@@ -107,6 +108,8 @@ const DETAILS = {
   'request-too-large':
     'Nothing was applied: the request body is larger than this endpoint accepts.',
   'webhook-unverified': 'Nothing was applied: the delivery did not pass verification.',
+  'body-consumed':
+    'Nothing was applied: the server read the request body before its idempotent endpoint (a server configuration error).',
   'rolled-back':
     'Nothing was applied: the request failed inside its transaction, which rolled back.',
   unavailable:
@@ -179,6 +182,13 @@ function classify(error: EffectivelyOnceError, settings: ProblemSettings): Class
       status: 413,
       slug: 'request-too-large',
       title: 'Request body too large',
+      retry: false,
+    };
+  if (error instanceof RequestBodyConsumedError)
+    return {
+      status: 500,
+      slug: 'body-consumed',
+      title: 'The request body was read before the idempotent endpoint',
       retry: false,
     };
   if (error instanceof WebhookVerificationError)
