@@ -10,6 +10,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ConfigurationError } from '../errors.js';
 import { HandlerRun } from './completion.js';
 import { hooksOf, type IdempotencyContext } from './context.js';
+import { ignoreConditionals } from './express-conditionals.js';
 import { declaredBody } from './held-body.js';
 import { HeldResponse } from './held-response.js';
 import type { Execution, Idempotency, RequestOverrides } from './idempotency-types.js';
@@ -137,25 +138,29 @@ async function run(
   const snapshot = snapshotHeaders(res);
   // The latest run's held `res` (a serialization failure runs the handler again).
   const latest: { held?: HeldResponse } = {};
-  const execution = await idempotency.execute(
-    request,
-    async (_request, ctx) => {
-      // An earlier run's answer is void: its transaction rolled back.
-      latest.held?.release();
-      latest.held?.body.discard();
-      restoreHeaders(res, snapshot);
-      req.body = parseBody(ctx.body, req.get('content-type'));
-      const hooks = hooksOf(ctx);
-      // Express's rule: the work is done when the handler settled and called res.end().
-      const run = new HandlerRun<true>({ returned: () => 'wait', workDone: hooks.workDone });
-      const held = new HeldResponse(res, hooks.maxBodyBytes, run);
-      latest.held = held;
-      const outcome = await run.start(() => handler(req, res, ctx)).done;
-      if (outcome.kind === 'threw') throw outcome.error;
-      return held.response();
-    },
-    overrides,
-  );
+  // The stored answer must not depend on Range or conditional headers (a 206, a 304).
+  const restoreConditionals = ignoreConditionals(req, res);
+  const execution = await idempotency
+    .execute(
+      request,
+      async (_request, ctx) => {
+        // An earlier run's answer is void: its transaction rolled back.
+        latest.held?.release();
+        latest.held?.body.discard();
+        restoreHeaders(res, snapshot);
+        req.body = parseBody(ctx.body, req.get('content-type'));
+        const hooks = hooksOf(ctx);
+        // Express's rule: the work is done when the handler settled and called res.end().
+        const run = new HandlerRun<true>({ returned: () => 'wait', workDone: hooks.workDone });
+        const held = new HeldResponse(res, hooks.maxBodyBytes, run);
+        latest.held = held;
+        const outcome = await run.start(() => handler(req, res, ctx)).done;
+        if (outcome.kind === 'threw') throw outcome.error;
+        return held.response();
+      },
+      overrides,
+    )
+    .finally(restoreConditionals);
   return answer(execution, latest.held, res, snapshot);
 }
 

@@ -113,4 +113,34 @@ describe('Express: res.sendFile on an idempotent POST with Range or conditional 
     expect(retry).toMatchObject({ status: 200, body: content });
     expect(await fixture.charges(key)).toBe(1);
   });
+
+  it('res.json on an idempotent GET with a matching If-None-Match: a 200 with the body, not a 304 (req.fresh)', async () => {
+    const app = express();
+    app.get('/plain', (_req, res) => void res.json({ report: 1 }));
+    app.get(
+      '/report',
+      idempotentExpress(fixture.endpoint(), (_req, res) => void res.json({ report: 1 })),
+    );
+    const base = await fixture.listen(http.createServer(app));
+    const get = (url: string, headers: Record<string, string>): Promise<Got> =>
+      new Promise((resolve, reject) => {
+        http
+          .get(url, { headers }, (response) => {
+            let body = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (body += chunk));
+            response.on('end', () =>
+              resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+            );
+          })
+          .on('error', reject);
+      });
+    const etag = (await get(`${base}/plain`, {})).headers.etag ?? '';
+    expect((await get(`${base}/plain`, { 'if-none-match': etag })).status).toBe(304);
+    const key = randomUUID();
+    const first = await get(`${base}/report`, { 'idempotency-key': key, 'if-none-match': etag });
+    expect(first).toMatchObject({ status: 200, body: '{"report":1}' });
+    const retry = await get(`${base}/report`, { 'idempotency-key': key });
+    expect(retry).toMatchObject({ status: 200, body: '{"report":1}' });
+  });
 });
