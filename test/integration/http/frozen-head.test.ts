@@ -103,6 +103,27 @@ describe('Express: the head is frozen at the answer', () => {
     expect(await fixture.charges(key)).toBe(0);
   });
 
+  it('a callback-style handler (done at its answer): a second res.json() in the same callback throws ERR_HTTP_HEADERS_SENT', async () => {
+    const seen: unknown[] = [];
+    const url = await serveExpress(fixture.endpoint(), (_req, res, { tx, key }) => {
+      void tx.query(CHARGE, [key, 'cus_ok', 'charge']).then(() => {
+        res.status(201).json({ charged: key });
+        try {
+          res.status(400).json({ again: true });
+          seen.push('sent twice');
+        } catch (error) {
+          seen.push((error as { code?: unknown }).code, res.headersSent);
+        }
+      });
+    });
+    const key = randomUUID();
+    const first = await observe(url, key, {}, fixture.committed);
+    expect(first.status).toBe(201);
+    expect(JSON.parse(first.body.toString())).toEqual({ charged: key });
+    expect(seen).toEqual(['ERR_HTTP_HEADERS_SENT', true]);
+    expect(await fixture.charges(key)).toBe(1);
+  });
+
   it('the head is frozen at res.write(): a later res.setHeader throws, the status stays', async () => {
     const seen: unknown[] = [];
     const url = await serveExpress(fixture.endpoint(), async (_req, res, { tx, key }) => {
