@@ -109,8 +109,10 @@ export class HeldResponse {
     const res = this.res;
     const saved = this.saved;
     const holding = (): boolean => this.run.running && !this.ended;
-    // The run's head is written (as far as the handler can tell): Node's `_header`.
-    const frozen = (): boolean => this.run.running && this.head !== undefined;
+    // The run's head is written (as far as the handler can tell): Node's `_header`. So
+    // until release, also once the run is over (a callback-style handler is done at its
+    // answer and may call on); not for an abandoned run, whose `res` the adapter answers.
+    const frozen = (): boolean => this.head !== undefined && !this.run.abandoned;
     const freeze = (): void => {
       this.head ??= snapshotHeaders(res);
     };
