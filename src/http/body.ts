@@ -1,10 +1,13 @@
-import { RequestTooLargeError } from './errors.js';
+import { RequestBodyConsumedError, RequestTooLargeError } from './errors.js';
 
 /**
  * The request body's bytes, read once (the fingerprint needs them and every attempt's
- * handler gets a fresh copy), refusing more than `limit` bytes without reading them.
+ * handler gets a fresh copy), refusing more than `limit` bytes without reading them. A
+ * body read already (middleware before the endpoint consumed it) is refused: read on,
+ * the Request would throw, and its bytes are gone.
  */
 export async function readRequestBody(request: Request, limit: number): Promise<Uint8Array> {
+  if (request.bodyUsed) throw new RequestBodyConsumedError();
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > limit) throw new RequestTooLargeError(limit);
   if (request.body === null) return new Uint8Array(0);

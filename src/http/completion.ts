@@ -72,6 +72,11 @@ export class HandlerRun<A> {
     return this.state === 'running';
   }
 
+  /** Whether the adapter stopped waiting for it (see {@link abandon}). */
+  get abandoned(): boolean {
+    return this.state === 'abandoned';
+  }
+
   /** Calls the handler (at once) and follows what it returns. */
   start(handler: () => unknown): this {
     let value: unknown;

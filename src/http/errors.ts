@@ -87,6 +87,26 @@ export class RequestTooLargeError extends EffectivelyOnceError {
 }
 
 /**
+ * The Request handed to an idempotent endpoint had its body read already: middleware
+ * before it (a Hono `validator('json')` or `zValidator`, a middleware awaiting
+ * `c.req.json()`) consumed it, so there is nothing to fingerprint or to hand the
+ * handler. A server configuration error, answered 500 at the first request; nothing
+ * was claimed. On Hono, pass `await cloneRawRequest(c.req)` (from `hono/request`),
+ * which rebuilds the Request from the body Hono cached, instead of `c.req.raw`.
+ */
+export class RequestBodyConsumedError extends EffectivelyOnceError {
+  constructor() {
+    super(
+      'EO_REQUEST_BODY_CONSUMED',
+      'The request body was already read before the idempotent endpoint (a validator or ' +
+        'middleware consumed it): hand the endpoint a Request with its body, on Hono ' +
+        '`await cloneRawRequest(c.req)` from hono/request instead of `c.req.raw`',
+      { retryable: false },
+    );
+  }
+}
+
+/**
  * A webhook delivery was refused by the receiver's `verify` function (a bad or missing
  * signature). Answered 401; nothing was claimed.
  */

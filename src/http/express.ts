@@ -4,10 +4,13 @@
  * what it writes is held back (bounded memory, then a temporary file), stored with the
  * effect, committed, then sent.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ConfigurationError } from '../errors.js';
 import { HandlerRun } from './completion.js';
 import { hooksOf, type IdempotencyContext } from './context.js';
+import { ignoreConditionals } from './express-conditionals.js';
 import { declaredBody } from './held-body.js';
 import { HeldResponse } from './held-response.js';
 import type { Execution, Idempotency, RequestOverrides } from './idempotency-types.js';
@@ -20,6 +23,7 @@ import {
   webRequest,
   type HeaderSnapshot,
 } from './node-bridge.js';
+import { decodeRequest, withoutEncoding } from './request-encoding.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
 /**
@@ -115,34 +119,48 @@ async function run(
     if (typeof template === 'string') overrides.routeTemplate = req.baseUrl + template;
   }
   if (options.webhook !== undefined) overrides.webhook = options.webhook;
+  // The body as Express's parsers read it: decoded per Content-Encoding (express.raw()
+  // has decoded a Buffer body already), so the fingerprint is over the decoded body.
+  let decoded: { headers: IncomingHttpHeaders; body: Readable | Buffer };
+  try {
+    decoded = Buffer.isBuffer(req.body)
+      ? { headers: withoutEncoding(req.headers), body: req.body }
+      : decodeRequest(req.headers, req);
+  } catch (error) {
+    return error;
+  }
   const request = webRequest(
     requestUrl(req.protocol, req.get('host'), req.originalUrl),
     req.method,
-    req.headers,
-    Buffer.isBuffer(req.body) ? req.body : req,
+    decoded.headers,
+    decoded.body,
   );
   const snapshot = snapshotHeaders(res);
   // The latest run's held `res` (a serialization failure runs the handler again).
   const latest: { held?: HeldResponse } = {};
-  const execution = await idempotency.execute(
-    request,
-    async (_request, ctx) => {
-      // An earlier run's answer is void: its transaction rolled back.
-      latest.held?.release();
-      latest.held?.body.discard();
-      restoreHeaders(res, snapshot);
-      req.body = parseBody(ctx.body, req.get('content-type'));
-      const hooks = hooksOf(ctx);
-      // Express's rule: the work is done when the handler settled and called res.end().
-      const run = new HandlerRun<true>({ returned: () => 'wait', workDone: hooks.workDone });
-      const held = new HeldResponse(res, hooks.maxBodyBytes, run);
-      latest.held = held;
-      const outcome = await run.start(() => handler(req, res, ctx)).done;
-      if (outcome.kind === 'threw') throw outcome.error;
-      return held.response();
-    },
-    overrides,
-  );
+  // The stored answer must not depend on Range or conditional headers (a 206, a 304).
+  const restoreConditionals = ignoreConditionals(req, res);
+  const execution = await idempotency
+    .execute(
+      request,
+      async (_request, ctx) => {
+        // An earlier run's answer is void: its transaction rolled back.
+        latest.held?.release();
+        latest.held?.body.discard();
+        restoreHeaders(res, snapshot);
+        req.body = parseBody(ctx.body, req.get('content-type'));
+        const hooks = hooksOf(ctx);
+        // Express's rule: the work is done when the handler settled and called res.end().
+        const run = new HandlerRun<true>({ returned: () => 'wait', workDone: hooks.workDone });
+        const held = new HeldResponse(res, hooks.maxBodyBytes, run);
+        latest.held = held;
+        const outcome = await run.start(() => handler(req, res, ctx)).done;
+        if (outcome.kind === 'threw') throw outcome.error;
+        return held.response();
+      },
+      overrides,
+    )
+    .finally(restoreConditionals);
   return answer(execution, latest.held, res, snapshot);
 }
 
@@ -163,6 +181,8 @@ async function answer(
     execution.kind === 'response' &&
     declaredBody(execution.response) === held.body
   ) {
+    // What was stored: the head as frozen at the answer, not what `res` says since.
+    held.restoreHead();
     await held.body.sendTo(res);
     return undefined;
   }

@@ -8,6 +8,11 @@
  * reply` and `return reply` use) resolves at that answer. The real reply is never
  * touched: there is nothing to put back, and a handler abandoned on timeout that calls
  * `reply.send` later reaches only the held one, which ignores it.
+ *
+ * The status and headers are taken at the `send` that answered, as Fastify writes them
+ * then: a `reply.code(400)` or `reply.header()` after it (a `catch` that runs after the
+ * answer, a second `send`, which Fastify ignores) changes nothing, in plain Fastify as
+ * here; and `reply.sent` is true from that answer on.
  */
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
@@ -66,7 +71,7 @@ export async function runRoute(
         : 'wait',
     workDone: hooksOf(ctx).workDone,
   });
-  const held = holdReply(reply, run);
+  const { held, head } = holdReply(reply, run);
   const outcome = await run.start(() => handler.call(instance, request, held)).done;
   if (outcome.kind === 'threw') {
     // A stream it answered with before failing will not be read.
@@ -74,15 +79,48 @@ export async function runRoute(
     if (given instanceof HeldStream) dropStream(given);
     throw outcome.error;
   }
+  // The head as it was at the send that answered (a returned value: as it is now).
+  const answeredHead = head();
+  if (answeredHead !== undefined) putHead(reply, answeredHead);
   return responseOf(held, request, outcome.answer === held ? undefined : outcome.answer);
 }
 
-function holdReply(reply: FastifyReply, run: HandlerRun<unknown>): FastifyReply {
+/** A reply's status and headers, to go back to. */
+export interface ReplyHead {
+  status: number;
+  headers: Record<string, unknown>;
+}
+
+export function headOf(reply: FastifyReply): ReplyHead {
+  const headers: Record<string, unknown> = {};
+  // Lists copied: the head must not change with the reply's own.
+  for (const [name, value] of Object.entries(reply.getHeaders()))
+    headers[name] = Array.isArray(value) ? [...(value as unknown[])] : value;
+  return { status: reply.statusCode, headers };
+}
+
+export function putHead(reply: FastifyReply, head: ReplyHead): void {
+  for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
+  for (const [name, value] of Object.entries(head.headers))
+    if (value !== undefined) reply.header(name, value);
+  reply.code(head.status);
+}
+
+function holdReply(
+  reply: FastifyReply,
+  run: HandlerRun<unknown>,
+): { held: FastifyReply; head: () => ReplyHead | undefined } {
   const held = Object.create(reply) as FastifyReply;
+  let head: ReplyHead | undefined;
   const send = (payload?: unknown): FastifyReply => {
     // Fastify sends an Error to the error handler: here it rolls back first.
-    if (payload instanceof Error) run.fail(payload);
-    else if (!run.answer(isStream(payload) ? new HeldStream(payload) : payload)) {
+    if (payload instanceof Error) {
+      run.fail(payload);
+      return held;
+    }
+    const current = headOf(reply);
+    if (run.answer(isStream(payload) ? new HeldStream(payload) : payload)) head = current;
+    else {
       reply.log.warn(
         'effectively-once: reply.send() after the idempotent route answered or timed out; ignored',
       );
@@ -102,8 +140,10 @@ function holdReply(reply: FastifyReply, run: HandlerRun<unknown>): FastifyReply 
     send: { value: send },
     then: { value: then },
     hijack: { value: hijack },
+    // Plain Fastify's `sent` is true once the answer is written: here, once given.
+    sent: { get: () => run.given !== undefined || reply.sent },
   });
-  return held;
+  return { held, head: () => head };
 }
 
 /** Fastify's own test: a Node stream has `pipe`, a web stream `getReader`. */

@@ -14,7 +14,7 @@ import type {
 } from 'fastify';
 import { ConfigurationError } from '../errors.js';
 import type { IdempotencyContext } from './context.js';
-import { dropStream, runRoute, type RouteRun } from './fastify-reply.js';
+import { dropStream, headOf, putHead, runRoute, type RouteRun } from './fastify-reply.js';
 import {
   executeBuffered,
   type BufferedExecutor,
@@ -24,6 +24,7 @@ import {
 } from './idempotency-types.js';
 import { knownBytes } from './known-body.js';
 import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
+import { withoutEncoding } from './request-encoding.js';
 import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 
 /** A route's own setting, in its `config.idempotency`. */
@@ -72,7 +73,9 @@ export interface FastifyIdempotencyOptions {
 }
 
 const RAW_BODY = Symbol('effectively-once.rawBody');
-type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer };
+/** A preParsing hook before ours decoded the body (it set `receivedEncodedLength`). */
+const DECODED = Symbol('effectively-once.decodedBody');
+type WithRawBody = FastifyRequest & { [RAW_BODY]?: Buffer; [DECODED]?: true };
 
 /** The nearest registration's settings, on the Fastify instance it was registered in. */
 const SETTINGS = Symbol('effectively-once.fastifySettings');
@@ -151,7 +154,13 @@ function hooksOf<T>(hooks: T | T[] | undefined): T[] {
   return Array.isArray(hooks) ? hooks : [hooks];
 }
 
-/** preParsing: keeps the raw bytes (the fingerprint's) and hands the parser a copy. */
+/**
+ * preParsing: keeps the raw bytes (the fingerprint's) and hands the parser a copy. It
+ * runs after the app's own preParsing hooks, so a hook that decodes the body (a
+ * `Content-Encoding`, as Fastify's docs show) hands it the decoded bytes: those are
+ * fingerprinted, and the hook's `receivedEncodedLength` is passed on, for Fastify to
+ * check the `Content-Length` against the encoded bytes as it would have.
+ */
 async function keepRawBody(
   request: FastifyRequest,
   _reply: FastifyReply,
@@ -169,8 +178,11 @@ async function keepRawBody(
   }
   const raw = Buffer.concat(chunks);
   (request as WithRawBody)[RAW_BODY] = raw;
+  // Read now that the stream has ended: the count a decoding hook kept per chunk.
+  const encoded = (payload as { receivedEncodedLength?: unknown }).receivedEncodedLength;
+  if (typeof encoded === 'number') (request as WithRawBody)[DECODED] = true;
   return Object.assign(Readable.from(size > limit ? [raw, Buffer.alloc(1)] : [raw]), {
-    receivedEncodedLength: size,
+    receivedEncodedLength: typeof encoded === 'number' ? encoded : size,
   });
 }
 
@@ -188,14 +200,19 @@ function wrap(
     else overrides.routeTemplate = request.routeOptions.url;
     if (webhook !== undefined) overrides.webhook = webhook;
     const raw = (request as WithRawBody)[RAW_BODY] ?? new Uint8Array(0);
+    // A decoded body: the request it makes says so (no Content-Encoding, no encoded length).
+    const headers =
+      (request as WithRawBody)[DECODED] === true
+        ? withoutEncoding(request.headers)
+        : request.headers;
     const url = requestUrl(request.protocol, request.host, request.url);
-    const snapshot = { status: reply.statusCode, headers: { ...reply.getHeaders() } };
+    const snapshot = headOf(reply);
     // The latest run (a serialization failure runs the handler again).
     let latest: RouteRun | undefined;
     const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
       // An earlier run's answer is void: its transaction rolled back.
       dropStream(latest?.stream);
-      restore(reply, snapshot);
+      putHead(reply, snapshot);
       request.idempotency = ctx;
       try {
         latest = await runRoute(handler, this, request, reply, ctx);
@@ -207,17 +224,17 @@ function wrap(
     // The body is in hand already: the core gets it as is, with a bodyless Request.
     const execution: Execution = isBufferedExecutor(idempotency)
       ? await idempotency[executeBuffered](
-          nodeRequestHead(url, request.method, request.headers),
+          nodeRequestHead(url, request.method, headers),
           raw,
           routeHandler,
           overrides,
         )
       : await idempotency.execute(
-          webRequest(url, request.method, request.headers, raw),
+          webRequest(url, request.method, headers, raw),
           (_request, ctx) => routeHandler(ctx),
           overrides,
         );
-    restore(reply, snapshot);
+    putHead(reply, snapshot);
     const stream =
       execution.kind === 'response' && execution.response === latest?.response
         ? latest.stream
@@ -273,14 +290,4 @@ function isBufferedExecutor(
   idempotency: Idempotency,
 ): idempotency is Idempotency & BufferedExecutor {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
-}
-
-function restore(
-  reply: FastifyReply,
-  snapshot: { status: number; headers: Record<string, unknown> },
-): void {
-  for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
-  for (const [name, value] of Object.entries(snapshot.headers))
-    if (value !== undefined) reply.header(name, value);
-  reply.code(snapshot.status);
 }

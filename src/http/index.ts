@@ -35,6 +35,7 @@ export {
   IdempotencyKeyInvalidError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReusedError,
+  RequestBodyConsumedError,
   RequestTooLargeError,
   WebhookDeliveryIdInvalidError,
   WebhookVerificationError,

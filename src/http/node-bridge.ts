@@ -1,9 +1,4 @@
-import type {
-  IncomingHttpHeaders,
-  IncomingMessage,
-  OutgoingHttpHeaders,
-  ServerResponse,
-} from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RequestHead } from './idempotency-types.js';
@@ -21,7 +16,7 @@ export function webRequest(
   url: string,
   method: string,
   headers: IncomingHttpHeaders,
-  body: IncomingMessage | Uint8Array | undefined,
+  body: Readable | Uint8Array | undefined,
 ): Request {
   const init: RequestInit & { duplex?: 'half' } = { method, headers: headerList(headers) };
   if (method !== 'GET' && method !== 'HEAD' && body !== undefined) {
@@ -106,7 +101,11 @@ export interface HeaderSnapshot {
 }
 
 export function snapshotHeaders(res: ServerResponse): HeaderSnapshot {
-  return { statusCode: res.statusCode, headers: { ...res.getHeaders() } };
+  const headers: OutgoingHttpHeaders = {};
+  // Lists copied: the snapshot must not change with the response's own.
+  for (const [name, value] of Object.entries(res.getHeaders()))
+    headers[name] = Array.isArray(value) ? [...value] : value;
+  return { statusCode: res.statusCode, headers };
 }
 
 export function restoreHeaders(res: ServerResponse, snapshot: HeaderSnapshot): void {

@@ -17,6 +17,7 @@ import {
   IdempotencyKeyInvalidError,
   IdempotencyKeyMissingError,
   IdempotencyKeyReusedError,
+  RequestBodyConsumedError,
   RequestTooLargeError,
   WebhookDeliveryIdInvalidError,
   WebhookVerificationError,
@@ -110,6 +111,8 @@ const DETAILS = {
   'webhook-unverified': 'Nothing was applied: the delivery did not pass verification.',
   'webhook-id-invalid':
     'Nothing was applied: a delivery id is a non-empty string of printable ASCII or an integer (no fraction, no exponent).',
+  'body-consumed':
+    'Nothing was applied: the server read the request body before its idempotent endpoint (a server configuration error).',
   'rolled-back':
     'Nothing was applied: the request failed inside its transaction, which rolled back.',
   unavailable:
@@ -189,6 +192,13 @@ function classify(error: EffectivelyOnceError, settings: ProblemSettings): Class
       status: 400,
       slug: 'webhook-id-invalid',
       title: `${error.field} is not a delivery id`,
+      retry: false,
+    };
+  if (error instanceof RequestBodyConsumedError)
+    return {
+      status: 500,
+      slug: 'body-consumed',
+      title: 'The request body was read before the idempotent endpoint',
       retry: false,
     };
   if (error instanceof WebhookVerificationError)
