@@ -62,6 +62,8 @@ export interface Job {
    * answered (the handler's, replays) may be carriers, whose bytes it sends itself.
    */
   contextOnly?: boolean;
+  /** How long the claim may wait on the key's row lock; default `waitMs`. */
+  waitMs?: number;
 }
 
 type HandlerOutcome =
@@ -122,11 +124,15 @@ export class Engine {
     let released = false;
     try {
       let found;
+      const waitMs = job.waitMs ?? this.cfg.waitMs;
       try {
-        found = await this.statements.claim(conn.client, claim, this.cfg.waitMs);
+        // A claim waiting on a key another instance holds is cancelled at the hard stop,
+        // or close() would wait for it up to `waitMs`.
+        found = await conn.untilHardStop(this.statements.claim(conn.client, claim, waitMs));
       } catch (cause) {
-        return await conn.claimFailed(cause, this.cfg.waitMs);
+        return await conn.claimFailed(cause, waitMs);
       }
+      if (found === undefined) return { kind: 'released', error: new ShutdownError(claim.key) };
       if (found.kind === 'stored') {
         // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
         // can change the answer: the row was committed by another transaction (its
@@ -141,6 +147,12 @@ export class Engine {
       if (found.kind === 'vanished') {
         await conn.rollback();
         return found;
+      }
+      // Nothing starts past the hard stop: a claim that got the row only then (the lock
+      // an abandoned original held was freed by its destroyed connection) runs nothing.
+      if (this.deps.hardStop.aborted) {
+        await conn.rollback();
+        return { kind: 'released', error: new ShutdownError(claim.key) };
       }
       return await this.execute(conn, job, attempt, found.xid);
     } finally {
