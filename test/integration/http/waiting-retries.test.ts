@@ -7,12 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import {
-  createIdempotency,
-  headerSource,
-  type IdempotencyTelemetry,
-  type WebhookOptions,
-} from 'effectively-once/http';
+import { createIdempotency, headerSource, type WebhookOptions } from 'effectively-once/http';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import {
   FRAMEWORKS,
@@ -22,7 +17,7 @@ import {
 } from '../../helpers/http/payments.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startApp } from './apps.js';
-import { answer, gate, post, type Answer } from './support.js';
+import { answer, arrivals, gate, post, type Answer } from './support.js';
 
 let db: TestDatabase;
 const closing: Array<() => Promise<void>> = [];
@@ -39,21 +34,6 @@ afterEach(async () => {
 afterAll(async () => {
   await db.close();
 });
-
-/** Counts the requests that reached the claim's doorstep (key, body, scope all read). */
-function arrivals(): { telemetry: IdempotencyTelemetry; count: () => number } {
-  let seen = 0;
-  return {
-    telemetry: {
-      startRequest: () => ({
-        run: (fn) => fn(),
-        identified: () => void seen++,
-        end: () => undefined,
-      }),
-    },
-    count: () => seen,
-  };
-}
 
 /** A pool of `max` connections of its own, closed after the test. */
 function poolOf(max: number): pg.Pool {
@@ -168,8 +148,12 @@ describe.each(FRAMEWORKS)('%s: retries of one key wait behind one connection', (
     const key = `slow-${randomUUID()}`;
     const original = post(url, key, { customerId: 'c', amountCents: 1 });
     await waitFor(() => entered() === 1, { what: 'the original in its handler' });
-    const same = Array.from({ length: 3 }, () => post(url, key, { customerId: 'c', amountCents: 1 }));
-    const other = Array.from({ length: 3 }, () => post(url, key, { customerId: 'c', amountCents: 2 }));
+    const same = Array.from({ length: 3 }, () =>
+      post(url, key, { customerId: 'c', amountCents: 1 }),
+    );
+    const other = Array.from({ length: 3 }, () =>
+      post(url, key, { customerId: 'c', amountCents: 2 }),
+    );
     await waitFor(() => arrived() === 7, { what: 'all 7 requests at the claim' });
     release();
     expect((await original).status).toBe(201);
