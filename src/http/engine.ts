@@ -176,10 +176,14 @@ export class Engine {
     while (this.releasing.size > 0) await Promise.allSettled([...this.releasing]);
   }
 
-  /** Rolls back the replay's empty transaction and returns its connection, in the background. */
+  /**
+   * Rolls back the replay's empty transaction and returns its connection, in the
+   * background. A ROLLBACK still out at the hard stop (a stalled socket) is abandoned,
+   * its connection destroyed: close() waits for these, and must not wait past it.
+   */
   private releaseLater(conn: ClaimConnection): void {
     const done: Promise<void> = conn
-      .rollback()
+      .untilHardStop(conn.rollback())
       .then(() => conn.close())
       .catch((err: unknown) =>
         this.cfg.logger.warn({ err }, 'effectively-once: releasing a replay connection failed'),

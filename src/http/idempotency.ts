@@ -197,13 +197,14 @@ class IdempotencyImpl implements Idempotency {
   private async shutdown(graceMs: number): Promise<void> {
     await this.pruner?.stop();
     const grace = new AbortController();
-    const all = Promise.allSettled([...this.inFlight]);
+    // A replay is answered before its ROLLBACK returns: close() resolves once that
+    // connection, too, is back in the pool, or (a ROLLBACK still out at the hard stop)
+    // destroyed.
+    const all = Promise.allSettled([...this.inFlight]).then(() => this.engine.drain());
     await Promise.race([all, sleep(graceMs, grace.signal)]);
     grace.abort();
     this.hardStop.abort(new ShutdownError('(closing)'));
     await Promise.allSettled([...this.inFlight]);
-    // A replay is answered before its ROLLBACK returns: close() resolves once that
-    // connection, too, is back in the pool.
     await this.engine.drain();
   }
 
