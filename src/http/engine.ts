@@ -22,19 +22,30 @@ import { declaredBody } from './held-body.js';
 import { IdempotencyKeyReusedError } from './errors.js';
 import type { IdempotencyConfig } from './options.js';
 import { recordOf, replayOf, withBody } from './replay.js';
-import type { BodyOmitted, KeyClaim, KeyStatements, StoredRecord } from './store.js';
+import type {
+  BodyOmitted,
+  KeyClaim,
+  KeyStatements,
+  ResponseRecord,
+  StoredRecord,
+} from './store.js';
 
 /** How one request ended, before it is answered. */
 export type Verdict =
-  /** Committed with its stored response; `response` is the handler's, body and all. */
-  | { kind: 'executed'; response: Response; streaming: boolean }
-  | { kind: 'replayed'; response: Response }
+  /**
+   * Committed with its stored response; `response` is the handler's, body and all.
+   * `record`: the key's row as committed, when it is known to hold the response (not
+   * after a handler that committed itself), for the requests waiting on the key.
+   */
+  | { kind: 'executed'; response: Response; streaming: boolean; record?: StoredRecord }
+  /** The key's committed row (`record`), answered. */
+  | { kind: 'replayed'; response: Response; record: StoredRecord }
   /** The handler's own response asked for a rollback (a 5xx): sent as is, nothing kept. */
   | { kind: 'rolled-back'; response: Response }
   /** The user's code threw; the transaction rolled back. */
   | { kind: 'threw'; error: unknown }
-  /** Refused without running: a key reused with another request. */
-  | { kind: 'refused'; error: EffectivelyOnceError }
+  /** Refused without running: a key reused with another request (`record`: the key's row). */
+  | { kind: 'refused'; error: EffectivelyOnceError; record?: StoredRecord }
   | FailedAttempt
   | Released;
 
@@ -62,6 +73,8 @@ export interface Job {
    * answered (the handler's, replays) may be carriers, whose bytes it sends itself.
    */
   contextOnly?: boolean;
+  /** How long the claim may wait on the key's row lock; default `waitMs`. */
+  waitMs?: number;
 }
 
 type HandlerOutcome =
@@ -122,11 +135,15 @@ export class Engine {
     let released = false;
     try {
       let found;
+      const waitMs = job.waitMs ?? this.cfg.waitMs;
       try {
-        found = await this.statements.claim(conn.client, claim, this.cfg.waitMs);
+        // A claim waiting on a key another instance holds is cancelled at the hard stop,
+        // or close() would wait for it up to `waitMs`.
+        found = await conn.untilHardStop(this.statements.claim(conn.client, claim, waitMs));
       } catch (cause) {
-        return await conn.claimFailed(cause, this.cfg.waitMs);
+        return await conn.claimFailed(cause, waitMs);
       }
+      if (found === undefined) return { kind: 'released', error: new ShutdownError(claim.key) };
       if (found.kind === 'stored') {
         // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
         // can change the answer: the row was committed by another transaction (its
@@ -142,6 +159,12 @@ export class Engine {
         await conn.rollback();
         return found;
       }
+      // Nothing starts past the hard stop: a claim that got the row only then (the lock
+      // an abandoned original held was freed by its destroyed connection) runs nothing.
+      if (this.deps.hardStop.aborted) {
+        await conn.rollback();
+        return { kind: 'released', error: new ShutdownError(claim.key) };
+      }
       return await this.execute(conn, job, attempt, found.xid);
     } finally {
       if (!released) conn.close();
@@ -153,10 +176,14 @@ export class Engine {
     while (this.releasing.size > 0) await Promise.allSettled([...this.releasing]);
   }
 
-  /** Rolls back the replay's empty transaction and returns its connection, in the background. */
+  /**
+   * Rolls back the replay's empty transaction and returns its connection, in the
+   * background. A ROLLBACK still out at the hard stop (a stalled socket) is abandoned,
+   * its connection destroyed: close() waits for these, and must not wait past it.
+   */
   private releaseLater(conn: ClaimConnection): void {
     const done: Promise<void> = conn
-      .rollback()
+      .untilHardStop(conn.rollback())
       .then(() => conn.close())
       .catch((err: unknown) =>
         this.cfg.logger.warn({ err }, 'effectively-once: releasing a replay connection failed'),
@@ -234,6 +261,8 @@ export class Engine {
       );
 
     let work: WorkResult;
+    /** What the COMMIT stores with the key. */
+    let stored: ResponseRecord | undefined;
     if (result.kind === 'timeout') {
       work = { kind: 'timeout', error: new HandlerTimeoutError(claim.key, this.cfg.timeoutMs) };
     } else if (result.kind === 'error') {
@@ -244,12 +273,8 @@ export class Engine {
       await conn.rollback();
       return { kind: 'rolled-back', response: outcome.response };
     } else if (outcome !== undefined) {
-      const record = recordOf(
-        outcome.response,
-        outcome.stored,
-        outcome.omitted,
-        this.cfg.storeHeaders,
-      );
+      stored = recordOf(outcome.response, outcome.stored, outcome.omitted, this.cfg.storeHeaders);
+      const record = stored;
       work = {
         kind: 'ok',
         beforeCommit: job.keyed
@@ -262,6 +287,11 @@ export class Engine {
 
     const end = await conn.finish(work, xid);
     if (end.kind === 'committed') {
+      // The row as committed, response and all, unless the handler committed it itself.
+      const record =
+        job.keyed && end.warning === undefined && stored !== undefined
+          ? storedOf(claim, stored)
+          : undefined;
       if (end.warning !== undefined) {
         this.cfg.logger.warn(
           { err: end.warning, key: claim.key },
@@ -280,6 +310,7 @@ export class Engine {
         kind: 'executed',
         response: outcome.unread ? outcome.response : withBody(outcome.response, outcome.body),
         streaming: outcome.body instanceof ReadableStream,
+        ...(record !== undefined ? { record } : {}),
       };
     }
     if (outcome?.kind === 'store' && outcome.body instanceof ReadableStream)
@@ -373,8 +404,12 @@ export class Engine {
     }
   }
 
-  /** A key committed before: its response, unless the request is not the one it was for. */
-  private replay(claim: KeyClaim, record: StoredRecord, carrier: boolean): Verdict {
+  /**
+   * A key committed before: its response, unless the request is not the one it was for.
+   * Also how a request that waited behind another of its key is answered from the row
+   * that one committed or found.
+   */
+  replay(claim: KeyClaim, record: StoredRecord, carrier: boolean): Verdict {
     if (record.method !== claim.method || record.route !== claim.route)
       return {
         kind: 'refused',
@@ -382,9 +417,14 @@ export class Engine {
           storedMethod: record.method,
           storedRoute: record.route,
         }),
+        record,
       };
     if (!record.fingerprint.equals(claim.fingerprint))
-      return { kind: 'refused', error: new IdempotencyKeyReusedError(claim.key, 'fingerprint') };
+      return {
+        kind: 'refused',
+        error: new IdempotencyKeyReusedError(claim.key, 'fingerprint'),
+        record,
+      };
     const status = record.status;
     if (status === null)
       // Cannot be: the response is stored in the transaction that commits the row.
@@ -398,7 +438,7 @@ export class Engine {
           },
         ),
       );
-    return { kind: 'replayed', response: replayOf({ ...record, status }, carrier) };
+    return { kind: 'replayed', response: replayOf({ ...record, status }, carrier), record };
   }
 
   private failed(error: EffectivelyOnceError): FailedAttempt {
@@ -426,6 +466,29 @@ async function committedByHandler(conn: ClaimConnection, xid: string): Promise<b
     // usual failure path handles both.
     return false;
   }
+}
+
+/**
+ * The key's row as the COMMIT that stored `response` left it. The body is a copy: the
+ * handler's own bytes go out to its client, these to every request answered from them.
+ */
+function storedOf(claim: KeyClaim, response: ResponseRecord): StoredRecord {
+  return {
+    method: claim.method,
+    route: claim.route,
+    fingerprint: claim.fingerprint,
+    status: response.status,
+    headers: response.headers,
+    body: response.body === null ? null : Buffer.from(response.body),
+    bodyOmitted: response.bodyOmitted,
+  };
+}
+
+/** The key's committed row a verdict ended with, if it knows one. */
+export function committedRow(verdict: Verdict): StoredRecord | undefined {
+  return verdict.kind === 'executed' || verdict.kind === 'replayed' || verdict.kind === 'refused'
+    ? verdict.record
+    : undefined;
 }
 
 /** A fresh Request with the buffered body: each run of the handler may read it. */

@@ -6,7 +6,7 @@ import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
 import { checkRequestBody, readRequestBody } from './body.js';
 import type { IdempotentHandler } from './context.js';
-import { Engine, type JobHandler, type Verdict } from './engine.js';
+import { committedRow, Engine, type Job, type JobHandler, type Verdict } from './engine.js';
 import { IdempotencyKeyMissingError } from './errors.js';
 import {
   executeBuffered,
@@ -20,7 +20,7 @@ import {
   type RequestOverrides,
 } from './idempotency-types.js';
 import { fingerprint } from './fingerprint.js';
-import { KeyWaiters } from './waiters.js';
+import { KeyFlights } from './waiters.js';
 import {
   admitDelivery,
   asIdempotentHandler,
@@ -63,7 +63,7 @@ class IdempotencyImpl implements Idempotency {
   private readonly hardStop = new AbortController();
   private readonly pruner: RetentionPruner | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
-  private readonly waiters: KeyWaiters;
+  private readonly flights: KeyFlights;
   private readonly counters: IdempotencyStats = {
     executed: 0,
     replayed: 0,
@@ -90,7 +90,7 @@ class IdempotencyImpl implements Idempotency {
       hardStop: this.hardStop.signal,
     };
     this.engine = new Engine(cfg, new KeyStatements(cfg.table, cfg.isolationLevel), deps);
-    this.waiters = new KeyWaiters(cfg.maxWaitersPerKey, cfg.maxWaiters);
+    this.flights = new KeyFlights(this.hardStop.signal);
     const retention = cfg.retention;
     this.pruner =
       retention &&
@@ -197,13 +197,14 @@ class IdempotencyImpl implements Idempotency {
   private async shutdown(graceMs: number): Promise<void> {
     await this.pruner?.stop();
     const grace = new AbortController();
-    const all = Promise.allSettled([...this.inFlight]);
+    // A replay is answered before its ROLLBACK returns: close() resolves once that
+    // connection, too, is back in the pool, or (a ROLLBACK still out at the hard stop)
+    // destroyed.
+    const all = Promise.allSettled([...this.inFlight]).then(() => this.engine.drain());
     await Promise.race([all, sleep(graceMs, grace.signal)]);
     grace.abort();
     this.hardStop.abort(new ShutdownError('(closing)'));
     await Promise.allSettled([...this.inFlight]);
-    // A replay is answered before its ROLLBACK returns: close() resolves once that
-    // connection, too, is back in the pool.
     await this.engine.drain();
   }
 
@@ -343,22 +344,52 @@ class IdempotencyImpl implements Idempotency {
       cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
-    // A retry of a key this process is running waits holding a connection: bounded.
-    const leave = key === undefined ? undefined : this.waiters.enter(scope, key);
-    if (key !== undefined && leave === undefined)
-      return this.problem(new ClaimBusyError(key, 0), 'refused');
-    try {
-      const verdict = await this.engine.run({
-        claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
-        keyed: key !== undefined,
-        request: () => head.request(),
-        body,
-        handler,
-        contextOnly: buffered !== undefined,
-      });
-      return this.answer(verdict);
-    } finally {
-      leave?.();
+    const job: Job = {
+      claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
+      keyed: key !== undefined,
+      request: () => head.request(),
+      body,
+      handler,
+      contextOnly: buffered !== undefined,
+    };
+    // 'reject' waits on nothing: each request claims on its own (a millisecond's wait).
+    const single = key !== undefined && cfg.concurrent === 'wait';
+    return this.answer(await (single ? this.inTurn(job) : this.engine.run(job)));
+  }
+
+  /**
+   * Runs a keyed request in its key's single flight (see KeyFlights): behind the one
+   * request of its key this process has at the database, answered from the row that one
+   * committed or found, or claiming in its turn with what is left of `waitMs`.
+   */
+  private async inTurn(job: Job): Promise<Verdict> {
+    const { claim } = job;
+    const waitMs = this.cfg.waitMs;
+    const turn = await this.flights.enter(claim.scope, claim.key, waitMs);
+    switch (turn.kind) {
+      case 'stored':
+        return this.engine.replay(claim, turn.record, job.contextOnly === true);
+      case 'timeout':
+        return {
+          kind: 'failed',
+          error: new ClaimBusyError(claim.key, waitMs),
+          infrastructure: true,
+          conflict: false,
+        };
+      case 'stopped':
+        return { kind: 'released', error: new ShutdownError(claim.key) };
+      case 'claim': {
+        let verdict: Verdict | undefined;
+        try {
+          verdict = await this.engine.run({
+            ...job,
+            waitMs: Math.max(1, Math.floor(waitMs - turn.waitedMs)),
+          });
+          return verdict;
+        } finally {
+          turn.done(verdict === undefined ? undefined : committedRow(verdict));
+        }
+      }
     }
   }
 

@@ -56,28 +56,16 @@ export interface IdempotencyOptions {
   /** Status for a key reused with another request. Default 422 (the IETF draft); Stripe answers 400. */
   mismatchStatus?: number;
   /**
-   * A retry that arrives while the original is running: `'wait'` (default) blocks on
-   * the original's claim for up to `waitMs`, then replays its committed response (or
-   * runs, if the original rolled back); `'reject'` answers 409 at once, as the IETF
-   * draft and Stripe do. Either way, past the wait it is 409 with `Retry-After`.
+   * A retry that arrives while the original is running: `'wait'` (default) waits for
+   * it, up to `waitMs`, then replays its committed response (or runs, if the original
+   * rolled back), however many retries come: those of one key in this process wait
+   * behind one pool connection, in memory, and are all answered from the row the
+   * original committed. `'reject'` answers 409 at once, as the IETF draft and Stripe do.
+   * Either way, past the wait it is 409 with `Retry-After`.
    */
   concurrent?: 'wait' | 'reject';
   /** Longest wait on a running original, in ms: 1 to 3 600 000. Default 5000. */
   waitMs?: number;
-  /**
-   * How many requests of this process may wait at once on one key another of its
-   * requests is running (each waiter holds a pool connection for up to `waitMs`);
-   * beyond it a retry is answered 409 with `Retry-After` at once. 0 to 10 000.
-   * Default 1: a client waits on its own original, a burst of its retries cannot
-   * take the pool.
-   */
-  maxWaitersPerKey?: number;
-  /**
-   * How many requests of this process may wait on running originals at once, all keys
-   * together; beyond it, 409 with `Retry-After`. 0 to 100 000. Default: half the pool's
-   * `max` (at least 1), so the rest stays free for other keys.
-   */
-  maxWaiters?: number;
   /** `Retry-After` of 409 and 503 answers, in seconds: 0 to 3600. Default 1. */
   retryAfterSeconds?: number;
   /**
@@ -163,9 +151,8 @@ export interface IdempotencyConfig {
   routeIsPath: boolean;
   fingerprint: FingerprintMode;
   mismatchStatus: number;
+  concurrent: 'wait' | 'reject';
   waitMs: number;
-  maxWaitersPerKey: number;
-  maxWaiters: number;
   retryAfterSeconds: number;
   rollbackOn: (status: number) => boolean;
   storeHeaders: ReadonlySet<string>;
@@ -278,10 +265,9 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     routeIsPath: options.route === undefined,
     fingerprint: fp,
     mismatchStatus: intOption('mismatchStatus', options.mismatchStatus, 422, 400, 499),
+    concurrent,
     // 'reject' still waits a millisecond: lock_timeout 0 would mean "wait forever".
     waitMs: concurrent === 'reject' ? 1 : waitMs,
-    maxWaitersPerKey: intOption('maxWaitersPerKey', options.maxWaitersPerKey, 1, 0, 10_000),
-    maxWaiters: intOption('maxWaiters', options.maxWaiters, halfThePool(options.pool), 0, 100_000),
     retryAfterSeconds: intOption('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 3600),
     rollbackOn: options.rollbackOn ?? ((status) => status >= 500),
     storeHeaders: storedHeaders(options.storeHeaders),
@@ -305,12 +291,6 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     telemetry: options.telemetry,
     problemTypeBase: options.problemTypeBase ?? 'urn:effectively-once:problem:',
   };
-}
-
-/** Half a pg Pool's `max` (10 unless configured), at least 1. */
-function halfThePool(pool: Pool): number {
-  const max = (pool as { options?: { max?: unknown } }).options?.max;
-  return Math.max(1, Math.floor((typeof max === 'number' && max > 0 ? max : 10) / 2));
 }
 
 function constantScope(scope: string): () => string {

@@ -282,7 +282,15 @@ export class ClaimConnection {
       );
     }
     const outcome = await this.commitBeforeHardStop(xid, beforeCommit);
-    if (outcome === undefined) return { kind: 'released', error: new ShutdownError(this.key) };
+    if (outcome === 'not-sent') return { kind: 'released', error: new ShutdownError(this.key) };
+    // Given up on with the COMMIT on the wire: the server may have kept it, so the
+    // outcome is unknown, not "nothing applied". The delivery still goes back (its
+    // redelivery's claim settles it); an HTTP request is answered outcome-unknown.
+    if (outcome === 'abandoned')
+      return {
+        kind: 'released',
+        error: new CommitUnknownError(this.key, new ShutdownError(this.key)),
+      };
     const first = this.guard.firstError;
     switch (outcome.kind) {
       case 'committed':
@@ -330,19 +338,35 @@ export class ClaimConnection {
   }
 
   /**
-   * The verified COMMIT, unless a shutdown's hard stop comes first (undefined). A COMMIT
-   * can wait without end (a deferred constraint's check waiting on a lock, a synchronous
-   * standby that is gone): at the hard stop it is abandoned like a handler, cancelled
-   * and its connection destroyed. Its outcome is then unknown, so the delivery goes back
-   * unacked, and the redelivery's claim settles it. Past the hard stop, no COMMIT starts.
+   * The verified COMMIT, unless a shutdown's hard stop comes first. A COMMIT can wait
+   * without end (a deferred constraint's check waiting on a lock, a synchronous standby
+   * that is gone): at the hard stop it is abandoned like a handler, cancelled and its
+   * connection destroyed (`abandoned`: its outcome is unknown). Past the hard stop, no
+   * COMMIT starts (`not-sent`: rolled back, nothing applied).
    */
   private async commitBeforeHardStop(
     xid: string,
     beforeCommit: string | undefined,
-  ): Promise<CommitOutcome | undefined> {
+  ): Promise<CommitOutcome | 'not-sent' | 'abandoned'> {
+    if (this.deps.hardStop.aborted) {
+      await this.rollback();
+      return 'not-sent';
+    }
+    const outcome = await this.untilHardStop(commitClaim(this.client, xid, beforeCommit));
+    return outcome === undefined ? 'abandoned' : outcome;
+  }
+
+  /**
+   * `work`, a statement running on this connection, unless the shutdown's hard stop
+   * comes first: then the statement is cancelled on the server, the connection marked
+   * for destruction, and the answer is undefined. For what may block without end on
+   * the server: a COMMIT, a claim waiting on a key another instance holds.
+   */
+  async untilHardStop<T>(work: Promise<T>): Promise<T | undefined> {
     const stop = this.deps.hardStop;
     if (stop.aborted) {
-      await this.rollback();
+      work.catch(() => undefined);
+      this.abandon(new ShutdownError(this.key));
       return undefined;
     }
     let onStop: (() => void) | undefined;
@@ -351,8 +375,12 @@ export class ClaimConnection {
       stop.addEventListener('abort', onStop, { once: true });
     });
     try {
-      const outcome = await Promise.race([commitClaim(this.client, xid, beforeCommit), stopped]);
-      if (outcome === undefined) this.abandon(new ShutdownError(this.key));
+      const outcome = await Promise.race([work, stopped]);
+      if (outcome === undefined) {
+        // Its answer (the cancel's error, most likely) has nobody left to hear it.
+        work.catch(() => undefined);
+        this.abandon(new ShutdownError(this.key));
+      }
       return outcome;
     } finally {
       stop.removeEventListener('abort', onStop!);

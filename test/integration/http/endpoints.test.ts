@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { idempotentFetch } from 'effectively-once/client';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
-import { answer, gate, paymentFixture, post, stable } from './support.js';
+import { waitFor } from '../../helpers/wait-for.js';
+import { answer, arrivals, gate, paymentFixture, post, stable } from './support.js';
 
 const fixture = paymentFixture('http_endpoints');
 const FAST = { backoff: { initialMs: 5, maxMs: 50 } } as const;
@@ -10,10 +11,10 @@ const FAST = { backoff: { initialMs: 5, maxMs: 50 } } as const;
 describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server', (framework) => {
   it('50 concurrent identical requests: one effect, every answer the same response', async () => {
     const hold = gate();
+    const seen = arrivals();
     const server = await fixture.start({
       framework,
-      // Every retry may wait here (by default one per key does; the rest get 409 at once).
-      idempotency: { maxWaitersPerKey: 49, maxWaiters: 49 },
+      idempotency: { telemetry: seen.telemetry },
       hooks: { beforeEffect: () => hold.wait },
     });
     const key = randomUUID();
@@ -21,7 +22,9 @@ describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server',
     const all = Promise.all(
       Array.from({ length: 50 }, () => post(`${server.url}/charges`, key, body)),
     );
-    setTimeout(hold.open, 300);
+    // Released once all 50 are in: 49 wait on the running original.
+    await waitFor(() => seen.count() === 50, { what: 'all 50 requests at the claim' });
+    hold.open();
     const answers = await all;
 
     expect(await fixture.effects(key)).toBe(1);

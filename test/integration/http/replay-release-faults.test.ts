@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import pg from 'pg';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { startPaymentServer, type PaymentServer } from '../../helpers/http/payments.js';
+import { within } from '../../helpers/wait-for.js';
 import { gate, post } from './support.js';
 
 let db: TestDatabase;
@@ -144,6 +145,14 @@ describe('a replay answered before its ROLLBACK, on a pool of one', () => {
     const next = await post(`${server!.url}/charges`, key, body);
     expect(next.status).toBe(201);
     expect(await effects(key)).toBe(1);
+  });
+
+  it('a ROLLBACK that never returns keeps close() no longer than its hard stop', async () => {
+    // A stalled socket: the replay was answered, its ROLLBACK never comes back.
+    await replayWith(() => new Promise<never>(() => undefined));
+    expect(await within(server!.idempotency.close({ timeoutMs: 50 }), 10_000)).toBeUndefined();
+    // Abandoned at the hard stop: the connection is destroyed, not handed back mid-transaction.
+    await allBack();
   });
 });
 

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
+import type { IdempotencyTelemetry } from 'effectively-once/http';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import {
   startPaymentServer,
@@ -85,6 +86,24 @@ export async function post(
       body: typeof body === 'string' ? body : JSON.stringify(body),
     }),
   );
+}
+
+/**
+ * Telemetry that counts the requests that reached the claim's doorstep (key, body and
+ * scope read): what a test waits on before releasing an original held in its handler.
+ */
+export function arrivals(): { telemetry: IdempotencyTelemetry; count: () => number } {
+  let seen = 0;
+  return {
+    telemetry: {
+      startRequest: () => ({
+        run: (fn) => fn(),
+        identified: () => void seen++,
+        end: () => undefined,
+      }),
+    },
+    count: () => seen,
+  };
 }
 
 /** A promise and its resolver. */
