@@ -5,6 +5,7 @@ import type { PoolClient } from 'pg';
 import type { Delivery, DeliveryOutcome, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
+import { HandoverTurns } from './handover-turns.js';
 import { HeldOffsets } from './held-offsets.js';
 import { orderingKeyOf, partitionOrderingKey, recordKey } from './keys.js';
 import type { Limiter } from './limiter.js';
@@ -66,6 +67,8 @@ export class PartitionWorker<T> implements RecordOwner {
   private inFlightRecords = 0;
   /** Records being retried in place: nothing after them (of their key) may start. */
   private readonly held = new HeldOffsets();
+  /** With `pipeline` > 1: records of a key are handed to the runner one after the other. */
+  private readonly turns = new HandoverTurns();
   /** Settles once nothing is in flight (made by {@link stop}). */
   private idle: Promise<void> | undefined;
   private whenIdle: (() => void) | undefined;
@@ -282,17 +285,12 @@ export class PartitionWorker<T> implements RecordOwner {
   private async process(item: QueuedRecord<T>): Promise<void> {
     try {
       while (this.state === 'active') {
-        // The slot is usually held already (another record of this partition is in flight).
-        if (this.slotHeld) this.slotUsers++;
-        else if (!(await this.enterSlot())) return;
-        let delivery: RecordDelivery<T>;
+        const handedOver = await this.handOver(item);
+        if (handedOver === undefined) return;
+        const [delivery, pending] = handedOver;
         let outcome: DeliveryOutcome;
         try {
-          const { ctx } = this.deps;
-          if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
-          if (this.state !== 'active') return;
-          delivery = this.delivery(item);
-          outcome = await ctx.deliver(delivery);
+          outcome = await pending;
         } finally {
           this.leaveSlot();
         }
@@ -328,6 +326,45 @@ export class PartitionWorker<T> implements RecordOwner {
       );
     } finally {
       this.ended(item.orderingKey);
+    }
+  }
+
+  /**
+   * Hands the record to the runner once its key's turn came (with `pipeline` > 1), a
+   * slot was entered and the consumer has room. Returns the delivery and its outcome
+   * (the caller leaves the slot when it settles), or undefined when the worker ended or
+   * the record was taken back behind a lower one being retried (nothing to leave then).
+   */
+  private async handOver(
+    item: QueuedRecord<T>,
+  ): Promise<[RecordDelivery<T>, Promise<DeliveryOutcome>] | undefined> {
+    const ordered = this.deps.config.pipeline > 1;
+    if (ordered) {
+      const turn = this.turns.take(item.orderingKey);
+      if (turn !== undefined) await turn;
+    }
+    try {
+      if (this.state !== 'active') return undefined;
+      // A lower record of the key went back for a retry while this one waited its turn.
+      if (ordered && this.takeBackBehindLower(item)) return undefined;
+      // The slot is usually held already (another record of this partition is in flight).
+      if (this.slotHeld) this.slotUsers++;
+      else if (!(await this.enterSlot())) return undefined;
+      try {
+        const { ctx } = this.deps;
+        if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
+        if (this.state !== 'active' || (ordered && this.takeBackBehindLower(item))) {
+          this.leaveSlot();
+          return undefined;
+        }
+        const delivery = this.delivery(item);
+        return [delivery, ctx.deliver(delivery)];
+      } catch (error) {
+        this.leaveSlot();
+        throw error;
+      }
+    } finally {
+      if (ordered) this.turns.pass(item.orderingKey);
     }
   }
 
