@@ -12,7 +12,7 @@ import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
 import { RecordQueue } from './record-queue.js';
 import type { KafkaSourceConfig } from './options.js';
-import type { PostgresOffsetStore } from './postgres-offsets.js';
+import type { OffsetMark, PostgresOffsetStore } from './postgres-offsets.js';
 import type { KafkaRecord } from './record.js';
 import {
   RecordDelivery,
@@ -49,6 +49,14 @@ export class PartitionWorker<T> implements RecordOwner {
   readonly tracker = new OffsetTracker();
   /** With `offsets: 'postgres'`: the stored next offset; records below it are known duplicates. */
   storedOffset: bigint | undefined;
+  /**
+   * With `offsets: 'postgres'`: a record below the stored offset as it was applied. Until
+   * the record found at its offset is checked against it, nothing below the stored
+   * offset is skipped (a recreated topic has other records there).
+   */
+  storedMark: OffsetMark | undefined;
+  /** Whether the mark was checked (or cannot be: the log no longer reaches its offset). */
+  markChecked = false;
   /** The high watermark of the last fetched batch (for the records' lag in telemetry). */
   highWatermark: bigint | undefined;
   /** Resolves once the worker may take records (stored offset loaded, or revoked). */
@@ -398,16 +406,23 @@ export class PartitionWorker<T> implements RecordOwner {
     delivery: RecordDelivery<T>,
     together: ReadonlyArray<Delivery<unknown>>,
   ): Promise<void> {
-    const offsets: bigint[] = [];
-    let first: RecordDelivery<unknown> | undefined;
+    const mine: Array<RecordDelivery<unknown>> = [];
     for (const d of together) {
       if (!(d instanceof RecordDelivery) || d.owner !== this) continue;
-      first ??= d;
-      offsets.push(d.offset);
+      mine.push(d);
     }
-    if (first !== undefined && first !== delivery) return;
-    const next = this.tracker.storableAfter(offsets.length > 0 ? offsets : [delivery.offset]);
-    if (next !== undefined) await store.save(tx, this.topic, this.partition, next);
+    if (mine.length > 0 && mine[0] !== delivery) return;
+    if (mine.length === 0) mine.push(delivery);
+    const next = this.tracker.storableAfter(mine.map((d) => d.offset));
+    if (next === undefined) return;
+    // The mark: the highest record of the transaction below the offset stored.
+    let mark: OffsetMark | undefined;
+    for (const d of mine) {
+      if (d.offset >= next || (mark !== undefined && d.offset <= mark.offset)) continue;
+      const timestamp = timestampOf(d.raw.timestamp);
+      if (timestamp !== undefined) mark = { offset: d.offset, timestamp };
+    }
+    await store.save(tx, this.topic, this.partition, next, mark);
   }
 
   /** {@link RecordOwner}: publishes a record to the dead-letter topic. */
@@ -475,4 +490,9 @@ export class PartitionWorker<T> implements RecordOwner {
       this.deps.slots.release();
     }
   }
+}
+
+/** A record's timestamp (milliseconds as a decimal string) as a bigint; undefined if it is not one. */
+export function timestampOf(text: string): bigint | undefined {
+  return /^-?\d+$/.test(text) ? BigInt(text) : undefined;
 }

@@ -17,7 +17,7 @@ import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } 
 import { retryDelay } from '../../src/backoff.js';
 import { settlesBefore } from '../../src/deadline.js';
 import { sleep } from '../../src/sleep.js';
-import { PartitionWorker } from './partition-worker.js';
+import { PartitionWorker, timestampOf } from './partition-worker.js';
 import { PostgresOffsetStore } from './postgres-offsets.js';
 import { toKafkaRecord } from './record.js';
 
@@ -348,7 +348,11 @@ export class KafkaSource<T = unknown> implements Source<T> {
       for (let attempt = 1; !signal.aborted; attempt++) {
         try {
           const stored = await store.load(topics);
-          for (const w of workers) w.storedOffset = stored.get(tpKey(w.topic, w.partition));
+          for (const w of workers) {
+            const row = stored.get(tpKey(w.topic, w.partition));
+            w.storedOffset = row?.next;
+            w.storedMark = row?.mark;
+          }
           ctx.logger.debug(
             { groupId: this.config.groupId, stored: Object.fromEntries(stored) },
             'effectively-once: stored kafka offsets loaded',
@@ -395,6 +399,8 @@ export class KafkaSource<T = unknown> implements Source<T> {
           return;
         }
       }
+      if (stored !== undefined && !worker.markChecked && !this.checkMark(payload, worker, stored))
+        return;
       const last = batch.messages[batch.messages.length - 1];
       if (stored !== undefined && last !== undefined && BigInt(last.offset) + 1n < stored) {
         // Everything fetched is a known duplicate: jump to the stored offset instead of reading through.
@@ -422,6 +428,56 @@ export class KafkaSource<T = unknown> implements Source<T> {
     if (skipped) this.committer?.schedule();
     // Synchronously after the accepting check: a revoked worker never moves the new generation's position.
     if (resolved !== undefined && worker.accepting) payload.resolveOffset(resolved);
+  }
+
+  /**
+   * `offsets: 'postgres'`, before anything below the stored offset is skipped: is the
+   * record the table remembers (the mark) still the one at its offset? True when the
+   * batch may go on; false when it was dropped: the consumer seeks to the mark (the batch
+   * ends before it), or the mark does not match (the partition is stalled and reported).
+   */
+  private checkMark(
+    payload: EachBatchPayloadLike,
+    worker: PartitionWorker<T>,
+    stored: bigint,
+  ): boolean {
+    const { batch } = payload;
+    const mark = worker.storedMark;
+    const first = batch.messages[0];
+    // No mark (a row from before marks), or the fetch starts past it: nothing below the
+    // mark is read, so nothing unchecked is skipped (the log no longer reaches the mark,
+    // or this member resumes where it left off).
+    if (mark === undefined || first === undefined || BigInt(first.offset) > mark.offset) {
+      worker.markChecked = true;
+      return true;
+    }
+    const at = batch.messages.find((m) => BigInt(m.offset) >= mark.offset);
+    if (at === undefined) {
+      this.consumer.seek({
+        topic: batch.topic,
+        partition: batch.partition,
+        offset: mark.offset.toString(),
+      });
+      return false;
+    }
+    const found = timestampOf(at.timestamp);
+    if (BigInt(at.offset) === mark.offset && found !== undefined && found !== mark.timestamp) {
+      if (worker.stall())
+        this.ctx?.reportError(
+          new StoredOffsetAheadError(
+            this.config.groupId,
+            batch.topic,
+            batch.partition,
+            stored,
+            BigInt(batch.highWatermark ?? -1),
+            { offset: mark.offset, storedTimestamp: mark.timestamp, foundTimestamp: found },
+          ),
+        );
+      return false;
+    }
+    // The same record, or none at that offset any more (compaction): as it was.
+    worker.markChecked = true;
+    return true;
   }
 
   private async drain(): Promise<void> {
