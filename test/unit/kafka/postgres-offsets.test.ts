@@ -183,6 +183,44 @@ describe("offsets: 'postgres'", () => {
     }
   });
 
+  it('a big batch stores its offset with work linear in its size, not quadratic', async () => {
+    const { pool } = fakePool([]);
+    const hold = gate();
+    const size = 1000;
+    const { consumer, runner } = await start(
+      pool,
+      async () => {
+        await hold.promise;
+        return { do: 'ack' };
+      },
+      size,
+    );
+    try {
+      consumer.assign({ t: [0] });
+      await consumer.batch(
+        't',
+        0,
+        messages(0, size, (o) => ({ key: Buffer.from(`k${o}`) })),
+      );
+      await waitFor(() => runner.delivered.length === size);
+      // Every delivery's hook gets the batch; count the reads of its elements they make.
+      let reads = 0;
+      const together = new Proxy(runner.delivered.slice(), {
+        get(target, property, receiver) {
+          if (typeof property === 'string' && /^\d+$/.test(property)) reads++;
+          return Reflect.get(target, property, receiver) as unknown;
+        },
+      });
+      const tx = fakeTx();
+      for (const d of runner.delivered) await d.inTransaction?.(tx.tx, together);
+      expect(tx.queries).toHaveLength(1);
+      expect(tx.queries[0]?.values.slice(3, 5)).toEqual([String(size), String(size - 1)]);
+      expect(reads).toBeLessThanOrEqual(4 * size);
+    } finally {
+      hold.open();
+    }
+  });
+
   it('retries loading stored offsets while heartbeating, and reports the failures', async () => {
     const { pool } = fakePool([{ topic: 't', partition: 0, next_offset: '2' }], 1);
     const { consumer, runner } = await start(pool);
