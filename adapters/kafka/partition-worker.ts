@@ -90,6 +90,9 @@ export class PartitionWorker<T> implements RecordOwner {
   private slotUsers = 0;
   private slotHeld = false;
   private slotWait: Promise<boolean> | undefined;
+  /** The last transaction's deliveries seen by {@link storeOffset}, and the first of this partition's. */
+  private hookedBatch:
+    { together: ReadonlyArray<Delivery<unknown>>; first: RecordDelivery<unknown> } | undefined;
 
   constructor(private readonly deps: PartitionWorkerDeps<T>) {
     this.partitionKey = partitionOrderingKey(deps.topic, deps.partition);
@@ -406,11 +409,17 @@ export class PartitionWorker<T> implements RecordOwner {
     delivery: RecordDelivery<T>,
     together: ReadonlyArray<Delivery<unknown>>,
   ): Promise<void> {
+    // Every delivery's hook gets the same `together`: only the first of this partition's
+    // reads it through (else a batch of n costs n^2); the others find it remembered. A
+    // transaction run again with the same list runs its first hook again, so it stores again.
+    const seen = this.hookedBatch;
+    if (seen !== undefined && seen.together === together && seen.first !== delivery) return;
     const mine: Array<RecordDelivery<unknown>> = [];
     for (const d of together) {
       if (!(d instanceof RecordDelivery) || d.owner !== this) continue;
       mine.push(d);
     }
+    if (mine.length > 0) this.hookedBatch = { together, first: mine[0] as RecordDelivery<unknown> };
     if (mine.length > 0 && mine[0] !== delivery) return;
     if (mine.length === 0) mine.push(delivery);
     const next = this.tracker.storableAfter(mine.map((d) => d.offset));
