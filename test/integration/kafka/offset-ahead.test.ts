@@ -150,7 +150,9 @@ describe("Kafka, offsets: 'postgres', topic deleted and recreated", () => {
       expect(String(ahead.details.storedOffset)).toBe('50');
       await sleep(3000); // the partition stays paused: nothing of it is skipped or processed
       expect(b.calls).toEqual([]);
-      expect((await effects(db)).map((e) => e.key).filter((k) => k.startsWith('long-new-'))).toEqual([]);
+      expect(
+        (await effects(db)).map((e) => e.key).filter((k) => k.startsWith('long-new-')),
+      ).toEqual([]);
       expect(b.source.partitions()[0]?.committed).toBeUndefined();
     } finally {
       await b.stop();
