@@ -48,6 +48,12 @@ export interface ChaosArgs {
   isolation: IsolationLevel | 'mixed' | 'default';
   /** Kafka `keyConcurrency`; 1 makes each partition one ordered stream, and turns the order check on. */
   keyConcurrency: number;
+  /**
+   * Kafka `pipeline`: records of an ordering key handed to the runner at once (default:
+   * the batch's maxSize, else 1). Above the workers' capacity it puts the partitions
+   * under back-pressure.
+   */
+  pipeline: number | undefined;
   /** Kafka offsets: committed to Kafka, or stored in Postgres with each effect. */
   offsets: 'kafka' | 'postgres';
   /** The Kafka client under the workers' sources (platformatic needs Node >= 22.22). */
@@ -77,6 +83,10 @@ export function usage(): string {
   --key-concurrency K Kafka keyConcurrency (default 4). 1: each partition is one ordered
                       stream, and the checker also checks that every partition's effects
                       were applied in offset order (order_violations=)
+  --pipeline N        Kafka pipeline: records of an ordering key handed over at once (default:
+                      --batch's maxSize, else 1). partitions x N above the consumer's room
+                      (2 x --concurrency per message; (concurrency + 1) x maxSize in batch
+                      mode) keeps the partitions under back-pressure
   --offsets WHERE     Kafka offsets: kafka (default) or postgres (stored with each effect)
   --kafka-client C    the workers' Kafka client: kafkajs (default) or platformatic
                       (@platformatic/kafka; run chaos on Node >= 22.22 then)
@@ -137,6 +147,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       'fault-kinds': { type: 'string' },
       isolation: { type: 'string' },
       'key-concurrency': { type: 'string' },
+      pipeline: { type: 'string' },
       offsets: { type: 'string' },
       'kafka-client': { type: 'string' },
       failovers: { type: 'string' },
@@ -189,9 +200,12 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     broker !== 'kafka' &&
     (offsets !== 'kafka' ||
       values['key-concurrency'] !== undefined ||
+      values.pipeline !== undefined ||
       values['kafka-client'] !== undefined)
   )
-    throw new UsageError('--offsets, --key-concurrency and --kafka-client are for --broker kafka');
+    throw new UsageError(
+      '--offsets, --key-concurrency, --pipeline and --kafka-client are for --broker kafka',
+    );
   const isolation = isolationOf(
     values.isolation,
     handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
@@ -221,6 +235,10 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       intOption('timeout', values.timeout, Math.ceil(120 + messages / 40), 1, 86_400) * 1000,
     keep: values.keep === true,
     keyConcurrency: intOption('key-concurrency', values['key-concurrency'], 4, 1, 1000),
+    pipeline:
+      values.pipeline === undefined
+        ? undefined
+        : intOption('pipeline', values.pipeline, 1, 1, 1000),
     offsets,
     kafkaClient,
   };

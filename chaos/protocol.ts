@@ -26,6 +26,8 @@ export interface WorkerConfig {
   control?: Control | undefined;
   /** Kafka: the source's `keyConcurrency` (1: each partition is one ordered stream). */
   keyConcurrency?: number | undefined;
+  /** Kafka: the source's `pipeline` (default: `batch`, else 1). */
+  pipeline?: number | undefined;
   /** Kafka: where offsets are kept; `postgres` stores them with the effects (in `schema`). */
   offsets?: 'kafka' | 'postgres' | undefined;
   /** Kafka: the client under the source (default kafkajs). */

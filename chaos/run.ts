@@ -61,7 +61,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
   say(
     `run ${runId}: broker=${args.broker} messages=${args.messages} sends=${plan.sends.length} ` +
       `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} concurrency=${args.concurrency}` +
-      `${args.batch ? ` batch=${args.batch}` : ''} kills=${args.kills} seed=${args.seed}`,
+      `${args.batch ? ` batch=${args.batch}` : ''}${args.pipeline ? ` pipeline=${args.pipeline}` : ''}` +
+      ` kills=${args.kills} seed=${args.seed}`,
   );
   if (plan.faults.length > 0)
     say(
@@ -112,6 +113,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         ...(args.broker === 'kafka'
           ? {
               keyConcurrency: args.keyConcurrency,
+              pipeline: args.pipeline,
               offsets: args.offsets,
               kafkaClient: args.kafkaClient,
             }

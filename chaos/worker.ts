@@ -88,7 +88,7 @@ async function source(pool: pg.Pool): Promise<Source<ChaosBody>> {
     ...CHAOS_KAFKA_SOURCE,
     keyConcurrency: cfg.keyConcurrency ?? CHAOS_KAFKA_SOURCE.keyConcurrency,
     // Batch mode gets whole runs of a partition's records, as the README advises.
-    pipeline: cfg.batch ?? 1,
+    pipeline: cfg.pipeline ?? cfg.batch ?? 1,
     ...(cfg.offsets === 'postgres' ? { offsets: 'postgres', pool, offsetsSchema: cfg.schema } : {}),
   });
 }

@@ -129,9 +129,11 @@ export interface Source<T = unknown> {
   run(ctx: SourceContext<T>): Promise<void>;
   /**
    * Flushes pending acks and releases the broker resources the source created. Called once,
-   * after `run` resolved.
+   * after `run` resolved. `signal` aborts at the stop deadline: from then on acknowledge
+   * nothing more and stop waiting for the broker (its disconnect may go on in the
+   * background); the consumer stops waiting for `close` then too.
    */
-  close(): Promise<void>;
+  close(options?: { readonly signal?: AbortSignal }): Promise<void>;
 }
 
 /** What the handler receives besides the message. */

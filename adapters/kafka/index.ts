@@ -6,7 +6,11 @@
  * @module effectively-once/kafka
  */
 export { kafkaSource, KafkaSource } from './source.js';
-export { PartitionRevokedError, StoredOffsetAheadError } from './errors.js';
+export {
+  PartitionRevokedError,
+  StoredOffsetAheadError,
+  type OffsetMarkMismatch,
+} from './errors.js';
 export type { KafkaPartitionState } from './source.js';
 export type { KafkaSourceOptions } from './options.js';
 export { migrateKafkaOffsets } from './postgres-offsets.js';

@@ -5,13 +5,14 @@ import type { PoolClient } from 'pg';
 import type { Delivery, DeliveryOutcome, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
+import { HandoverTurns } from './handover-turns.js';
 import { HeldOffsets } from './held-offsets.js';
 import { orderingKeyOf, partitionOrderingKey, recordKey } from './keys.js';
 import type { Limiter } from './limiter.js';
 import { OffsetTracker } from './offset-tracker.js';
 import { RecordQueue } from './record-queue.js';
 import type { KafkaSourceConfig } from './options.js';
-import type { PostgresOffsetStore } from './postgres-offsets.js';
+import type { OffsetMark, PostgresOffsetStore } from './postgres-offsets.js';
 import type { KafkaRecord } from './record.js';
 import {
   RecordDelivery,
@@ -48,6 +49,14 @@ export class PartitionWorker<T> implements RecordOwner {
   readonly tracker = new OffsetTracker();
   /** With `offsets: 'postgres'`: the stored next offset; records below it are known duplicates. */
   storedOffset: bigint | undefined;
+  /**
+   * With `offsets: 'postgres'`: a record below the stored offset as it was applied. Until
+   * the record found at its offset is checked against it, nothing below the stored
+   * offset is skipped (a recreated topic has other records there).
+   */
+  storedMark: OffsetMark | undefined;
+  /** Whether the mark was checked (or cannot be: the log no longer reaches its offset). */
+  markChecked = false;
   /** The high watermark of the last fetched batch (for the records' lag in telemetry). */
   highWatermark: bigint | undefined;
   /** Resolves once the worker may take records (stored offset loaded, or revoked). */
@@ -66,6 +75,8 @@ export class PartitionWorker<T> implements RecordOwner {
   private inFlightRecords = 0;
   /** Records being retried in place: nothing after them (of their key) may start. */
   private readonly held = new HeldOffsets();
+  /** With `pipeline` > 1: records of a key are handed to the runner one after the other. */
+  private readonly turns = new HandoverTurns();
   /** Settles once nothing is in flight (made by {@link stop}). */
   private idle: Promise<void> | undefined;
   private whenIdle: (() => void) | undefined;
@@ -79,6 +90,9 @@ export class PartitionWorker<T> implements RecordOwner {
   private slotUsers = 0;
   private slotHeld = false;
   private slotWait: Promise<boolean> | undefined;
+  /** The last transaction's deliveries seen by {@link storeOffset}, and the first of this partition's. */
+  private hookedBatch:
+    { together: ReadonlyArray<Delivery<unknown>>; first: RecordDelivery<unknown> } | undefined;
 
   constructor(private readonly deps: PartitionWorkerDeps<T>) {
     this.partitionKey = partitionOrderingKey(deps.topic, deps.partition);
@@ -282,17 +296,12 @@ export class PartitionWorker<T> implements RecordOwner {
   private async process(item: QueuedRecord<T>): Promise<void> {
     try {
       while (this.state === 'active') {
-        // The slot is usually held already (another record of this partition is in flight).
-        if (this.slotHeld) this.slotUsers++;
-        else if (!(await this.enterSlot())) return;
-        let delivery: RecordDelivery<T>;
+        const handedOver = await this.handOver(item);
+        if (handedOver === undefined) return;
+        const [delivery, pending] = handedOver;
         let outcome: DeliveryOutcome;
         try {
-          const { ctx } = this.deps;
-          if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
-          if (this.state !== 'active') return;
-          delivery = this.delivery(item);
-          outcome = await ctx.deliver(delivery);
+          outcome = await pending;
         } finally {
           this.leaveSlot();
         }
@@ -331,6 +340,45 @@ export class PartitionWorker<T> implements RecordOwner {
     }
   }
 
+  /**
+   * Hands the record to the runner once its key's turn came (with `pipeline` > 1), a
+   * slot was entered and the consumer has room. Returns the delivery and its outcome
+   * (the caller leaves the slot when it settles), or undefined when the worker ended or
+   * the record was taken back behind a lower one being retried (nothing to leave then).
+   */
+  private async handOver(
+    item: QueuedRecord<T>,
+  ): Promise<[RecordDelivery<T>, Promise<DeliveryOutcome>] | undefined> {
+    const ordered = this.deps.config.pipeline > 1;
+    if (ordered) {
+      const turn = this.turns.take(item.orderingKey);
+      if (turn !== undefined) await turn;
+    }
+    try {
+      if (this.state !== 'active') return undefined;
+      // A lower record of the key went back for a retry while this one waited its turn.
+      if (ordered && this.takeBackBehindLower(item)) return undefined;
+      // The slot is usually held already (another record of this partition is in flight).
+      if (this.slotHeld) this.slotUsers++;
+      else if (!(await this.enterSlot())) return undefined;
+      try {
+        const { ctx } = this.deps;
+        if (ctx.freeCapacity() <= 0) await ctx.waitForCapacity();
+        if (this.state !== 'active' || (ordered && this.takeBackBehindLower(item))) {
+          this.leaveSlot();
+          return undefined;
+        }
+        const delivery = this.delivery(item);
+        return [delivery, ctx.deliver(delivery)];
+      } catch (error) {
+        this.leaveSlot();
+        throw error;
+      }
+    } finally {
+      if (ordered) this.turns.pass(item.orderingKey);
+    }
+  }
+
   /** How the delivery ended for the partition: the source's own answer first. */
   private settlementOf(delivery: RecordDelivery<T>, outcome: DeliveryOutcome): Settlement {
     if (delivery.settlement !== undefined) return delivery.settlement;
@@ -361,16 +409,29 @@ export class PartitionWorker<T> implements RecordOwner {
     delivery: RecordDelivery<T>,
     together: ReadonlyArray<Delivery<unknown>>,
   ): Promise<void> {
-    const offsets: bigint[] = [];
-    let first: RecordDelivery<unknown> | undefined;
+    // Every delivery's hook gets the same `together`: only the first of this partition's
+    // reads it through (else a batch of n costs n^2); the others find it remembered. A
+    // transaction run again with the same list runs its first hook again, so it stores again.
+    const seen = this.hookedBatch;
+    if (seen !== undefined && seen.together === together && seen.first !== delivery) return;
+    const mine: Array<RecordDelivery<unknown>> = [];
     for (const d of together) {
       if (!(d instanceof RecordDelivery) || d.owner !== this) continue;
-      first ??= d;
-      offsets.push(d.offset);
+      mine.push(d);
     }
-    if (first !== undefined && first !== delivery) return;
-    const next = this.tracker.storableAfter(offsets.length > 0 ? offsets : [delivery.offset]);
-    if (next !== undefined) await store.save(tx, this.topic, this.partition, next);
+    if (mine.length > 0) this.hookedBatch = { together, first: mine[0] as RecordDelivery<unknown> };
+    if (mine.length > 0 && mine[0] !== delivery) return;
+    if (mine.length === 0) mine.push(delivery);
+    const next = this.tracker.storableAfter(mine.map((d) => d.offset));
+    if (next === undefined) return;
+    // The mark: the highest record of the transaction below the offset stored.
+    let mark: OffsetMark | undefined;
+    for (const d of mine) {
+      if (d.offset >= next || (mark !== undefined && d.offset <= mark.offset)) continue;
+      const timestamp = timestampOf(d.raw.timestamp);
+      if (timestamp !== undefined) mark = { offset: d.offset, timestamp };
+    }
+    await store.save(tx, this.topic, this.partition, next, mark);
   }
 
   /** {@link RecordOwner}: publishes a record to the dead-letter topic. */
@@ -438,4 +499,9 @@ export class PartitionWorker<T> implements RecordOwner {
       this.deps.slots.release();
     }
   }
+}
+
+/** A record's timestamp (milliseconds as a decimal string) as a bigint; undefined if it is not one. */
+export function timestampOf(text: string): bigint | undefined {
+  return /^-?\d+$/.test(text) ? BigInt(text) : undefined;
 }

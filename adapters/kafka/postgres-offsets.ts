@@ -26,6 +26,22 @@ export async function migrateKafkaOffsets(
   });
 }
 
+/**
+ * A record below a stored next offset, as it was when its effect committed: its offset
+ * and its timestamp (milliseconds, as Kafka gives them). A topic deleted and recreated
+ * reuses the offsets but not the records: another timestamp at that offset says so.
+ */
+export interface OffsetMark {
+  readonly offset: bigint;
+  readonly timestamp: bigint;
+}
+
+/** A partition's stored next offset, and its mark (none in rows written before marks). */
+export interface StoredOffset {
+  readonly next: bigint;
+  readonly mark: OffsetMark | undefined;
+}
+
 /** Reads and writes one consumer group's rows of the offsets table. */
 export class PostgresOffsetStore {
   private readonly table: string;
@@ -38,27 +54,63 @@ export class PostgresOffsetStore {
     this.table = qualifiedTable(ref);
   }
 
-  /** Stored next offsets of `topics`, keyed `topic/partition`. */
-  async load(topics: string[]): Promise<Map<string, bigint>> {
-    const result = await this.pool.query<{ topic: string; partition: number; next_offset: string }>(
-      `SELECT topic, partition, next_offset FROM ${this.table} WHERE group_id = $1 AND topic = ANY($2::text[])`,
+  /** Stored next offsets (and marks) of `topics`, keyed `topic/partition`. */
+  async load(topics: string[]): Promise<Map<string, StoredOffset>> {
+    const result = await this.pool.query<{
+      topic: string;
+      partition: number;
+      next_offset: string;
+      mark_offset?: string | null;
+      mark_timestamp?: string | null;
+    }>(
+      `SELECT topic, partition, next_offset, mark_offset, mark_timestamp FROM ${this.table} WHERE group_id = $1 AND topic = ANY($2::text[])`,
       [this.groupId, topics],
     );
     return new Map(
-      result.rows.map((row) => [`${row.topic}/${row.partition}`, BigInt(row.next_offset)]),
+      result.rows.map((row) => [
+        `${row.topic}/${row.partition}`,
+        {
+          next: BigInt(row.next_offset),
+          mark:
+            row.mark_offset == null || row.mark_timestamp == null
+              ? undefined
+              : { offset: BigInt(row.mark_offset), timestamp: BigInt(row.mark_timestamp) },
+        },
+      ]),
     );
   }
 
   /**
    * Raises the partition's stored next offset to `nextOffset` inside the effect's
    * transaction (never lowers it: a slower owner's older value cannot move it back).
+   * `mark`, a record of the transaction below `nextOffset`, replaces the stored one
+   * whenever the offset is not lowered (the mark stays below the stored offset).
    */
-  async save(tx: PoolClient, topic: string, partition: number, nextOffset: bigint): Promise<void> {
+  async save(
+    tx: PoolClient,
+    topic: string,
+    partition: number,
+    nextOffset: bigint,
+    mark: OffsetMark | undefined,
+  ): Promise<void> {
     await tx.query(
-      `INSERT INTO ${this.table} AS o (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4)
+      `INSERT INTO ${this.table} AS o (group_id, topic, partition, next_offset, mark_offset, mark_timestamp)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (group_id, topic, partition)
-       DO UPDATE SET next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset), updated_at = now()`,
-      [this.groupId, topic, partition, nextOffset.toString()],
+       DO UPDATE SET next_offset = GREATEST(o.next_offset, EXCLUDED.next_offset),
+         mark_offset = CASE WHEN EXCLUDED.mark_offset IS NOT NULL AND EXCLUDED.next_offset >= o.next_offset
+                            THEN EXCLUDED.mark_offset ELSE o.mark_offset END,
+         mark_timestamp = CASE WHEN EXCLUDED.mark_offset IS NOT NULL AND EXCLUDED.next_offset >= o.next_offset
+                               THEN EXCLUDED.mark_timestamp ELSE o.mark_timestamp END,
+         updated_at = now()`,
+      [
+        this.groupId,
+        topic,
+        partition,
+        nextOffset.toString(),
+        mark?.offset.toString() ?? null,
+        mark?.timestamp.toString() ?? null,
+      ],
     );
   }
 }

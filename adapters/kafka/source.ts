@@ -15,13 +15,17 @@ import { DeadLetterPublisher } from './dead-letter.js';
 import { Limiter } from './limiter.js';
 import { resolveKafkaOptions, type KafkaSourceConfig, type KafkaSourceOptions } from './options.js';
 import { retryDelay } from '../../src/backoff.js';
+import { settlesBefore } from '../../src/deadline.js';
 import { sleep } from '../../src/sleep.js';
-import { PartitionWorker } from './partition-worker.js';
+import { PartitionWorker, timestampOf } from './partition-worker.js';
 import { PostgresOffsetStore } from './postgres-offsets.js';
 import { toKafkaRecord } from './record.js';
 
 /** Retries of the stored-offset load: 1-2 s, doubling to at most 10-20 s (the batch heartbeats meanwhile). */
 const STORED_OFFSETS_RETRY = { initialMs: 2000, maxMs: 20_000 };
+
+/** What `run` races the client's start against: the stop signal. */
+const STOPPED = Symbol('stopped');
 
 /** kafkajs workers used for `eachBatch` when `partitionConcurrency` is unlimited (each call is short). */
 const DEFAULT_BATCH_CONCURRENCY = 16;
@@ -71,6 +75,8 @@ export class KafkaSource<T = unknown> implements Source<T> {
   private assignmentAbort = new AbortController();
   private fatal: EffectivelyOnceError | undefined;
   private wake: (() => void) | undefined;
+  /** The client's connect, subscribe and run (its join): close() leaves only once it ended. */
+  private clientStart: Promise<BrokerError | undefined> | undefined;
 
   constructor(options: KafkaSourceOptions<T>) {
     const config = resolveKafkaOptions(options);
@@ -132,6 +138,28 @@ export class KafkaSource<T = unknown> implements Source<T> {
       else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     this.listen();
+    // kafkajs's run() resolves only once the member joined the group, which lasts as long
+    // as a crashed member's session: a stop meanwhile must not wait for it. The start goes
+    // on in the background then; a join it completes gets no workers (the source is no
+    // longer running) and close() disconnects the client.
+    const started = (this.clientStart = this.startClient());
+    const first = await Promise.race([started, stopped.then(() => STOPPED)]);
+    if (first instanceof BrokerError) {
+      this.state = 'draining';
+      throw first;
+    }
+    if (first === STOPPED)
+      void started.then((failure) => {
+        if (failure !== undefined)
+          ctx.logger.debug({ err: failure }, 'effectively-once: kafka start ended after stop');
+      });
+    await stopped;
+    await this.drain();
+    if (this.fatal !== undefined) throw this.fatal;
+  }
+
+  /** Connects, subscribes and runs the client; resolves with the failure, if any (never rejects). */
+  private async startClient(): Promise<BrokerError | undefined> {
     const { topics, fromBeginning, partitionConcurrency } = this.config;
     try {
       await this.consumer.connect();
@@ -144,44 +172,71 @@ export class KafkaSource<T = unknown> implements Source<T> {
           ? partitionConcurrency
           : DEFAULT_BATCH_CONCURRENCY,
       });
+      return undefined;
     } catch (cause) {
-      this.state = 'draining';
-      throw new BrokerError('start consumer', cause, {
+      return new BrokerError('start consumer', cause, {
         retryable: false,
         details: { groupId: this.config.groupId, topics },
       });
     }
-    await stopped;
-    await this.drain();
-    if (this.fatal !== undefined) throw this.fatal;
   }
 
-  /** Flushes pending acks and releases what the source created (see `Source.close`). */
-  async close(): Promise<void> {
+  /**
+   * Flushes pending acks and releases what the source created (see `Source.close`). At
+   * `signal`'s abort (the stop deadline) it sends no more commits and stops waiting: the
+   * client's disconnect (or stop) goes on in the background.
+   */
+  async close(options: { readonly signal?: AbortSignal } = {}): Promise<void> {
     if (this.state === 'closed') return;
+    const deadline = options.signal ?? new AbortController().signal;
     const started = this.state !== 'new';
     this.state = 'closed';
-    if (this.committer !== undefined) {
-      this.committer.close();
-      // Finished work of the current assignment commits while the member is still in the group.
-      if (this.fatal === undefined) await this.committer.flush();
-    }
-    for (const remove of this.listeners.splice(0)) remove();
-    this.revokeAll();
-    let failure: unknown;
+    const onDeadline = () => this.committer?.suspend();
+    deadline.addEventListener('abort', onDeadline, { once: true });
     try {
-      if (this.ownsConsumer) await this.consumer.disconnect();
-      else if (started) await this.consumer.stop();
-    } catch (cause) {
-      failure = cause;
-    }
-    await this.deadLetters.close().catch((err: unknown) => {
-      this.ctx?.logger.warn({ err }, 'effectively-once: closing the dead-letter producer failed');
-    });
-    if (failure !== undefined) {
-      throw new BrokerError('close consumer', failure, {
-        details: { groupId: this.config.groupId },
+      if (this.committer !== undefined) {
+        this.committer.close();
+        if (deadline.aborted) this.committer.suspend();
+        // Finished work of the current assignment commits while the member is still in the group.
+        else if (this.fatal === undefined) await settlesBefore(this.committer.flush(), deadline);
+      }
+      for (const remove of this.listeners.splice(0)) remove();
+      this.revokeAll();
+      let failure: unknown;
+      const leaving = (async () => {
+        // Disconnecting kafkajs in the middle of its join fails the join, and kafkajs then
+        // restarts the consumer into the group (a member nobody stops): leave after the join.
+        await this.clientStart;
+        if (this.ownsConsumer) await this.consumer.disconnect();
+        else if (started) await this.consumer.stop();
+      })().catch((cause: unknown) => {
+        failure = cause;
       });
+      const left = await settlesBefore(leaving, deadline);
+      if (!left) {
+        this.ctx?.logger.warn(
+          { groupId: this.config.groupId },
+          'effectively-once: the kafka client was still leaving at the stop deadline; it goes on in the background',
+        );
+        void leaving.then(() => {
+          if (failure !== undefined)
+            this.ctx?.logger.warn(
+              { err: failure },
+              'effectively-once: closing the kafka consumer failed',
+            );
+        });
+      }
+      const producerClosed = this.deadLetters.close().catch((err: unknown) => {
+        this.ctx?.logger.warn({ err }, 'effectively-once: closing the dead-letter producer failed');
+      });
+      await settlesBefore(producerClosed, deadline);
+      if (left && failure !== undefined) {
+        throw new BrokerError('close consumer', failure, {
+          details: { groupId: this.config.groupId },
+        });
+      }
+    } finally {
+      deadline.removeEventListener('abort', onDeadline);
     }
   }
 
@@ -293,7 +348,11 @@ export class KafkaSource<T = unknown> implements Source<T> {
       for (let attempt = 1; !signal.aborted; attempt++) {
         try {
           const stored = await store.load(topics);
-          for (const w of workers) w.storedOffset = stored.get(tpKey(w.topic, w.partition));
+          for (const w of workers) {
+            const row = stored.get(tpKey(w.topic, w.partition));
+            w.storedOffset = row?.next;
+            w.storedMark = row?.mark;
+          }
           ctx.logger.debug(
             { groupId: this.config.groupId, stored: Object.fromEntries(stored) },
             'effectively-once: stored kafka offsets loaded',
@@ -340,6 +399,8 @@ export class KafkaSource<T = unknown> implements Source<T> {
           return;
         }
       }
+      if (stored !== undefined && !worker.markChecked && !this.checkMark(payload, worker, stored))
+        return;
       const last = batch.messages[batch.messages.length - 1];
       if (stored !== undefined && last !== undefined && BigInt(last.offset) + 1n < stored) {
         // Everything fetched is a known duplicate: jump to the stored offset instead of reading through.
@@ -367,6 +428,56 @@ export class KafkaSource<T = unknown> implements Source<T> {
     if (skipped) this.committer?.schedule();
     // Synchronously after the accepting check: a revoked worker never moves the new generation's position.
     if (resolved !== undefined && worker.accepting) payload.resolveOffset(resolved);
+  }
+
+  /**
+   * `offsets: 'postgres'`, before anything below the stored offset is skipped: is the
+   * record the table remembers (the mark) still the one at its offset? True when the
+   * batch may go on; false when it was dropped: the consumer seeks to the mark (the batch
+   * ends before it), or the mark does not match (the partition is stalled and reported).
+   */
+  private checkMark(
+    payload: EachBatchPayloadLike,
+    worker: PartitionWorker<T>,
+    stored: bigint,
+  ): boolean {
+    const { batch } = payload;
+    const mark = worker.storedMark;
+    const first = batch.messages[0];
+    // No mark (a row from before marks), or the fetch starts past it: nothing below the
+    // mark is read, so nothing unchecked is skipped (the log no longer reaches the mark,
+    // or this member resumes where it left off).
+    if (mark === undefined || first === undefined || BigInt(first.offset) > mark.offset) {
+      worker.markChecked = true;
+      return true;
+    }
+    const at = batch.messages.find((m) => BigInt(m.offset) >= mark.offset);
+    if (at === undefined) {
+      this.consumer.seek({
+        topic: batch.topic,
+        partition: batch.partition,
+        offset: mark.offset.toString(),
+      });
+      return false;
+    }
+    const found = timestampOf(at.timestamp);
+    if (BigInt(at.offset) === mark.offset && found !== undefined && found !== mark.timestamp) {
+      if (worker.stall())
+        this.ctx?.reportError(
+          new StoredOffsetAheadError(
+            this.config.groupId,
+            batch.topic,
+            batch.partition,
+            stored,
+            BigInt(batch.highWatermark ?? -1),
+            { offset: mark.offset, storedTimestamp: mark.timestamp, foundTimestamp: found },
+          ),
+        );
+      return false;
+    }
+    // The same record, or none at that offset any more (compaction): as it was.
+    worker.markChecked = true;
+    return true;
   }
 
   private async drain(): Promise<void> {

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { resolveConfig, type ConsumerConfig } from './config.js';
 import { DatabaseHealth } from './db-health.js';
 import { Dispatcher } from './dispatcher.js';
+import { settlesBefore } from '../deadline.js';
 import { BrokerError, EffectivelyOnceError, StateError } from '../errors.js';
 import { ConsumerEventHub, type Listener } from './events.js';
 import type { ConsumerOptions } from './options.js';
@@ -158,26 +159,32 @@ class ConsumerImpl<T> implements Consumer {
     this.receiveAbort.abort();
     // A start() still migrating sees the state and never runs the source.
     await this.starting?.catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<'timeout'>(
-      (resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)),
+    // The deadline also bounds the source's close: a broker client still joining a group
+    // (or disconnecting from one) must not hold stop() past it.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    const grace = new Promise<'timeout'>((resolve) =>
+      deadline.signal.addEventListener('abort', () => resolve('timeout'), { once: true }),
     );
     const drained = Promise.all([this.runPromise, this.dispatcher.idle()]).then(
       () => 'drained' as const,
     );
     if ((await Promise.race([drained, grace])) === 'timeout') this.hardStop.abort();
-    clearTimeout(timer);
     await drained;
     await this.health.close();
     await this.retention?.stop();
-    try {
-      await this.cfg.source.close();
-    } catch (cause) {
+    const closing = this.cfg.source.close({ signal: deadline.signal }).catch((cause: unknown) => {
       this.hub.emit(
         'error',
         cause instanceof EffectivelyOnceError ? cause : new BrokerError('close', cause),
       );
-    }
+    });
+    if (!(await settlesBefore(closing, deadline.signal)))
+      this.cfg.logger.warn(
+        { consumer: this.cfg.name, source: this.cfg.source.description, timeoutMs },
+        'effectively-once: the source was still closing at the stop deadline; it goes on in the background',
+      );
+    clearTimeout(timer);
     this.state = 'stopped';
     this.resolveDone();
     this.cfg.logger.info(

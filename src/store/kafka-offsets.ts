@@ -23,10 +23,20 @@ function kafkaOffsetsDdl(ref: TableRef): Ddl {
   partition   integer     NOT NULL,
   next_offset bigint      NOT NULL,
   updated_at  timestamptz NOT NULL DEFAULT now(),
+  mark_offset    bigint,
+  mark_timestamp bigint,
   PRIMARY KEY (group_id, topic, partition)
 )`,
+      // The mark (a record below next_offset: its offset and timestamp) came later: tables
+      // made before it get the two columns. Finding another record there means the topic
+      // was recreated.
+      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS "mark_offset" bigint, ADD COLUMN IF NOT EXISTS "mark_timestamp" bigint`,
     ],
     relations: [table],
+    columns: [
+      { relation: table, column: 'mark_offset' },
+      { relation: table, column: 'mark_timestamp' },
+    ],
   };
 }
 

@@ -11,6 +11,11 @@ export interface Ddl {
   relations: string[];
   /** Signatures (`"schema"."name"(text, bytea)`) of the functions they create. */
   functions?: string[];
+  /**
+   * Columns added to an existing relation after its first version (`ALTER TABLE ... ADD
+   * COLUMN IF NOT EXISTS` among the statements): the DDL runs when one is missing.
+   */
+  columns?: Array<{ relation: string; column: string }>;
 }
 
 /** Whether a migration found everything in place or created what was missing. */
@@ -59,8 +64,17 @@ export async function applyDdl(
     const { rows } = await client.query<{ ready: boolean }>(
       `SELECT (SELECT bool_and(to_regclass(r) IS NOT NULL) FROM unnest($1::text[]) AS r)
           AND (SELECT coalesce(bool_and(to_regprocedure(f) IS NOT NULL), true)
-                 FROM unnest($2::text[]) AS f) AS ready`,
-      [ddl.relations, ddl.functions ?? []],
+                 FROM unnest($2::text[]) AS f)
+          AND (SELECT coalesce(bool_and(EXISTS (
+                   SELECT 1 FROM pg_attribute a
+                    WHERE a.attrelid = to_regclass(c.r) AND a.attname = c.col AND NOT a.attisdropped)), true)
+                 FROM unnest($3::text[], $4::text[]) AS c(r, col)) AS ready`,
+      [
+        ddl.relations,
+        ddl.functions ?? [],
+        (ddl.columns ?? []).map((c) => c.relation),
+        (ddl.columns ?? []).map((c) => c.column),
+      ],
     );
     return rows[0]?.ready === true;
   };

@@ -104,4 +104,58 @@ describe("Kafka, offsets: 'postgres', topic deleted and recreated", () => {
       await b.stop();
     }
   }, 120_000);
+
+  it('a recreated topic already longer than the stored offset is reported, not skipped (issue 32)', async () => {
+    const topic = unique('ahead-long');
+    const groupId = unique('g-ahead-long');
+    const source = { offsets: 'postgres' as const, pool: db.pool, offsetsSchema: db.schema };
+    await createTopics(kafka, [{ topic, partitions: 1 }]);
+    await produce(
+      kafka,
+      topic,
+      Array.from({ length: 50 }, (_, i) => record(`long-old-${i}`, i)),
+    );
+    const a = await startConsumer({ db, kafka, groupId, topics: [topic], member: 'a', source });
+    try {
+      await waitFor(
+        async () => (await effects(db)).filter((e) => e.topic === topic).length === 50,
+        {
+          timeoutMs: 30_000,
+          what: 'the 50 first records',
+        },
+      );
+    } finally {
+      await a.stop();
+    }
+
+    // The new log holds more records than the stored offset (50): the old guard, which
+    // compares the stored offset with the log end, saw nothing wrong.
+    await recreate(topic);
+    await produce(
+      kafka,
+      topic,
+      Array.from({ length: 80 }, (_, i) => record(`long-new-${i}`, 100 + i)),
+    );
+
+    const b = await startConsumer({ db, kafka, groupId, topics: [topic], member: 'b', source });
+    const errors: EffectivelyOnceError[] = [];
+    b.consumer.on('error', (e) => errors.push(e));
+    try {
+      const ahead = await waitFor(() => errors.find((e) => e.code === 'EO_KAFKA_OFFSET_AHEAD'), {
+        timeoutMs: 30_000,
+        what: 'an EO_KAFKA_OFFSET_AHEAD error',
+      });
+      expect(ahead.details.topic).toBe(topic);
+      expect(ahead.details.partition).toBe(0);
+      expect(String(ahead.details.storedOffset)).toBe('50');
+      await sleep(3000); // the partition stays paused: nothing of it is skipped or processed
+      expect(b.calls).toEqual([]);
+      expect(
+        (await effects(db)).map((e) => e.key).filter((k) => k.startsWith('long-new-')),
+      ).toEqual([]);
+      expect(b.source.partitions()[0]?.committed).toBeUndefined();
+    } finally {
+      await b.stop();
+    }
+  }, 120_000);
 });

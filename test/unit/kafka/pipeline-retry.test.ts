@@ -16,7 +16,7 @@ afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
 
-function start(decide: (delivery: Delivery<unknown>) => Verdict): {
+function start(decide: (delivery: Delivery<unknown>) => Verdict | Promise<Verdict>): {
   consumer: FakeConsumer;
   delivered: Array<Delivery<unknown>>;
   source: KafkaSource;
@@ -44,10 +44,18 @@ const offset = (d: Delivery<unknown>) => Number(kafkaRecordOf(d).offset);
 
 describe('Kafka partition worker, pipeline > 1: records of one key going back together', () => {
   it('retries them in offset order, the later ones behind the first, whatever their delays', async () => {
-    // Every record's first attempt fails, the later records with the shorter delays.
-    const { consumer, delivered } = start((d) =>
-      d.attempt === 1 ? { do: 'retry', delayMs: (5 - offset(d)) * 30 } : { do: 'ack' },
-    );
+    // Every record's first attempt fails, the later records with the shorter delays. Like a
+    // batch failing as a whole, the five first attempts fail together once all were handed over
+    // (a record is not handed over behind one already going back).
+    let firstAttempts = 0;
+    let allHandedOver!: () => void;
+    const together = new Promise<void>((resolve) => (allHandedOver = resolve));
+    const { consumer, delivered } = start(async (d): Promise<Verdict> => {
+      if (d.attempt !== 1) return { do: 'ack' };
+      if (++firstAttempts === 5) allHandedOver();
+      await together;
+      return { do: 'retry', delayMs: (5 - offset(d)) * 30 };
+    });
     await waitFor(() => consumer.runConfig !== undefined);
     consumer.assign({ t: [0] });
     await consumer.batch('t', 0, messages(0, 5));

@@ -130,7 +130,8 @@ describe("offsets: 'postgres'", () => {
     // Record 2 commits first: records 0 and 1 are open, so it may only store 0.
     const two = fakeTx();
     await byOffset('2').inTransaction?.(two.tx, [byOffset('2')]);
-    expect(two.queries[0]?.values).toEqual(['billing', 't', 0, '0']);
+    // No mark: record 2 is not below the offset stored.
+    expect(two.queries[0]?.values).toEqual(['billing', 't', 0, '0', null, null]);
     expect(two.queries[0]?.text).toMatch(/GREATEST/);
     gates.get('2')?.open();
     await tick(5);
@@ -138,14 +139,14 @@ describe("offsets: 'postgres'", () => {
     // Record 0 is the lowest open one: it may store 1 (record 1 is still open).
     const zero = fakeTx();
     await byOffset('0').inTransaction?.(zero.tx, [byOffset('0')]);
-    expect(zero.queries[0]?.values).toEqual(['billing', 't', 0, '1']);
+    expect(zero.queries[0]?.values).toEqual(['billing', 't', 0, '1', '0', '1700000000000']);
     gates.get('0')?.open();
     await tick(5);
 
     // Record 1 closes the gap: everything through 2 is done, so 3.
     const one = fakeTx();
     await byOffset('1').inTransaction?.(one.tx, [byOffset('1')]);
-    expect(one.queries[0]?.values).toEqual(['billing', 't', 0, '3']);
+    expect(one.queries[0]?.values).toEqual(['billing', 't', 0, '3', '1', '1700000000000']);
     gates.get('1')?.open();
     await waitFor(() => consumer.committed('t', 0) === 3);
   });
@@ -173,7 +174,48 @@ describe("offsets: 'postgres'", () => {
       const together = runner.delivered.slice(0, 3);
       const tx = fakeTx();
       for (const d of together) await d.inTransaction?.(tx.tx, together);
-      expect(tx.queries.map((q) => q.values)).toEqual([['billing', 't', 0, '3']]);
+      // Marked with the highest record below it, offset 2, and its timestamp.
+      expect(tx.queries.map((q) => q.values)).toEqual([
+        ['billing', 't', 0, '3', '2', '1700000000000'],
+      ]);
+    } finally {
+      hold.open();
+    }
+  });
+
+  it('a big batch stores its offset with work linear in its size, not quadratic', async () => {
+    const { pool } = fakePool([]);
+    const hold = gate();
+    const size = 1000;
+    const { consumer, runner } = await start(
+      pool,
+      async () => {
+        await hold.promise;
+        return { do: 'ack' };
+      },
+      size,
+    );
+    try {
+      consumer.assign({ t: [0] });
+      await consumer.batch(
+        't',
+        0,
+        messages(0, size, (o) => ({ key: Buffer.from(`k${o}`) })),
+      );
+      await waitFor(() => runner.delivered.length === size);
+      // Every delivery's hook gets the batch; count the reads of its elements they make.
+      let reads = 0;
+      const together = new Proxy(runner.delivered.slice(), {
+        get(target, property, receiver) {
+          if (typeof property === 'string' && /^\d+$/.test(property)) reads++;
+          return Reflect.get(target, property, receiver) as unknown;
+        },
+      });
+      const tx = fakeTx();
+      for (const d of runner.delivered) await d.inTransaction?.(tx.tx, together);
+      expect(tx.queries).toHaveLength(1);
+      expect(tx.queries[0]?.values.slice(3, 5)).toEqual([String(size), String(size - 1)]);
+      expect(reads).toBeLessThanOrEqual(4 * size);
     } finally {
       hold.open();
     }
