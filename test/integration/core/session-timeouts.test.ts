@@ -184,7 +184,7 @@ describe("SET TRANSACTION READ ONLY in a handler with offsets: 'postgres'", () =
           key: `ro-${mode}`,
           body: 'x',
           attempt: 2,
-          inTransaction: (tx) => offsets.save(tx, 'topic', 0, 8n),
+          inTransaction: (tx) => offsets.save(tx, 'topic', 0, 8n, undefined),
         });
         expect(result.calls).toEqual(['deadLetter']);
         expect(JSON.stringify(result.deadLetterReason?.details)).toContain('25006');
