@@ -11,6 +11,7 @@ import { ConfigurationError } from '../errors.js';
 import { HandlerRun } from './completion.js';
 import { hooksOf, type IdempotencyContext } from './context.js';
 import { ignoreConditionals } from './express-conditionals.js';
+import { nextFor, PassedOn } from './express-next.js';
 import { declaredBody } from './held-body.js';
 import { HeldResponse } from './held-response.js';
 import type { Execution, Idempotency, RequestOverrides } from './idempotency-types.js';
@@ -35,7 +36,9 @@ import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
  * the client. `req.body` is the parsed body (JSON, form or text; otherwise a Buffer):
  * do not mount a body parser before it, the adapter needs the raw bytes. Throwing (or
  * rejecting) before its work is done rolls back and passes the error to Express, even
- * after `res.json()`; a 5xx rolls back and is sent unstored.
+ * after `res.json()`; so does handing the request to `req.next` (as `res.sendFile`
+ * without a callback does on a missing file): the next handler answers, unstored. A
+ * 5xx rolls back and is sent unstored.
  */
 export type ExpressIdempotentHandler = (
   req: Request,
@@ -76,7 +79,8 @@ export function idempotentExpress(
   return (req: Request, res: Response, next: NextFunction): void => {
     void run(idempotency, handler, options, req, res).then(
       (error) => {
-        if (error !== undefined) next(error);
+        if (error instanceof PassedOn) error.handOn();
+        else if (error !== undefined) next(error);
       },
       (error: unknown) => next(error),
     );
@@ -140,6 +144,8 @@ async function run(
   const latest: { held?: HeldResponse } = {};
   // The stored answer must not depend on Range or conditional headers (a 206, a 304).
   const restoreConditionals = ignoreConditionals(req, res);
+  // The router's `next`, held for each run (see express-next.ts) and put back after.
+  const realNext = req.next;
   const execution = await idempotency
     .execute(
       request,
@@ -154,13 +160,17 @@ async function run(
         const run = new HandlerRun<true>({ returned: () => 'wait', workDone: hooks.workDone });
         const held = new HeldResponse(res, hooks.maxBodyBytes, run);
         latest.held = held;
+        if (realNext !== undefined) req.next = nextFor(run, realNext);
         const outcome = await run.start(() => handler(req, res, ctx)).done;
         if (outcome.kind === 'threw') throw outcome.error;
         return held.response();
       },
       overrides,
     )
-    .finally(restoreConditionals);
+    .finally(() => {
+      restoreConditionals();
+      req.next = realNext;
+    });
   return answer(execution, latest.held, res, snapshot);
 }
 
