@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  createIdempotency,
+  type Idempotency,
+  type IdempotencyContext,
+  type IdempotencyOptions,
+} from 'effectively-once/http';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+
+// The docs let configurations share one key table ("they may share the key table"), and
+// nothing stops two services on one database from using the default table, or a rolling
+// deploy from running two `retention`s side by side. Each key must stay valid at least
+// as long as the configuration that wrote it promised, whoever prunes.
+
+// The background pruners never tick in these tests: each prune is called directly.
+const QUIET = 86_400_000;
+
+describe('configurations sharing one key table with different retention', () => {
+  let db: TestDatabase;
+  const open: Idempotency[] = [];
+  beforeAll(async () => {
+    db = await createTestDatabase('http_shared_retention');
+    await db.pool.query('CREATE TABLE effects (k text NOT NULL)');
+  });
+  afterAll(async () => {
+    for (const idempotency of open) await idempotency.close();
+    await db.close();
+  });
+
+  const endpoint = (
+    table: string,
+    scope: string,
+    retention: IdempotencyOptions['retention'],
+  ): Idempotency => {
+    const idempotency = createIdempotency({
+      pool: db.pool,
+      scope,
+      schema: db.schema,
+      table,
+      retention,
+    });
+    open.push(idempotency);
+    return idempotency;
+  };
+  const call = (idempotency: Idempotency, key: string) =>
+    idempotency.handle(
+      new Request('http://localhost/payouts', {
+        method: 'POST',
+        headers: { 'idempotency-key': key },
+        body: '{}',
+      }),
+      async (_request, ctx: IdempotencyContext) => {
+        await ctx.tx.query('INSERT INTO effects (k) VALUES ($1)', [ctx.key]);
+        return new Response('paid', { status: 201 });
+      },
+    );
+  const effects = async (k: string): Promise<number> =>
+    (await db.pool.query('SELECT 1 FROM effects WHERE k = $1', [k])).rowCount ?? -1;
+  /** Waits (on the database's clock, not a guess of speed) until every row is older than `ms`. */
+  const untilOlderThan = async (table: string, ms: number): Promise<void> => {
+    for (;;) {
+      const { rows } = await db.pool.query<{ young: boolean }>(
+        `SELECT coalesce(max(created_at) > now() - $1::double precision * interval '1 millisecond', false) AS young
+           FROM ${db.table(table)}`,
+        [ms],
+      );
+      if (rows[0]?.young !== true) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  it.each([
+    ['one app, one scope (the docs: two configurations may share the key table)', 'app', 'app'],
+    ['two services on one database, one table', 'billing', 'shipping'],
+    ['a rolling deploy: the old retention beside the new one', 'deploy', 'deploy'],
+  ])(
+    '%s: the short retention prunes its own keys, never the long one\'s',
+    async (_shape, longScope, shortScope) => {
+      const table = `eo_keys_${longScope}`;
+      const long = endpoint(table, longScope, { olderThanMs: 3600_000, intervalMs: QUIET });
+      const short = endpoint(table, shortScope, { olderThanMs: 1000, intervalMs: QUIET });
+      const payout = randomUUID();
+      const ping = randomUUID();
+      expect((await call(long, payout)).status).toBe(201);
+      expect((await call(short, ping)).status).toBe(201);
+      await untilOlderThan(table, 1500);
+      // The short configuration's pruner: its own key's time is up, the payout's is not.
+      const pruned = await short.prune();
+      // A retry of the payout within its hour replays; it does not pay again.
+      const retry = await call(long, payout);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(await effects(payout)).toBe(1);
+      expect(pruned).toBe(1);
+      // The short key was pruned as its configuration said: it runs afresh.
+      expect((await call(short, ping)).headers.get('idempotent-replayed')).toBeNull();
+      expect(await effects(ping)).toBe(2);
+    },
+  );
+
+  it('a configuration with retention: false keeps its keys from every other pruner', async () => {
+    const table = 'eo_keys_kept';
+    const kept = endpoint(table, 'kept', false);
+    const short = endpoint(table, 'kept', { olderThanMs: 1000, intervalMs: QUIET });
+    const key = randomUUID();
+    expect((await call(kept, key)).status).toBe(201);
+    await untilOlderThan(table, 1500);
+    await short.prune();
+    expect((await call(kept, key)).headers.get('idempotent-replayed')).toBe('true');
+    expect(await effects(key)).toBe(1);
+  });
+});
