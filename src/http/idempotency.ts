@@ -89,7 +89,11 @@ class IdempotencyImpl implements Idempotency {
       acquireTimeoutMs: cfg.acquireTimeoutMs,
       hardStop: this.hardStop.signal,
     };
-    this.engine = new Engine(cfg, new KeyStatements(cfg.table, cfg.isolationLevel), deps);
+    this.engine = new Engine(
+      cfg,
+      new KeyStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs),
+      deps,
+    );
     this.waiters = new KeyWaiters(cfg.maxWaitersPerKey, cfg.maxWaiters);
     const retention = cfg.retention;
     this.pruner =
@@ -173,7 +177,8 @@ class IdempotencyImpl implements Idempotency {
     return pruneIdempotencyKeys(this.cfg.pool, {
       schema: this.cfg.table.schema,
       table: this.cfg.table.table,
-      olderThan: options.olderThan ?? retention?.olderThanMs ?? 24 * 3600_000,
+      // Without a window: the keys whose own expiry passed, whoever claimed them.
+      ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
       batchSize: options.batchSize ?? retention?.batchSize,
       dutyCycle: retention?.dutyCycle,
       ...(options.scope !== undefined ? { scope: options.scope } : {}),

@@ -47,6 +47,28 @@ export function tableDdl(spec: TableSpec): Ddl {
   };
 }
 
+/** The column holding a row's own expiry (see {@link expiryDdl}). */
+export const EXPIRES_COLUMN = 'expires_at';
+
+/**
+ * The row's own expiry, for a table created before it: the column (nullable, no
+ * default, so adding it rewrites nothing and old versions' inserts leave it NULL) and a
+ * partial index over the rows that have one, which pruning scans. Both idempotent; a
+ * table created by this version already has the column, and the ALTER does nothing.
+ */
+export function expiryDdl(ref: TableRef): Ddl {
+  const table = qualifiedTable(ref);
+  const index = quoteIdentifier(derivedName(ref.table, `_${EXPIRES_COLUMN}_idx`), 'table');
+  const column = quoteIdentifier(EXPIRES_COLUMN);
+  return {
+    statements: [
+      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} timestamptz`,
+      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${column}) WHERE ${column} IS NOT NULL`,
+    ],
+    relations: [`${quoteIdentifier(ref.schema, 'schema')}.${index}`],
+  };
+}
+
 /**
  * A {@link TableFamily} from its DDL: `migrate` applies that same DDL under the advisory
  * lock every family shares (see `applyDdl`), so what `migrate --print` shows is what

@@ -43,12 +43,19 @@ export interface PruneTarget {
   keyColumns: readonly string[];
   /** The timestamp the window is measured from. */
   timeColumn: string;
+  /**
+   * The column of each row's own expiry, where the table has one: a row is then never
+   * deleted before it, whatever the prune's window, and a row whose expiry is NULL (its
+   * writer set no lifetime, or it predates the column) only by a prune with a window.
+   */
+  expiresColumn?: string;
   /** Only rows whose `column` equals `value` (one consumer's, one scope's). */
   only?: { column: string; value: string };
 }
 
-/** The options every prune shares. */
-export type PruneBounds = Pick<PruneOptions, 'olderThan' | 'batchSize' | 'signal' | 'dutyCycle'>;
+/** The options every prune shares; without `olderThan`, the rows whose own expiry passed. */
+export type PruneBounds = Partial<Pick<PruneOptions, 'olderThan'>> &
+  Pick<PruneOptions, 'batchSize' | 'signal' | 'dutyCycle'>;
 
 /** Largest `batchSize` of a prune. */
 export const MAX_PRUNE_BATCH = 100_000;
@@ -64,8 +71,17 @@ export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): P
 }
 
 /**
- * Deletes the target's rows older than `olderThan` in bounded batches, SKIP LOCKED,
- * busy at most `dutyCycle` of the time, with the cutoff on the database's clock.
+ * When a prune runs, on the database's clock: `now`, which a row's own expiry is held
+ * against, and `cutoff` (now minus the window), or undefined for a prune by expiry alone.
+ */
+export interface PruneClock {
+  now: Date;
+  cutoff: Date | undefined;
+}
+
+/**
+ * Deletes the target's prunable rows (see {@link PruneTarget}) in bounded batches, SKIP
+ * LOCKED, busy at most `dutyCycle` of the time, on the database's clock.
  */
 export async function pruneTable(
   pool: Pool,
@@ -74,10 +90,12 @@ export async function pruneTable(
 ): Promise<number> {
   const batchSize = intOption('batchSize', options.batchSize, 1000, 1, MAX_PRUNE_BATCH);
   const duty = fractionOption('dutyCycle', options.dutyCycle, 1);
+  if (options.olderThan === undefined && target.expiresColumn === undefined)
+    throw new ConfigurationError('olderThan', 'is required: these rows carry no expiry');
   const table = qualifiedTable(target.ref);
   const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
-  const cutoff = await pruneCutoff(pool, options.olderThan);
-  const { where, params } = prunable(target, cutoff);
+  const clock = await pruneClock(pool, options.olderThan);
+  const { where, params } = prunable(target, clock);
   // SKIP LOCKED: never wait behind a worker that is touching the same rows.
   const sql = `
     DELETE FROM ${table} t
@@ -100,26 +118,40 @@ export async function pruneTable(
   }
 }
 
-/** The rows a prune deletes: one owner for the DELETE and for counting them. */
-function prunable(target: PruneTarget, cutoff: Date): { where: string; params: unknown[] } {
-  const time = `${quoteIdentifier(target.timeColumn)} < $1`;
+/**
+ * The rows a prune deletes: one owner for the DELETE and for counting them. With an
+ * expiry column, a row goes only once its own expiry has passed (NULL: kept, unless the
+ * prune has a window); with a window, only rows older than it, as well.
+ */
+function prunable(target: PruneTarget, clock: PruneClock): { where: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const conditions: string[] = [];
+  const expires =
+    target.expiresColumn === undefined ? undefined : quoteIdentifier(target.expiresColumn);
+  if (clock.cutoff !== undefined) {
+    conditions.push(`${quoteIdentifier(target.timeColumn)} < $${params.push(clock.cutoff)}`);
+    if (expires !== undefined)
+      conditions.push(`(${expires} IS NULL OR ${expires} < $${params.push(clock.now)})`);
+  } else if (expires !== undefined) {
+    conditions.push(`${expires} < $${params.push(clock.now)}`);
+  }
   const only = target.only;
-  return only === undefined
-    ? { where: time, params: [cutoff] }
-    : { where: `${time} AND ${quoteIdentifier(only.column)} = $2`, params: [cutoff, only.value] };
+  if (only !== undefined)
+    conditions.push(`${quoteIdentifier(only.column)} = $${params.push(only.value)}`);
+  return { where: conditions.join(' AND '), params };
 }
 
 /**
- * How many rows a prune of `target` would delete for this cutoff (what a dry run
- * reports). Counts through the time index: reads every prunable entry, so it takes
+ * How many rows a prune of `target` would delete at `clock` (what a dry run reports).
+ * Counts through the time or expiry index: reads every prunable entry, so it takes
  * about as long as the backlog is large, but it deletes and locks nothing.
  */
 export async function countPrunable(
   pool: Pick<Pool, 'query'>,
   target: PruneTarget,
-  cutoff: Date,
+  clock: PruneClock,
 ): Promise<number> {
-  const { where, params } = prunable(target, cutoff);
+  const { where, params } = prunable(target, clock);
   const result = await pool
     .query<{
       n: string;
@@ -143,6 +175,31 @@ function checkOlderThan(olderThan: Date | number): void {
       olderThan,
     });
   }
+}
+
+/**
+ * The clock of a prune: the database's `now()` and, with a window, its cutoff (see
+ * {@link pruneCutoff}).
+ */
+export async function pruneClock(
+  pool: Pick<Pool, 'query'>,
+  olderThan: Date | number | undefined,
+): Promise<PruneClock> {
+  if (olderThan !== undefined) checkOlderThan(olderThan);
+  const result = await pool
+    .query<{ now: Date; cutoff: Date }>(
+      `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff`,
+      [typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0],
+    )
+    .catch((cause: unknown) => {
+      throw new DatabaseError('prune', cause);
+    });
+  const row = result.rows[0];
+  if (!(row?.now instanceof Date) || !(row.cutoff instanceof Date))
+    throw new DatabaseError('prune', new Error('no cutoff from now()'));
+  const cutoff =
+    olderThan === undefined ? undefined : olderThan instanceof Date ? olderThan : row.cutoff;
+  return { now: row.now, cutoff };
 }
 
 /**

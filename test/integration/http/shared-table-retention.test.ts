@@ -75,7 +75,7 @@ describe('configurations sharing one key table with different retention', () => 
     ['two services on one database, one table', 'billing', 'shipping'],
     ['a rolling deploy: the old retention beside the new one', 'deploy', 'deploy'],
   ])(
-    '%s: the short retention prunes its own keys, never the long one\'s',
+    "%s: the short retention prunes its own keys, never the long one's",
     async (_shape, longScope, shortScope) => {
       const table = `eo_keys_${longScope}`;
       const long = endpoint(table, longScope, { olderThanMs: 3600_000, intervalMs: QUIET });
@@ -108,5 +108,37 @@ describe('configurations sharing one key table with different retention', () => 
     await short.prune();
     expect((await call(kept, key)).headers.get('idempotent-replayed')).toBe('true');
     expect(await effects(key)).toBe(1);
+  });
+
+  it('a table of the previous version: migrate adds the expiry; its old rows are kept until a prune with an age', async () => {
+    const table = 'eo_keys_before_expiry';
+    // The table, its index and a claimed row as the version before expires_at left them.
+    await db.pool.query(`CREATE TABLE ${db.table(table)} (
+      scope text NOT NULL, idempotency_key text NOT NULL, method text NOT NULL,
+      route text NOT NULL, fingerprint bytea NOT NULL, status smallint, headers jsonb,
+      body bytea, body_omitted text CHECK (body_omitted IN ('too-large', 'stream')),
+      created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (scope, idempotency_key))`);
+    await db.pool.query(`CREATE INDEX ${table}_created_at_idx ON ${db.table(table)} (created_at)`);
+    const legacy = randomUUID();
+    await db.pool.query(
+      `INSERT INTO ${db.table(table)} (scope, idempotency_key, method, route, fingerprint, status, headers, body)
+       VALUES ('old', $1, 'POST', '/payouts', '\\x00', 201, '{}', 'paid')`,
+      [legacy],
+    );
+    const short = endpoint(table, 'new', { olderThanMs: 1000, intervalMs: QUIET });
+    const key = randomUUID();
+    expect((await call(short, key)).status).toBe(201);
+    const { rows } = await db.pool.query<{ key: string; expires: boolean }>(
+      `SELECT idempotency_key AS key, expires_at IS NOT NULL AS expires FROM ${db.table(table)} ORDER BY scope`,
+    );
+    expect(rows).toEqual([
+      { key: key, expires: true },
+      { key: legacy, expires: false },
+    ]);
+    await untilOlderThan(table, 1500);
+    // By expiry: the new row goes, the old one (its lifetime unknown) stays.
+    expect(await short.prune()).toBe(1);
+    // An explicit window is what removes rows from before the upgrade.
+    expect(await short.prune({ olderThan: 1000 })).toBe(1);
   });
 });
