@@ -110,21 +110,34 @@ describe('configurations sharing one key table with different retention', () => 
     expect(await effects(key)).toBe(1);
   });
 
-  it('a table of the previous version: migrate adds the expiry; its old rows are kept until a prune with an age', async () => {
-    const table = 'eo_keys_before_expiry';
-    // The table, its index and a claimed row as the version before expires_at left them.
+  /** A key table as the version before `expires_at` created it. */
+  const previousVersionTable = async (table: string): Promise<void> => {
     await db.pool.query(`CREATE TABLE ${db.table(table)} (
       scope text NOT NULL, idempotency_key text NOT NULL, method text NOT NULL,
       route text NOT NULL, fingerprint bytea NOT NULL, status smallint, headers jsonb,
       body bytea, body_omitted text CHECK (body_omitted IN ('too-large', 'stream')),
       created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (scope, idempotency_key))`);
     await db.pool.query(`CREATE INDEX ${table}_created_at_idx ON ${db.table(table)} (created_at)`);
-    const legacy = randomUUID();
+  };
+  /** A row as that version's claim left it (no expiry), claimed `age` ago. */
+  const legacyRow = async (table: string, key: string, age: string): Promise<void> => {
     await db.pool.query(
-      `INSERT INTO ${db.table(table)} (scope, idempotency_key, method, route, fingerprint, status, headers, body)
-       VALUES ('old', $1, 'POST', '/payouts', '\\x00', 201, '{}', 'paid')`,
-      [legacy],
+      `INSERT INTO ${db.table(table)} (scope, idempotency_key, method, route, fingerprint, status, headers, body, created_at)
+       VALUES ('old', $1, 'POST', '/payouts', '\\x00', 201, '{}', 'paid', now() - $2::interval)`,
+      [key, age],
     );
+  };
+  const keys = async (table: string): Promise<string[]> =>
+    (
+      await db.pool.query<{ k: string }>(
+        `SELECT idempotency_key AS k FROM ${db.table(table)} ORDER BY 1`,
+      )
+    ).rows.map((r) => r.k);
+
+  it('a table of the previous version: migrate adds the expiry to new rows, none to the old ones', async () => {
+    const table = 'eo_keys_before_expiry';
+    await previousVersionTable(table);
+    await legacyRow(table, 'legacy', '1 minute');
     const short = endpoint(table, 'new', { olderThanMs: 1000, intervalMs: QUIET });
     const key = randomUUID();
     expect((await call(short, key)).status).toBe(201);
@@ -133,12 +146,28 @@ describe('configurations sharing one key table with different retention', () => 
     );
     expect(rows).toEqual([
       { key: key, expires: true },
-      { key: legacy, expires: false },
+      { key: 'legacy', expires: false },
     ]);
-    await untilOlderThan(table, 1500);
-    // By expiry: the new row goes, the old one (its lifetime unknown) stays.
-    expect(await short.prune()).toBe(1);
-    // An explicit window is what removes rows from before the upgrade.
-    expect(await short.prune({ olderThan: 1000 })).toBe(1);
+  });
+
+  it('rows from before expires_at: kept until the longest retention known, then pruned in the background', async () => {
+    const table = 'eo_keys_legacy';
+    await previousVersionTable(table);
+    await legacyRow(table, 'legacy-2h', '2 hours');
+    await legacyRow(table, 'legacy-30m', '30 minutes');
+    const hourly = endpoint(table, 'new', { olderThanMs: 3600_000, intervalMs: QUIET });
+    await hourly.migrate();
+    // Older than this pruner's hour, and no writer is known to keep keys longer: it goes.
+    expect(await hourly.prune()).toBe(1);
+    expect(await keys(table)).toEqual(['legacy-30m']);
+    // A configuration writing 3 h lifetimes: a 2 h old row of unknown lifetime stays.
+    const long = endpoint(table, 'new', { olderThanMs: 3 * 3600_000, intervalMs: QUIET });
+    const key = randomUUID();
+    expect((await call(long, key)).status).toBe(201);
+    await legacyRow(table, 'legacy-2h-again', '2 hours');
+    expect(await hourly.prune()).toBe(0);
+    // An explicit window removes rows of unknown lifetime; never a key before its expiry.
+    expect(await hourly.prune({ olderThan: 1000 })).toBe(2);
+    expect(await keys(table)).toEqual([key]);
   });
 });
