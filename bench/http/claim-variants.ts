@@ -129,10 +129,7 @@ export const CLAIM_VARIANTS: ClaimVariant[] = [
               '(scope, idempotency_key, method, route, fingerprint, expires_at)',
               '(scope, idempotency_key, expires_at)',
             )
-            .replace(
-              '(p_scope, p_key, p_method, p_route, p_fingerprint, now()',
-              '(p_scope, p_key, now()',
-            ),
+            .replace('(p_scope, p_key, p_method, p_route, p_fingerprint,', '(p_scope, p_key,'),
       ),
   },
   {

@@ -13,7 +13,7 @@ CREATE TABLE eo_idempotency_keys (
   body            bytea,                  -- NULL when not kept
   body_omitted    text CHECK (body_omitted IN ('too-large', 'stream')),
   created_at      timestamptz NOT NULL DEFAULT now(),
-  expires_at      timestamptz,            -- now() + the claiming configuration's retention; NULL: kept
+  expires_at      timestamptz,            -- now() + the claim's retention; infinity: none; NULL: older row
   PRIMARY KEY (scope, idempotency_key)
 );
 CREATE INDEX eo_idempotency_keys_created_at_idx ON eo_idempotency_keys (created_at);
@@ -31,7 +31,8 @@ DECLARE
 BEGIN
   PERFORM set_config('lock_timeout', p_lock_timeout, true);
   INSERT INTO "public"."eo_idempotency_keys" (scope, idempotency_key, method, route, fingerprint, expires_at)
-    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint, now() + p_keep_ms * interval '1 millisecond')
+    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint,
+            coalesce(now() + p_keep_ms * interval '1 millisecond', 'infinity'))
     ON CONFLICT DO NOTHING;
   IF FOUND THEN
     PERFORM set_config('lock_timeout', saved, true);

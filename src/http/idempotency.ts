@@ -38,12 +38,7 @@ import {
 } from './options.js';
 import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
-import {
-  KeyStatements,
-  migrateKeyTable,
-  pruneIdempotencyKeys,
-  type PruneKeysOptions,
-} from './store.js';
+import { KeyStatements, migrateKeyTable, pruneKeyTable, type PruneKeysOptions } from './store.js';
 
 /**
  * Makes endpoints idempotent under the `Idempotency-Key` header (IETF httpapi draft,
@@ -174,16 +169,20 @@ class IdempotencyImpl implements Idempotency {
     options: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>> = {},
   ): Promise<number> {
     const retention = this.cfg.retention;
-    return pruneIdempotencyKeys(this.cfg.pool, {
-      schema: this.cfg.table.schema,
-      table: this.cfg.table.table,
-      // Without a window: the keys whose own expiry passed, whoever claimed them.
-      ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
-      batchSize: options.batchSize ?? retention?.batchSize,
-      dutyCycle: retention?.dutyCycle,
-      ...(options.scope !== undefined ? { scope: options.scope } : {}),
-      ...(options.signal !== undefined ? { signal: options.signal } : {}),
-    });
+    // Without a window: the keys whose own expiry passed, whoever claimed them.
+    return pruneKeyTable(
+      this.cfg.pool,
+      {
+        schema: this.cfg.table.schema,
+        table: this.cfg.table.table,
+        ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
+        batchSize: options.batchSize ?? retention?.batchSize,
+        dutyCycle: retention?.dutyCycle,
+        ...(options.scope !== undefined ? { scope: options.scope } : {}),
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      },
+      retention?.olderThanMs,
+    );
   }
 
   stats(): IdempotencyStats {

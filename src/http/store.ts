@@ -80,13 +80,12 @@ function functionNames(ref: TableRef): { claim: string; store: string } {
 /**
  * The key table's DDL: the table, its pruning indexes, and the two functions.
  * - `expires_at`: the row's own expiry, `now()` plus the retention of the configuration
- *   that claimed it, or NULL when that one has none (`retention: false`) or the row
- *   predates the column. Pruners delete a row only once its own expiry has passed, so
- *   no configuration sharing the table shortens another's key lifetime; a NULL row goes
- *   only by an explicit prune with an age (`prune({ olderThan })`). Added to a table of
- *   an earlier version by `ALTER TABLE ... ADD COLUMN IF NOT EXISTS` (no rewrite: the
- *   column is nullable without a default); its index is partial, so rows without an
- *   expiry cost it nothing.
+ *   that claimed it, `infinity` when that one has none (`retention: false`), NULL when
+ *   the row predates the column (written by an earlier version: lifetime unknown).
+ *   Pruners delete a row only once its own expiry has passed, so no configuration
+ *   sharing the table shortens another's key lifetime (see `PruneTarget`). Added to a
+ *   table of an earlier version by `ALTER TABLE ... ADD COLUMN IF NOT EXISTS` (no
+ *   rewrite: nullable, no default); its index is partial, so old rows cost it nothing.
  * - claim: inserts the key row under the request's `lock_timeout` (then puts the
  *   session's back); one row back: the transaction id when it inserted, else the stored
  *   row (read by a statement of its own, so in READ COMMITTED it sees a row the other
@@ -114,7 +113,8 @@ DECLARE
 BEGIN
   PERFORM set_config('lock_timeout', p_lock_timeout, true);
   INSERT INTO ${table} (scope, idempotency_key, method, route, fingerprint, expires_at)
-    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint, now() + p_keep_ms * interval '1 millisecond')
+    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint,
+            coalesce(now() + p_keep_ms * interval '1 millisecond', 'infinity'))
     ON CONFLICT DO NOTHING;
   IF FOUND THEN
     PERFORM set_config('lock_timeout', saved, true);
@@ -183,11 +183,11 @@ export async function migrateKeyTable(
 /** Options of {@link pruneIdempotencyKeys}. */
 export interface PruneKeysOptions {
   /**
-   * Also (or only) keys created before this instant, or more than this many ms ago
-   * (database clock). Without it, the keys whose own expiry has passed (each row's
-   * `retention` when it was claimed). Either way a key is never deleted before its own
-   * expiry; one without an expiry (claimed under `retention: false`, or before expiries
-   * were written) only by a prune with `olderThan`.
+   * Only keys created before this instant, or more than this many ms ago (database
+   * clock), and then also those that never expire (claimed under `retention: false`) or
+   * whose lifetime is unknown (claimed before expiries were written). Without it, the
+   * keys whose own expiry has passed. Either way a key is never deleted before its own
+   * expiry.
    */
   olderThan?: Date | number;
   /** Rows deleted per statement. Default 1000. */
@@ -219,19 +219,32 @@ export function keyPruneTarget(ref: TableRef, scope: string | undefined): PruneT
  * Deletes stored keys in bounded SKIP LOCKED batches and returns how many went: those
  * whose own expiry has passed (written at the claim from the claiming configuration's
  * `retention`) and, with `olderThan`, only those older than it, and then also those
- * without an expiry. A key is never deleted before its own expiry, so configurations
- * and services sharing the table never shorten each other's key lifetime. A pruned key
- * is free again: a retry that comes later runs afresh, so the lifetime must outlast
- * your clients' retries (idempotentFetch's `deadlineMs`).
+ * that never expire or whose lifetime is unknown (claimed before expiries were
+ * written). A key is never deleted before its own expiry, so configurations and
+ * services sharing the table never shorten each other's key lifetime. A pruned key is
+ * free again: a retry that comes later runs afresh, so the lifetime must outlast your
+ * clients' retries (idempotentFetch's `deadlineMs`).
  */
 export function pruneIdempotencyKeys(pool: Pool, options: PruneKeysOptions = {}): Promise<number> {
+  return pruneKeyTable(pool, options, undefined);
+}
+
+/**
+ * {@link pruneIdempotencyKeys} for a pruner whose own retention is `keepMs`: without
+ * `olderThan`, keys of unknown lifetime go too once older than every lifetime it knows.
+ */
+export function pruneKeyTable(
+  pool: Pool,
+  options: PruneKeysOptions,
+  keepMs: number | undefined,
+): Promise<number> {
   return pruneTable(
     pool,
     keyPruneTarget(
       tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE }),
       options.scope,
     ),
-    options,
+    { ...options, ...(keepMs !== undefined ? { keepMs } : {}) },
   );
 }
 
@@ -244,7 +257,7 @@ export class KeyStatements {
   private readonly table: string;
   private readonly fn: { claim: string; store: string };
 
-  /** The claim's lifetime argument: the retention in ms, or NULL (the row never expires). */
+  /** The claim's lifetime argument: the retention in ms, or NULL (`infinity`: never expires). */
   private readonly keep: string;
 
   /**

@@ -44,9 +44,10 @@ export interface PruneTarget {
   /** The timestamp the window is measured from. */
   timeColumn: string;
   /**
-   * The column of each row's own expiry, where the table has one: a row is then never
-   * deleted before it, whatever the prune's window, and a row whose expiry is NULL (its
-   * writer set no lifetime, or it predates the column) only by a prune with a window.
+   * The column of each row's own expiry, where the table has one (see `expiryDdl`): a
+   * row is never deleted before it. `infinity` (its writer set no lifetime) goes only by
+   * a prune with a window; NULL (written before the column, lifetime unknown) by a prune
+   * with a window, or once older than the longest lifetime the pruner knows of.
    */
   expiresColumn?: string;
   /** Only rows whose `column` equals `value` (one consumer's, one scope's). */
@@ -55,7 +56,14 @@ export interface PruneTarget {
 
 /** The options every prune shares; without `olderThan`, the rows whose own expiry passed. */
 export type PruneBounds = Partial<Pick<PruneOptions, 'olderThan'>> &
-  Pick<PruneOptions, 'batchSize' | 'signal' | 'dutyCycle'>;
+  Pick<PruneOptions, 'batchSize' | 'signal' | 'dutyCycle'> & {
+    /**
+     * The pruner's own retention, in ms: a row of unknown lifetime (NULL expiry) is
+     * deleted once older than it and than every lifetime still being written to the
+     * table. Without it, such rows go only by a prune with `olderThan`.
+     */
+    keepMs?: number;
+  };
 
 /** Largest `batchSize` of a prune. */
 export const MAX_PRUNE_BATCH = 100_000;
@@ -72,11 +80,13 @@ export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): P
 
 /**
  * When a prune runs, on the database's clock: `now`, which a row's own expiry is held
- * against, and `cutoff` (now minus the window), or undefined for a prune by expiry alone.
+ * against; `cutoff` (now minus the window), undefined for a prune by expiry alone; and
+ * `unknownBefore`, before which a row of unknown lifetime goes (undefined: none goes).
  */
 export interface PruneClock {
   now: Date;
   cutoff: Date | undefined;
+  unknownBefore?: Date | undefined;
 }
 
 /**
@@ -94,51 +104,70 @@ export async function pruneTable(
     throw new ConfigurationError('olderThan', 'is required: these rows carry no expiry');
   const table = qualifiedTable(target.ref);
   const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
-  const clock = await pruneClock(pool, options.olderThan);
-  const { where, params } = prunable(target, clock);
-  // SKIP LOCKED: never wait behind a worker that is touching the same rows.
-  const sql = `
+  const clock = await pruneClock(pool, options.olderThan, { target, keepMs: options.keepMs });
+  let total = 0;
+  // One pass per condition, each on its own index (see prunable).
+  for (const { where, params } of prunable(target, clock)) {
+    // SKIP LOCKED: never wait behind a worker that is touching the same rows.
+    const sql = `
     DELETE FROM ${table} t
      WHERE (${target.keyColumns.map((c) => `t.${quoteIdentifier(c)}`).join(', ')}) IN (
        SELECT ${keys} FROM ${table}
         WHERE ${where}
         LIMIT $${params.length + 1}
         FOR UPDATE SKIP LOCKED)`;
-  let total = 0;
-  for (;;) {
-    if (options.signal?.aborted) return total;
-    const started = performance.now();
-    const result = await pool.query(sql, [...params, batchSize]).catch((cause: unknown) => {
-      throw new DatabaseError('prune', cause);
-    });
-    const deleted = result.rowCount ?? 0;
-    total += deleted;
-    if (deleted < batchSize) return total;
-    if (duty < 1) await sleep((performance.now() - started) * (1 / duty - 1), options.signal);
+    for (;;) {
+      if (options.signal?.aborted) return total;
+      const started = performance.now();
+      const result = await pool.query(sql, [...params, batchSize]).catch((cause: unknown) => {
+        throw new DatabaseError('prune', cause);
+      });
+      const deleted = result.rowCount ?? 0;
+      total += deleted;
+      if (deleted < batchSize) break;
+      if (duty < 1) await sleep((performance.now() - started) * (1 / duty - 1), options.signal);
+    }
   }
+  return total;
 }
 
 /**
- * The rows a prune deletes: one owner for the DELETE and for counting them. With an
- * expiry column, a row goes only once its own expiry has passed (NULL: kept, unless the
- * prune has a window); with a window, only rows older than it, as well.
+ * The rows a prune deletes, as conditions each pass deletes by: one owner for the
+ * DELETE and for counting them. Without an expiry column: older than the window. With
+ * one, a row goes only once its own expiry has passed; with a window, only rows older
+ * than it as well, and then also those without a lifetime (`infinity`) or of unknown
+ * lifetime (NULL); without a window, rows of unknown lifetime older than
+ * `unknownBefore` in a second pass (by the time index; the first goes by the expiry's).
  */
-function prunable(target: PruneTarget, clock: PruneClock): { where: string; params: unknown[] } {
-  const params: unknown[] = [];
-  const conditions: string[] = [];
+function prunable(
+  target: PruneTarget,
+  clock: PruneClock,
+): Array<{ where: string; params: unknown[] }> {
+  const time = quoteIdentifier(target.timeColumn);
   const expires =
     target.expiresColumn === undefined ? undefined : quoteIdentifier(target.expiresColumn);
-  if (clock.cutoff !== undefined) {
-    conditions.push(`${quoteIdentifier(target.timeColumn)} < $${params.push(clock.cutoff)}`);
-    if (expires !== undefined)
-      conditions.push(`(${expires} IS NULL OR ${expires} < $${params.push(clock.now)})`);
-  } else if (expires !== undefined) {
-    conditions.push(`${expires} < $${params.push(clock.now)}`);
-  }
-  const only = target.only;
-  if (only !== undefined)
-    conditions.push(`${quoteIdentifier(only.column)} = $${params.push(only.value)}`);
-  return { where: conditions.join(' AND '), params };
+  const condition = (build: (param: (value: unknown) => string) => string) => {
+    const params: unknown[] = [];
+    const param = (value: unknown): string => `$${params.push(value)}`;
+    let where = build(param);
+    if (target.only !== undefined)
+      where += ` AND ${quoteIdentifier(target.only.column)} = ${param(target.only.value)}`;
+    return { where, params };
+  };
+  const { cutoff, now, unknownBefore } = clock;
+  if (cutoff !== undefined)
+    return [
+      condition((p) =>
+        expires === undefined
+          ? `${time} < ${p(cutoff)}`
+          : `${time} < ${p(cutoff)} AND (${expires} IS NULL OR ${expires} < ${p(now)} OR ${expires} = 'infinity')`,
+      ),
+    ];
+  if (expires === undefined) return [];
+  const passes = [condition((p) => `${expires} < ${p(now)}`)];
+  if (unknownBefore !== undefined)
+    passes.push(condition((p) => `${time} < ${p(unknownBefore)} AND ${expires} IS NULL`));
+  return passes;
 }
 
 /**
@@ -151,15 +180,18 @@ export async function countPrunable(
   target: PruneTarget,
   clock: PruneClock,
 ): Promise<number> {
-  const { where, params } = prunable(target, clock);
-  const result = await pool
-    .query<{
-      n: string;
-    }>(`SELECT count(*) AS n FROM ${qualifiedTable(target.ref)} WHERE ${where}`, params)
-    .catch((cause: unknown) => {
-      throw new DatabaseError('count prunable rows', cause);
-    });
-  return Number(result.rows[0]?.n ?? 0);
+  let total = 0;
+  for (const { where, params } of prunable(target, clock)) {
+    const result = await pool
+      .query<{
+        n: string;
+      }>(`SELECT count(*) AS n FROM ${qualifiedTable(target.ref)} WHERE ${where}`, params)
+      .catch((cause: unknown) => {
+        throw new DatabaseError('count prunable rows', cause);
+      });
+    total += Number(result.rows[0]?.n ?? 0);
+  }
+  return total;
 }
 
 const THOUSAND_YEARS_MS = 1000 * 365.25 * 86_400_000;
@@ -179,17 +211,34 @@ function checkOlderThan(olderThan: Date | number): void {
 
 /**
  * The clock of a prune: the database's `now()` and, with a window, its cutoff (see
- * {@link pruneCutoff}).
+ * {@link pruneCutoff}). With `keepMs` (the pruner's own retention) on a table with an
+ * expiry column, also `unknownBefore`: now minus the longest lifetime it knows of, its
+ * own or the furthest expiry any writer has set (a lower bound of that writer's
+ * retention), so a row of unknown lifetime outlives every retention still in use.
  */
 export async function pruneClock(
   pool: Pick<Pool, 'query'>,
   olderThan: Date | number | undefined,
+  unknown?: { target: PruneTarget; keepMs: number | undefined },
 ): Promise<PruneClock> {
   if (olderThan !== undefined) checkOlderThan(olderThan);
+  const expires = unknown?.target.expiresColumn;
+  const keepMs = unknown?.keepMs;
+  const known =
+    expires === undefined || keepMs === undefined || olderThan !== undefined
+      ? 'NULL::timestamptz'
+      : `now() - greatest($2::double precision * interval '1 millisecond',
+          (SELECT max(${quoteIdentifier(expires)}) FROM ${qualifiedTable(unknown!.target.ref)}
+            WHERE ${quoteIdentifier(expires)} < 'infinity') - now())`;
+  const params: unknown[] = [
+    typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0,
+  ];
+  if (known !== 'NULL::timestamptz') params.push(Math.min(keepMs!, THOUSAND_YEARS_MS));
   const result = await pool
-    .query<{ now: Date; cutoff: Date }>(
-      `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff`,
-      [typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0],
+    .query<{ now: Date; cutoff: Date; unknown_before: Date | null }>(
+      `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff,
+              ${known} AS unknown_before`,
+      params,
     )
     .catch((cause: unknown) => {
       throw new DatabaseError('prune', cause);
@@ -199,7 +248,11 @@ export async function pruneClock(
     throw new DatabaseError('prune', new Error('no cutoff from now()'));
   const cutoff =
     olderThan === undefined ? undefined : olderThan instanceof Date ? olderThan : row.cutoff;
-  return { now: row.now, cutoff };
+  return {
+    now: row.now,
+    cutoff,
+    ...(row.unknown_before instanceof Date ? { unknownBefore: row.unknown_before } : {}),
+  };
 }
 
 /**

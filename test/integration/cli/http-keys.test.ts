@@ -261,7 +261,8 @@ describe("prune --family http-keys and each key's own expiry", () => {
     // As configurations with a week's, an hour's and no retention would have claimed them.
     await db.pool.query(
       `UPDATE ${db.table(table)} SET expires_at = CASE idempotency_key
-         WHEN 'kept' THEN now() + interval '4 days' WHEN 'expired' THEN now() - interval '1 minute' END`,
+         WHEN 'kept' THEN now() + interval '4 days' WHEN 'expired' THEN now() - interval '1 minute'
+         ELSE expires_at END`, // 'forever': infinity, as retention: false writes it
     );
     const byExpiry = json(await eo(['prune', '--family', 'http-keys', '--json'], table));
     expect(byExpiry).toMatchObject({ olderThan: null, cutoff: null, deleted: 1 });
