@@ -82,21 +82,32 @@ export function ddlTableFamily(def: Omit<TableFamily, 'migrate'>): TableFamily {
   };
 }
 
+// `expires_at`: the row's own expiry, written by the claim from the consumer's retention
+// (`infinity` without one; NULL: written before the column, lifetime unknown). See expiryDdl.
+const DEDUP_COLUMNS = `  consumer     text        NOT NULL,
+  message_key  text        NOT NULL,
+  payload_hash bytea,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  expires_at   timestamptz,
+  PRIMARY KEY (consumer, message_key)`;
+
+/** A table's DDL followed by its expiry column and index (see {@link expiryDdl}). */
+export function withExpiry(ref: TableRef, ddl: Ddl): Ddl {
+  const expiry = expiryDdl(ref);
+  return {
+    ...ddl,
+    statements: [...ddl.statements, ...expiry.statements],
+    relations: [...ddl.relations, ...expiry.relations],
+  };
+}
+
 /** The consumers' dedup table (`processed_messages`), as a {@link TableFamily}. */
 export const dedupTables: TableFamily = ddlTableFamily({
   name: 'consumer',
   summary: "the consumers' dedup table (one row per processed key)",
   defaultTable: DEFAULT_TABLE,
   ddl: (ref) =>
-    tableDdl({
-      ref,
-      columns: `  consumer     text        NOT NULL,
-  message_key  text        NOT NULL,
-  payload_hash bytea,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, message_key)`,
-      timeColumn: 'processed_at',
-    }),
+    withExpiry(ref, tableDdl({ ref, columns: DEDUP_COLUMNS, timeColumn: 'processed_at' })),
 });
 
 /**

@@ -3,13 +3,20 @@ import { ConfigurationError, DatabaseError } from '../errors.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
 import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
+import { EXPIRES_COLUMN } from './migrate.js';
 
 /** Options of {@link prune}. */
 export interface PruneOptions {
   /** Only prune this consumer's keys. Default: every consumer. */
   consumer?: string;
-  /** Delete keys processed before this instant, or more than this many ms ago. */
-  olderThan: Date | number;
+  /**
+   * Only keys processed before this instant, or more than this many ms ago (database
+   * clock), and then also those that never expire (a consumer without `retention`) or
+   * whose lifetime is unknown (processed before expiries were written). Without it, the
+   * keys whose own expiry (the `retention` of the consumer that processed them) passed.
+   * Either way a key is never deleted before its own expiry.
+   */
+  olderThan?: Date | number;
   /** Rows deleted per statement, so pruning never holds long locks. Default 1000. */
   batchSize?: number;
   /** Schema of the dedup table. Default `public`. */
@@ -27,10 +34,12 @@ export interface PruneOptions {
 }
 
 /**
- * Deletes dedup rows older than the window in bounded batches and returns how many
- * were deleted. The window must outlast the longest redelivery path (visibility
- * timeout × max receives, DLQ redrive, Kafka replays): a key pruned too early lets a
- * late redelivery apply its effect again.
+ * Deletes dedup rows in bounded batches and returns how many were deleted: those whose
+ * own expiry passed and, with `olderThan`, only those older than it (then also those
+ * without an expiry). A row is never deleted before its own expiry, so consumers and
+ * deployments sharing the table never shorten each other's window. The window must
+ * outlast the longest redelivery path (visibility timeout × max receives, DLQ redrive,
+ * Kafka replays): a key pruned too early lets a late redelivery apply its effect again.
  */
 export async function prune(pool: Pool, options: PruneOptions): Promise<number> {
   return pruneTable(pool, dedupPruneTarget(tableRef(options), options.consumer), options);
@@ -74,6 +83,7 @@ export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): P
     ref,
     keyColumns: ['consumer', 'message_key'],
     timeColumn: 'processed_at',
+    expiresColumn: EXPIRES_COLUMN,
     ...(consumer !== undefined ? { only: { column: 'consumer', value: consumer } } : {}),
   };
 }

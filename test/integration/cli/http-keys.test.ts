@@ -264,7 +264,9 @@ describe("prune --family http-keys and each key's own expiry", () => {
          WHEN 'kept' THEN now() + interval '4 days' WHEN 'expired' THEN now() - interval '1 minute'
          ELSE expires_at END`, // 'forever': infinity, as retention: false writes it
     );
-    const byExpiry = json(await eo(['prune', '--family', 'http-keys', '--json'], table));
+    const byExpiry = json(
+      await eo(['prune', '--family', 'http-keys', '--expired', '--json'], table),
+    );
     expect(byExpiry).toMatchObject({ olderThan: null, cutoff: null, deleted: 1 });
     expect(await keysOf(table)).toEqual(['acme/forever', 'acme/kept']);
     const dry = json(

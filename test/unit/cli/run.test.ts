@@ -82,7 +82,11 @@ describe('usage errors exit 2 with one line naming the problem', () => {
     ],
     [
       ['prune'],
-      'effectively-once prune: EO_CONFIGURATION: Invalid option "--older-than": is required, e.g. --older-than 7d',
+      'effectively-once prune: EO_CONFIGURATION: Invalid option "--older-than": is required (or --expired), e.g. --older-than 7d',
+    ],
+    [
+      ['prune', '--older-than', '7d', '--expired'],
+      'effectively-once prune: EO_CONFIGURATION: Invalid option "--expired": goes without --older-than: give one of them',
     ],
     [
       ['prune', '--older-than', '7'],
