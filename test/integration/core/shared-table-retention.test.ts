@@ -94,4 +94,28 @@ describe('consumers sharing the dedup table with different retention', () => {
     await prune(db.pool, { schema: db.schema, consumer: 'ledger', olderThan: 0 });
     expect(await row('ledger', 'entry')).toBe(true);
   });
+
+  it('a consumer without retention adds nothing to the expiry index (its rows never expire)', async () => {
+    const table = 'processed_forever';
+    const source = memorySource<Body>();
+    const forever = createConsumer<Body>({
+      name: 'forever',
+      source,
+      pool: db.pool,
+      schema: db.schema,
+      table,
+      handler: async () => undefined,
+    });
+    running.push(forever);
+    await forever.start();
+    for (let i = 0; i < 50; i++) source.send({ n: i }, { key: `k${i}` });
+    await waitFor(() => source.messages.every((m) => m.state === 'acked'), { what: 'all acked' });
+    const { rows } = await db.pool.query<{ bytes: number; infinite: number }>(
+      `SELECT pg_relation_size($1::regclass)::int AS bytes,
+              (SELECT count(*)::int FROM ${db.table(table)} WHERE expires_at = 'infinity') AS infinite`,
+      [`${db.schema}.${table}_expires_at_idx`],
+    );
+    // An empty B-tree is its metapage alone: no entry went in for these 50 claims.
+    expect(rows[0]).toEqual({ bytes: 8192, infinite: 50 });
+  });
 });
