@@ -9,5 +9,5 @@ CREATE TABLE processed_messages (
   PRIMARY KEY (consumer, message_key)
 );
 CREATE INDEX processed_messages_processed_at_idx ON processed_messages (processed_at);
--- Pruning deletes a row only once its own expiry has passed.
-CREATE INDEX processed_messages_expires_at_idx ON processed_messages (expires_at) WHERE expires_at IS NOT NULL;
+-- Pruning deletes a row only once its own expiry has passed (rows that never expire stay out).
+CREATE INDEX processed_messages_expires_at_idx ON processed_messages (expires_at) WHERE expires_at < 'infinity' OR expires_at IS NULL;

@@ -3,7 +3,7 @@ import { ConfigurationError, DatabaseError } from '../errors.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
 import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
-import { EXPIRES_COLUMN } from './migrate.js';
+import { EXPIRES_COLUMN, EXPIRY_INDEXED } from './migrate.js';
 
 /** Options of {@link prune}. */
 export interface PruneOptions {
@@ -174,9 +174,14 @@ function prunable(
       ),
     ];
   if (expires === undefined) return [];
-  const passes = [condition((p) => `${expires} < ${p(now)}`)];
+  // Each pass repeats an arm of the expiry index's predicate, so the planner can use it
+  // whatever the parameters (see EXPIRY_INDEXED).
+  const indexed = expires === quoteIdentifier(EXPIRES_COLUMN);
+  const expiring = indexed ? ` AND ${EXPIRY_INDEXED.expiring}` : '';
+  const unknown = indexed ? EXPIRY_INDEXED.unknown : `${expires} IS NULL`;
+  const passes = [condition((p) => `${expires} < ${p(now)}${expiring}`)];
   if (unknownBefore !== undefined)
-    passes.push(condition((p) => `${time} < ${p(unknownBefore)} AND ${expires} IS NULL`));
+    passes.push(condition((p) => `${unknown} AND ${time} < ${p(unknownBefore)}`));
   return passes;
 }
 
