@@ -276,6 +276,11 @@ describe("prune --family http-keys and each key's own expiry", () => {
       ),
     );
     expect(dry).toMatchObject({ wouldDelete: 1 });
+    // stats --window counts what prune --older-than deletes: not the key still kept.
+    const stats = json(
+      await eo(['stats', '--family', 'http-keys', '--window', '1d', '--json'], table),
+    );
+    expect(stats.total).toMatchObject({ rows: 2, olderThanWindow: 1 });
     await eo(['prune', '--family', 'http-keys', '--older-than', '1d'], table);
     expect(await keysOf(table)).toEqual(['acme/kept']);
   });
