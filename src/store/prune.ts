@@ -239,16 +239,21 @@ export async function pruneClock(
   if (olderThan !== undefined) checkOlderThan(olderThan);
   const expires = unknown?.target.expiresColumn;
   const keepMs = unknown?.keepMs;
-  const known =
-    expires === undefined || keepMs === undefined || olderThan !== undefined
-      ? 'NULL::timestamptz'
-      : `now() - greatest($2::double precision * interval '1 millisecond',
-          (SELECT max(${quoteIdentifier(expires)}) FROM ${qualifiedTable(unknown!.target.ref)}
-            WHERE ${quoteIdentifier(expires)} < 'infinity') - now())`;
   const params: unknown[] = [
     typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0,
   ];
-  if (known !== 'NULL::timestamptz') params.push(Math.min(keepMs!, THOUSAND_YEARS_MS));
+  let known = 'NULL::timestamptz';
+  if (
+    unknown !== undefined &&
+    expires !== undefined &&
+    keepMs !== undefined &&
+    olderThan === undefined
+  ) {
+    const column = quoteIdentifier(expires);
+    known = `now() - greatest($${params.push(Math.min(keepMs, THOUSAND_YEARS_MS))}::double precision * interval '1 millisecond',
+          (SELECT max(${column}) FROM ${qualifiedTable(unknown.target.ref)}
+            WHERE ${column} < 'infinity') - now())`;
+  }
   const result = await pool
     .query<{ now: Date; cutoff: Date; unknown_before: Date | null }>(
       `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff,
