@@ -16,7 +16,7 @@ export async function main({ env = process.env }: { env?: NodeJS.ProcessEnv } = 
   try {
     // #region prune
     const deleted = await prune(pool, {
-      olderThan: 14 * 24 * 3600_000, // ms ago (or a Date)
+      olderThan: 14 * 24 * 3600_000, // ms ago (or a Date); never a key before its own expiry
       consumer: 'orders', // this consumer's keys only; omit for every consumer
       batchSize: 1000, // rows per DELETE: short transactions, no long locks
       dutyCycle: 0.5, // wait as long as each batch took: claims keep their share

@@ -97,14 +97,17 @@ export const CLAIM_VARIANTS: ClaimVariant[] = [
       'a BRIN index on created_at instead of the B-tree (pruning reads page ranges; an ' +
       'insert touches a BRIN only when its range is summarized)',
     table: (statement) =>
-      edit(statement, /^CREATE INDEX/, (s) => s.replace(/ ON (\S+) \(/, ' ON $1 USING brin (')),
+      edit(statement, /^CREATE INDEX.*\("?created_at"?\)/, (s) =>
+        s.replace(/ ON (\S+) \(/, ' ON $1 USING brin ('),
+      ),
   },
   {
     id: 'no-time-index',
     summary:
       'no index on created_at (pruning would go by another route: the primary key, or ' +
       'time-bucketed partitions dropped whole)',
-    table: (statement) => (/^CREATE INDEX/.test(statement) ? 'SELECT 1' : statement),
+    table: (statement) =>
+      /^CREATE INDEX.*\("?created_at"?\)/.test(statement) ? 'SELECT 1' : statement,
   },
   {
     id: 'no-request-columns',
@@ -119,14 +122,14 @@ export const CLAIM_VARIANTS: ClaimVariant[] = [
             .replace(/(route\s+text\s+)NOT NULL/, '$1')
             .replace(/(fingerprint\s+bytea\s+)NOT NULL/, '$1'),
         ),
-        /_claim_v1"?\(p_scope/,
+        /_claim_v\d+"?\(p_scope/,
         (s) =>
           s
             .replace(
-              '(scope, idempotency_key, method, route, fingerprint)',
-              '(scope, idempotency_key)',
+              '(scope, idempotency_key, method, route, fingerprint, expires_at)',
+              '(scope, idempotency_key, expires_at)',
             )
-            .replace('(p_scope, p_key, p_method, p_route, p_fingerprint)', '(p_scope, p_key)'),
+            .replace('(p_scope, p_key, p_method, p_route, p_fingerprint,', '(p_scope, p_key,'),
       ),
   },
   {
@@ -154,9 +157,9 @@ export function claimVariantDdl(
   if (variant.rewrite === undefined)
     throw new Error(`claim variants: ${variant.id} has no rewrite`);
   const ddl = idempotencyKeyTables.ddl(tableRef({ schema, table }));
-  const statement = ddl.statements.find((s) => /_claim_v1"?\(p_scope/.test(s));
+  const statement = ddl.statements.find((s) => /_claim_v\d+"?\(p_scope/.test(s));
   if (statement === undefined) throw new Error('claim variants: no claim function in the DDL');
-  const from = '_claim_v1';
+  const from = /_claim_v\d+/.exec(statement)?.[0] ?? '_claim_v';
   const to = `_claim_${variant.id.replaceAll('-', '_')}`;
   // The body is everything between the first dollar-quote tag and its closing twin.
   const tag = /AS (\$[^$]*\$)/.exec(statement)?.[1];
@@ -165,7 +168,7 @@ export function claimVariantDdl(
   const end = statement.lastIndexOf(tag);
   const body = statement.slice(start, end);
   const head = statement.slice(0, start);
-  const renamed = head.replace(/_claim_v1("?)\(p_scope/, `${to}$1(p_scope`);
+  const renamed = head.replace(/_claim_v\d+("?)\(p_scope/, `${to}$1(p_scope`);
   if (renamed === head)
     throw new Error('claim variants: the claim function is not named as expected');
   return { sql: `${renamed}${variant.rewrite(body)}${statement.slice(end)}`, from, to };

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { KeyStatements } from '../../src/http/store.js';
-import { DEFAULT_TABLE } from '../../src/http/options.js';
+import { DEFAULT_KEY_LIFETIME_MS, DEFAULT_TABLE } from '../../src/http/options.js';
 import { commitClaimSql } from '../../src/store/commit.js';
 import {
   CLAIM_VARIANTS,
@@ -54,7 +54,12 @@ export function baseScripts(
   const insert = (key: string): string =>
     `INSERT INTO ${table} (customer_id, amount_cents, idem_key) VALUES ('${CHARGE.customerId}', ${CHARGE.amountCents}, ${key}) RETURNING id;`;
   const unique = `\\set k random(1, 1000000000000)`;
-  const keys = new KeyStatements({ schema: SCHEMA, table: keyTable }, undefined);
+  // The default retention, as an endpoint writes it: the claim stores each row's expiry.
+  const keys = new KeyStatements(
+    { schema: SCHEMA, table: keyTable },
+    undefined,
+    DEFAULT_KEY_LIFETIME_MS,
+  );
   const body = JSON.stringify({ id: '1', ...CHARGE });
   const claimOf = (key: string) => ({
     scope: 'bench',

@@ -13,12 +13,16 @@ CREATE TABLE eo_idempotency_keys (
   body            bytea,                  -- NULL when not kept
   body_omitted    text CHECK (body_omitted IN ('too-large', 'stream')),
   created_at      timestamptz NOT NULL DEFAULT now(),
+  expires_at      timestamptz,            -- now() + the claim's retention; infinity: none; NULL: older row
   PRIMARY KEY (scope, idempotency_key)
 );
 CREATE INDEX eo_idempotency_keys_created_at_idx ON eo_idempotency_keys (created_at);
+-- Pruning deletes a row only once its own expiry has passed (rows that never expire stay out).
+CREATE INDEX eo_idempotency_keys_expires_at_idx ON eo_idempotency_keys (expires_at) WHERE expires_at < 'infinity' OR expires_at IS NULL;
 
--- Claims the key (BEGIN first): the transaction id, or the stored row, or all NULL.
-CREATE OR REPLACE FUNCTION "public"."eo_idempotency_keys_claim_v1"(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text)
+-- Claims the key (BEGIN first) with its lifetime in ms (NULL: never expires): the
+-- transaction id, or the stored row, or all NULL.
+CREATE OR REPLACE FUNCTION "public"."eo_idempotency_keys_claim_v2"(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text, p_keep_ms double precision)
 RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
 LANGUAGE plpgsql VOLATILE AS $eo$
 #variable_conflict use_column
@@ -26,8 +30,10 @@ DECLARE
   saved text := current_setting('lock_timeout');
 BEGIN
   PERFORM set_config('lock_timeout', p_lock_timeout, true);
-  INSERT INTO "public"."eo_idempotency_keys" (scope, idempotency_key, method, route, fingerprint)
-    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint) ON CONFLICT DO NOTHING;
+  INSERT INTO "public"."eo_idempotency_keys" (scope, idempotency_key, method, route, fingerprint, expires_at)
+    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint,
+            coalesce(now() + p_keep_ms * interval '1 millisecond', 'infinity'))
+    ON CONFLICT DO NOTHING;
   IF FOUND THEN
     PERFORM set_config('lock_timeout', saved, true);
     RETURN QUERY SELECT pg_current_xact_id_if_assigned()::text, NULL::text, NULL::text, NULL::bytea, NULL::smallint, NULL::jsonb, NULL::bytea, NULL::text;

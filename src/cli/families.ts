@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import { idempotencyKeyTables } from '../http/store.js';
+import { idempotencyKeyTables, keyPruneTarget } from '../http/store.js';
 import { outboxTables } from '../outbox/table.js';
 import { quoteIdentifier, type TableRef } from '../store/identifiers.js';
 import { kafkaOffsetsTables } from '../store/kafka-offsets.js';
@@ -43,21 +43,12 @@ const consumerRows: FamilyRows = {
   probeRow: (consumer, key) => ({ consumer, message_key: key }),
 };
 
-/**
- * The HTTP key table: keys of each scope (tenant), the rows `Idempotency.prune` deletes.
- * `pruneIdempotencyKeys` (src/http/store.ts) spells the same target inline; once it
- * exports it, this entry should use it. The CLI test compares the two on one table.
- */
+/** The HTTP key table: keys of each scope (tenant), the rows `Idempotency.prune` deletes. */
 const httpKeyRows: FamilyRows = {
   group: 'scope',
   groups: 'scopes',
   aged: 'created',
-  target: (ref, scope) => ({
-    ref,
-    keyColumns: ['scope', 'idempotency_key'],
-    timeColumn: 'created_at',
-    ...(scope !== undefined ? { only: { column: 'scope', value: scope } } : {}),
-  }),
+  target: keyPruneTarget,
   // Method, route and fingerprint are NOT NULL; the row never commits.
   probeRow: (scope, key) => ({
     scope,

@@ -62,7 +62,11 @@ export class BatchRunner<T> {
     private readonly connections: ConnectionDeps,
     private readonly lifecycle: Lifecycle,
   ) {
-    this.claims = new BatchClaimStatements(cfg.table, cfg.isolationLevel);
+    this.claims = new BatchClaimStatements(
+      cfg.table,
+      cfg.isolationLevel,
+      cfg.retention?.olderThanMs,
+    );
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { RetentionPruner } from '../retention.js';
-import { prune } from '../store/prune.js';
+import { dedupPruneTarget, pruneTable } from '../store/prune.js';
 import type { TableRef } from '../store/identifiers.js';
 import type { ConsumerStats } from '../types.js';
 import type { ConsumerEventHub } from './events.js';
@@ -17,13 +17,13 @@ export function consumerRetention(
   return new RetentionPruner(
     options.intervalMs,
     (signal) =>
-      prune(pool, {
-        consumer,
-        olderThan: options.olderThanMs,
+      // The consumer's keys whose own expiry passed (whichever configuration of this
+      // name wrote them), and those of unknown lifetime once past every retention known:
+      // never a key another configuration still keeps.
+      pruneTable(pool, dedupPruneTarget(table, consumer), {
+        keepMs: options.olderThanMs,
         batchSize: options.batchSize,
         dutyCycle: options.dutyCycle,
-        schema: table.schema,
-        table: table.table,
         signal,
       }),
     {

@@ -45,7 +45,7 @@ export class Runner<T> {
     private readonly connections: ConnectionDeps,
     private readonly lifecycle: Lifecycle,
   ) {
-    this.claims = new ClaimStatements(cfg.table, cfg.isolationLevel);
+    this.claims = new ClaimStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs);
   }
 
   /**

@@ -132,7 +132,11 @@ export interface Idempotency {
   ): Promise<Execution>;
   /** Creates the key table if missing (done before the first request unless `migrate: false`). */
   migrate(): Promise<void>;
-  /** Prunes keys older than the retention window now (or `olderThan`); returns how many. */
+  /**
+   * Prunes now the keys whose own expiry has passed (any configuration's), or with
+   * `olderThan` those older than it that have expired or have no expiry; returns how
+   * many. A key is never deleted before its own expiry.
+   */
   prune(
     options?: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>>,
   ): Promise<number>;

@@ -38,12 +38,7 @@ import {
 } from './options.js';
 import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
-import {
-  KeyStatements,
-  migrateKeyTable,
-  pruneIdempotencyKeys,
-  type PruneKeysOptions,
-} from './store.js';
+import { KeyStatements, migrateKeyTable, pruneKeyTable, type PruneKeysOptions } from './store.js';
 
 /**
  * Makes endpoints idempotent under the `Idempotency-Key` header (IETF httpapi draft,
@@ -89,7 +84,11 @@ class IdempotencyImpl implements Idempotency {
       acquireTimeoutMs: cfg.acquireTimeoutMs,
       hardStop: this.hardStop.signal,
     };
-    this.engine = new Engine(cfg, new KeyStatements(cfg.table, cfg.isolationLevel), deps);
+    this.engine = new Engine(
+      cfg,
+      new KeyStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs),
+      deps,
+    );
     this.flights = new KeyFlights(this.hardStop.signal);
     const retention = cfg.retention;
     this.pruner =
@@ -170,15 +169,20 @@ class IdempotencyImpl implements Idempotency {
     options: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>> = {},
   ): Promise<number> {
     const retention = this.cfg.retention;
-    return pruneIdempotencyKeys(this.cfg.pool, {
-      schema: this.cfg.table.schema,
-      table: this.cfg.table.table,
-      olderThan: options.olderThan ?? retention?.olderThanMs ?? 24 * 3600_000,
-      batchSize: options.batchSize ?? retention?.batchSize,
-      dutyCycle: retention?.dutyCycle,
-      ...(options.scope !== undefined ? { scope: options.scope } : {}),
-      ...(options.signal !== undefined ? { signal: options.signal } : {}),
-    });
+    // Without a window: the keys whose own expiry passed, whoever claimed them.
+    return pruneKeyTable(
+      this.cfg.pool,
+      {
+        schema: this.cfg.table.schema,
+        table: this.cfg.table.table,
+        ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
+        batchSize: options.batchSize ?? retention?.batchSize,
+        dutyCycle: retention?.dutyCycle,
+        ...(options.scope !== undefined ? { scope: options.scope } : {}),
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      },
+      retention?.olderThanMs,
+    );
   }
 
   stats(): IdempotencyStats {

@@ -110,10 +110,12 @@ export interface IdempotencyOptions {
   /** Create the key table (if missing) before the first request. Default true. */
   migrate?: boolean;
   /**
-   * Key lifetime: rows older than `olderThanMs` (default 24 h, Stripe's) are pruned in
-   * the background every `intervalMs` (default 60 000), `batchSize` rows per DELETE
-   * (default 1000), busy at most `dutyCycle` of the time (default 0.5). A key stays
-   * valid at least that long. `false`: never pruned here (prune with `prune()`).
+   * Key lifetime: each key's row carries its expiry, `olderThanMs` (default 24 h,
+   * Stripe's) after its claim, and expired rows are pruned in the background every
+   * `intervalMs` (default 60 000), `batchSize` rows per DELETE (default 1000), busy at
+   * most `dutyCycle` of the time (default 0.5). A key stays valid at least that long,
+   * whatever other configurations sharing the table prune. `false`: the keys never
+   * expire and nothing is pruned here; only `prune({ olderThan })` removes them.
    */
   retention?:
     { olderThanMs?: number; intervalMs?: number; batchSize?: number; dutyCycle?: number } | false;

@@ -3,9 +3,9 @@ import { DatabaseError } from '../errors.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { ddlTableFamily, tableDdl } from '../store/migrate.js';
+import { ddlTableFamily, EXPIRES_COLUMN, expiryDdl, tableDdl } from '../store/migrate.js';
 import type { Ddl, TableFamily } from '../store/table-family.js';
-import { pruneTable } from '../store/prune.js';
+import { pruneTable, type PruneTarget } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
 
 /** Why a stored response has no body: larger than `maxBodyBytes`, or streamed. */
@@ -57,6 +57,7 @@ const COLUMNS = `  scope           text        NOT NULL,
   body            bytea,
   body_omitted    text CHECK (body_omitted IN ('too-large', 'stream')),
   created_at      timestamptz NOT NULL DEFAULT now(),
+  expires_at      timestamptz,
   PRIMARY KEY (scope, idempotency_key)`;
 
 // The claim and the stored response are PL/pgSQL functions beside the table, not
@@ -64,9 +65,11 @@ const COLUMNS = `  scope           text        NOT NULL,
 // parsed and planned on every request made the database do twice the seed handler's
 // work per request (`npm run bench -- --http-sql`). `_v1`: a later version that changes
 // them creates its own beside these, so instances of both versions can run at once.
-const CLAIM_SUFFIX = '_claim_v1';
+// `_claim_v2` writes the row's own expiry; `_claim_v1` (of the versions before it) stays
+// where it was created, for their instances during a rolling deploy.
+const CLAIM_SUFFIX = '_claim_v2';
 const STORE_SUFFIX = '_store_v1';
-const CLAIM_ARGS = '(text, text, text, text, bytea, text)';
+const CLAIM_ARGS = '(text, text, text, text, bytea, text, double precision)';
 const STORE_ARGS = '(text, text, smallint, jsonb, bytea, text)';
 
 /** The two functions of a key table, qualified and quoted. */
@@ -75,7 +78,14 @@ function functionNames(ref: TableRef): { claim: string; store: string } {
 }
 
 /**
- * The key table's DDL: the table, its pruning index, and the two functions.
+ * The key table's DDL: the table, its pruning indexes, and the two functions.
+ * - `expires_at`: the row's own expiry, `now()` plus the retention of the configuration
+ *   that claimed it, `infinity` when that one has none (`retention: false`), NULL when
+ *   the row predates the column (written by an earlier version: lifetime unknown).
+ *   Pruners delete a row only once its own expiry has passed, so no configuration
+ *   sharing the table shortens another's key lifetime (see `PruneTarget`). Added to a
+ *   table of an earlier version by `ALTER TABLE ... ADD COLUMN IF NOT EXISTS` (no
+ *   rewrite: nullable, no default); its index is partial, so old rows cost it nothing.
  * - claim: inserts the key row under the request's `lock_timeout` (then puts the
  *   session's back); one row back: the transaction id when it inserted, else the stored
  *   row (read by a statement of its own, so in READ COMMITTED it sees a row the other
@@ -85,6 +95,7 @@ function functionNames(ref: TableRef): { claim: string; store: string } {
  */
 function keyTableDdl(ref: TableRef): Ddl {
   const base = tableDdl({ ref, columns: COLUMNS, timeColumn: 'created_at' });
+  const expiry = expiryDdl(ref);
   const table = qualifiedTable(ref);
   const fn = functionNames(ref);
   const none =
@@ -92,7 +103,8 @@ function keyTableDdl(ref: TableRef): Ddl {
   return {
     statements: [
       ...base.statements,
-      `CREATE OR REPLACE FUNCTION ${fn.claim}(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text)
+      ...expiry.statements,
+      `CREATE OR REPLACE FUNCTION ${fn.claim}(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text, p_keep_ms double precision)
 RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
 LANGUAGE plpgsql VOLATILE AS ${dollarQuoted(`
 #variable_conflict use_column
@@ -100,8 +112,10 @@ DECLARE
   saved text := current_setting('lock_timeout');
 BEGIN
   PERFORM set_config('lock_timeout', p_lock_timeout, true);
-  INSERT INTO ${table} (scope, idempotency_key, method, route, fingerprint)
-    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint) ON CONFLICT DO NOTHING;
+  INSERT INTO ${table} (scope, idempotency_key, method, route, fingerprint, expires_at)
+    VALUES (p_scope, p_key, p_method, p_route, p_fingerprint,
+            coalesce(now() + p_keep_ms * interval '1 millisecond', 'infinity'))
+    ON CONFLICT DO NOTHING;
   IF FOUND THEN
     PERFORM set_config('lock_timeout', saved, true);
     RETURN QUERY SELECT pg_current_xact_id_if_assigned()::text, ${none};
@@ -128,7 +142,7 @@ BEGIN
 END
 `)}`,
     ],
-    relations: base.relations,
+    relations: [...base.relations, ...expiry.relations],
     functions: [`${fn.claim}${CLAIM_ARGS}`, `${fn.store}${STORE_ARGS}`],
   };
 }
@@ -168,8 +182,14 @@ export async function migrateKeyTable(
 
 /** Options of {@link pruneIdempotencyKeys}. */
 export interface PruneKeysOptions {
-  /** Delete keys created before this instant, or more than this many ms ago (database clock). */
-  olderThan: Date | number;
+  /**
+   * Only keys created before this instant, or more than this many ms ago (database
+   * clock), and then also those that never expire (claimed under `retention: false`) or
+   * whose lifetime is unknown (claimed before expiries were written). Without it, the
+   * keys whose own expiry has passed. Either way a key is never deleted before its own
+   * expiry.
+   */
+  olderThan?: Date | number;
   /** Rows deleted per statement. Default 1000. */
   batchSize?: number;
   /** Stop early (between batches) when aborted. */
@@ -184,22 +204,47 @@ export interface PruneKeysOptions {
   scope?: string;
 }
 
+/** The key table's rows a prune deletes, every scope's or one's (the CLI's too). */
+export function keyPruneTarget(ref: TableRef, scope: string | undefined): PruneTarget {
+  return {
+    ref,
+    keyColumns: ['scope', 'idempotency_key'],
+    timeColumn: 'created_at',
+    expiresColumn: EXPIRES_COLUMN,
+    ...(scope !== undefined ? { only: { column: 'scope', value: scope } } : {}),
+  };
+}
+
 /**
- * Deletes stored keys older than `olderThan` (a Date, or ms on the database's clock)
- * in bounded SKIP LOCKED batches and returns how many went. A pruned key is free
- * again: a retry that comes later runs afresh, so the window must outlast your
+ * Deletes stored keys in bounded SKIP LOCKED batches and returns how many went: those
+ * whose own expiry has passed (written at the claim from the claiming configuration's
+ * `retention`) and, with `olderThan`, only those older than it, and then also those
+ * that never expire or whose lifetime is unknown (claimed before expiries were
+ * written). A key is never deleted before its own expiry, so configurations and
+ * services sharing the table never shorten each other's key lifetime. A pruned key is
+ * free again: a retry that comes later runs afresh, so the lifetime must outlast your
  * clients' retries (idempotentFetch's `deadlineMs`).
  */
-export function pruneIdempotencyKeys(pool: Pool, options: PruneKeysOptions): Promise<number> {
+export function pruneIdempotencyKeys(pool: Pool, options: PruneKeysOptions = {}): Promise<number> {
+  return pruneKeyTable(pool, options, undefined);
+}
+
+/**
+ * {@link pruneIdempotencyKeys} for a pruner whose own retention is `keepMs`: without
+ * `olderThan`, keys of unknown lifetime go too once older than every lifetime it knows.
+ */
+export function pruneKeyTable(
+  pool: Pool,
+  options: PruneKeysOptions,
+  keepMs: number | undefined,
+): Promise<number> {
   return pruneTable(
     pool,
-    {
-      ref: tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE }),
-      keyColumns: ['scope', 'idempotency_key'],
-      timeColumn: 'created_at',
-      ...(options.scope !== undefined ? { only: { column: 'scope', value: options.scope } } : {}),
-    },
-    options,
+    keyPruneTarget(
+      tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE }),
+      options.scope,
+    ),
+    { ...options, ...(keepMs !== undefined ? { keepMs } : {}) },
   );
 }
 
@@ -212,12 +257,21 @@ export class KeyStatements {
   private readonly table: string;
   private readonly fn: { claim: string; store: string };
 
+  /** The claim's lifetime argument: the retention in ms, or NULL (`infinity`: never expires). */
+  private readonly keep: string;
+
+  /**
+   * `keepMs`: how long a claimed key stays valid (the configuration's retention), written
+   * on its row as `expires_at`; undefined, it never expires (`retention: false`).
+   */
   constructor(
     ref: TableRef,
     private readonly isolation: IsolationLevel | undefined,
+    keepMs?: number,
   ) {
     this.table = qualifiedTable(ref);
     this.fn = functionNames(ref);
+    this.keep = keepLiteral(keepMs);
   }
 
   /**
@@ -252,7 +306,7 @@ export class KeyStatements {
     return (
       `${begin}; SELECT * FROM ${this.fn.claim}(${sqlLiteral(claim.scope)}, ${sqlLiteral(claim.key)},` +
       ` ${sqlLiteral(claim.method)}, ${sqlLiteral(claim.route)}, ${bytea(claim.fingerprint)},` +
-      ` '${Math.max(1, Math.floor(waitMs))}');`
+      ` '${Math.max(1, Math.floor(waitMs))}', ${this.keep});`
     );
   }
 
@@ -312,6 +366,15 @@ interface ClaimRow {
   headers: Record<string, string> | null;
   body: Buffer | null;
   body_omitted: BodyOmitted | null;
+}
+
+/**
+ * A lifetime in ms as the claim's argument: NULL for none. Capped at a thousand years,
+ * as a prune's window is, so `now() +` it stays a valid timestamp.
+ */
+function keepLiteral(keepMs: number | undefined): string {
+  if (keepMs === undefined) return 'NULL';
+  return `${Math.min(Math.max(0, Math.floor(keepMs)), 1000 * 365.25 * 86_400_000)}`;
 }
 
 // decode(hex): a '\x..' bytea literal is misread when standard_conforming_strings is off.

@@ -1,5 +1,11 @@
 import type { PoolClient } from 'pg';
-import { CLAIM_EPILOGUE, claimPrologue, claimResults, type IsolationLevel } from './claim.js';
+import {
+  CLAIM_EPILOGUE,
+  claimPrologue,
+  claimResults,
+  expirySql,
+  type IsolationLevel,
+} from './claim.js';
 import { arrayLiteral, sqlLiteral } from './literals.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 
@@ -12,12 +18,16 @@ export interface BatchClaimItem {
 /** Claims many keys in one statement, for batch mode. */
 export class BatchClaimStatements {
   private readonly table: string;
+  private readonly expires: string;
 
+  /** `keepMs`: the consumer's retention, written on each claimed row as its expiry. */
   constructor(
     ref: TableRef,
     private readonly isolation: IsolationLevel | undefined,
+    keepMs?: number,
   ) {
     this.table = qualifiedTable(ref);
+    this.expires = expirySql(keepMs);
   }
 
   /**
@@ -48,8 +58,8 @@ export class BatchClaimStatements {
     hashes += '}';
     const sql =
       claimPrologue(lockTimeoutMs, this.isolation) +
-      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
-      ` SELECT ${sqlLiteral(consumer)}, k, decode(h, 'hex')` +
+      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash, expires_at)` +
+      ` SELECT ${sqlLiteral(consumer)}, k, decode(h, 'hex'), ${this.expires}` +
       ` FROM unnest(${sqlLiteral(keys)}::text[], '${hashes}'::text[])` +
       ` WITH ORDINALITY AS u(k, h, n) ORDER BY n ON CONFLICT DO NOTHING RETURNING message_key;` +
       CLAIM_EPILOGUE;

@@ -34,6 +34,17 @@ export function claimPrologue(
   );
 }
 
+/**
+ * The expiry a claim writes on its row (`expires_at`): `now()` plus the consumer's
+ * retention, or `infinity` without one (never pruned but by a prune with a window).
+ * Capped at a thousand years, so it stays a valid timestamp.
+ */
+export function expirySql(keepMs: number | undefined): string {
+  if (keepMs === undefined) return "'infinity'";
+  const ms = Math.min(Math.max(0, Math.floor(keepMs)), 1000 * 365.25 * 86_400_000);
+  return `now() + ${ms} * interval '1 millisecond'`;
+}
+
 /** The statement after a claim's INSERT: restores lock_timeout and reads the transaction id. */
 export const CLAIM_EPILOGUE =
   ` SELECT set_config('lock_timeout', current_setting('${SAVED_LOCK_TIMEOUT}'), true),` +
@@ -83,12 +94,16 @@ export function claimResults<R extends object>(
  */
 export class ClaimStatements {
   private readonly table: string;
+  private readonly expires: string;
 
+  /** `keepMs`: the consumer's retention, written on each claimed row as its expiry. */
   constructor(
     ref: TableRef,
     private readonly isolation: IsolationLevel | undefined,
+    keepMs?: number,
   ) {
     this.table = qualifiedTable(ref);
+    this.expires = expirySql(keepMs);
   }
 
   /**
@@ -107,8 +122,8 @@ export class ClaimStatements {
     const hashSql = hash === null ? 'NULL' : `decode('${hash.toString('hex')}', 'hex')`;
     const sql =
       claimPrologue(lockTimeoutMs, this.isolation) +
-      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash)` +
-      ` VALUES (${sqlLiteral(consumer)}, ${sqlLiteral(key)}, ${hashSql}) ON CONFLICT DO NOTHING;` +
+      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash, expires_at)` +
+      ` VALUES (${sqlLiteral(consumer)}, ${sqlLiteral(key)}, ${hashSql}, ${this.expires}) ON CONFLICT DO NOTHING;` +
       CLAIM_EPILOGUE;
     // The INSERT's command tag says whether a row went in: no RETURNING row to parse.
     const { insert, xid } = claimResults(await client.query(sql), 1);

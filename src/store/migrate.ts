@@ -47,6 +47,40 @@ export function tableDdl(spec: TableSpec): Ddl {
   };
 }
 
+/** The column holding a row's own expiry (see {@link expiryDdl}). */
+export const EXPIRES_COLUMN = 'expires_at';
+
+/**
+ * The index predicate of {@link expiryDdl}: rows that expire, and rows of unknown
+ * lifetime. Not `infinity` (a writer without retention): those are only ever pruned by
+ * age, through the time index, and every claim of a consumer without retention would
+ * pay an entry here for nothing. Queries that use the index repeat one of its arms.
+ */
+export const EXPIRY_INDEXED = {
+  expiring: `${quoteIdentifier(EXPIRES_COLUMN)} < 'infinity'`,
+  unknown: `${quoteIdentifier(EXPIRES_COLUMN)} IS NULL`,
+};
+
+/**
+ * The row's own expiry, for a table created before it: the column (nullable, no
+ * default, so adding it rewrites nothing and old versions' inserts leave it NULL) and a
+ * partial index over the rows that expire or whose lifetime is unknown, which pruning
+ * scans. Both idempotent; a table created by this version already has the column, and
+ * the ALTER does nothing.
+ */
+export function expiryDdl(ref: TableRef): Ddl {
+  const table = qualifiedTable(ref);
+  const index = quoteIdentifier(derivedName(ref.table, `_${EXPIRES_COLUMN}_idx`), 'table');
+  const column = quoteIdentifier(EXPIRES_COLUMN);
+  return {
+    statements: [
+      `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} timestamptz`,
+      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${column}) WHERE ${EXPIRY_INDEXED.expiring} OR ${EXPIRY_INDEXED.unknown}`,
+    ],
+    relations: [`${quoteIdentifier(ref.schema, 'schema')}.${index}`],
+  };
+}
+
 /**
  * A {@link TableFamily} from its DDL: `migrate` applies that same DDL under the advisory
  * lock every family shares (see `applyDdl`), so what `migrate --print` shows is what
@@ -60,21 +94,32 @@ export function ddlTableFamily(def: Omit<TableFamily, 'migrate'>): TableFamily {
   };
 }
 
+// `expires_at`: the row's own expiry, written by the claim from the consumer's retention
+// (`infinity` without one; NULL: written before the column, lifetime unknown). See expiryDdl.
+const DEDUP_COLUMNS = `  consumer     text        NOT NULL,
+  message_key  text        NOT NULL,
+  payload_hash bytea,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  expires_at   timestamptz,
+  PRIMARY KEY (consumer, message_key)`;
+
+/** A table's DDL followed by its expiry column and index (see {@link expiryDdl}). */
+export function withExpiry(ref: TableRef, ddl: Ddl): Ddl {
+  const expiry = expiryDdl(ref);
+  return {
+    ...ddl,
+    statements: [...ddl.statements, ...expiry.statements],
+    relations: [...ddl.relations, ...expiry.relations],
+  };
+}
+
 /** The consumers' dedup table (`processed_messages`), as a {@link TableFamily}. */
 export const dedupTables: TableFamily = ddlTableFamily({
   name: 'consumer',
   summary: "the consumers' dedup table (one row per processed key)",
   defaultTable: DEFAULT_TABLE,
   ddl: (ref) =>
-    tableDdl({
-      ref,
-      columns: `  consumer     text        NOT NULL,
-  message_key  text        NOT NULL,
-  payload_hash bytea,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, message_key)`,
-      timeColumn: 'processed_at',
-    }),
+    withExpiry(ref, tableDdl({ ref, columns: DEDUP_COLUMNS, timeColumn: 'processed_at' })),
 });
 
 /**

@@ -3,13 +3,20 @@ import { ConfigurationError, DatabaseError } from '../errors.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
 import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
+import { EXPIRES_COLUMN, EXPIRY_INDEXED } from './migrate.js';
 
 /** Options of {@link prune}. */
 export interface PruneOptions {
   /** Only prune this consumer's keys. Default: every consumer. */
   consumer?: string;
-  /** Delete keys processed before this instant, or more than this many ms ago. */
-  olderThan: Date | number;
+  /**
+   * Only keys processed before this instant, or more than this many ms ago (database
+   * clock), and then also those that never expire (a consumer without `retention`) or
+   * whose lifetime is unknown (processed before expiries were written). Without it, the
+   * keys whose own expiry (the `retention` of the consumer that processed them) passed.
+   * Either way a key is never deleted before its own expiry.
+   */
+  olderThan?: Date | number;
   /** Rows deleted per statement, so pruning never holds long locks. Default 1000. */
   batchSize?: number;
   /** Schema of the dedup table. Default `public`. */
@@ -27,10 +34,12 @@ export interface PruneOptions {
 }
 
 /**
- * Deletes dedup rows older than the window in bounded batches and returns how many
- * were deleted. The window must outlast the longest redelivery path (visibility
- * timeout × max receives, DLQ redrive, Kafka replays): a key pruned too early lets a
- * late redelivery apply its effect again.
+ * Deletes dedup rows in bounded batches and returns how many were deleted: those whose
+ * own expiry passed and, with `olderThan`, only those older than it (then also those
+ * without an expiry). A row is never deleted before its own expiry, so consumers and
+ * deployments sharing the table never shorten each other's window. The window must
+ * outlast the longest redelivery path (visibility timeout × max receives, DLQ redrive,
+ * Kafka replays): a key pruned too early lets a late redelivery apply its effect again.
  */
 export async function prune(pool: Pool, options: PruneOptions): Promise<number> {
   return pruneTable(pool, dedupPruneTarget(tableRef(options), options.consumer), options);
@@ -43,12 +52,27 @@ export interface PruneTarget {
   keyColumns: readonly string[];
   /** The timestamp the window is measured from. */
   timeColumn: string;
+  /**
+   * The column of each row's own expiry, where the table has one (see `expiryDdl`): a
+   * row is never deleted before it. `infinity` (its writer set no lifetime) goes only by
+   * a prune with a window; NULL (written before the column, lifetime unknown) by a prune
+   * with a window, or once older than the longest lifetime the pruner knows of.
+   */
+  expiresColumn?: string;
   /** Only rows whose `column` equals `value` (one consumer's, one scope's). */
   only?: { column: string; value: string };
 }
 
-/** The options every prune shares. */
-export type PruneBounds = Pick<PruneOptions, 'olderThan' | 'batchSize' | 'signal' | 'dutyCycle'>;
+/** The options every prune shares; without `olderThan`, the rows whose own expiry passed. */
+export type PruneBounds = Partial<Pick<PruneOptions, 'olderThan'>> &
+  Pick<PruneOptions, 'batchSize' | 'signal' | 'dutyCycle'> & {
+    /**
+     * The pruner's own retention, in ms: a row of unknown lifetime (NULL expiry) is
+     * deleted once older than it and than every lifetime still being written to the
+     * table. Without it, such rows go only by a prune with `olderThan`.
+     */
+    keepMs?: number;
+  };
 
 /** Largest `batchSize` of a prune. */
 export const MAX_PRUNE_BATCH = 100_000;
@@ -59,13 +83,25 @@ export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): P
     ref,
     keyColumns: ['consumer', 'message_key'],
     timeColumn: 'processed_at',
+    expiresColumn: EXPIRES_COLUMN,
     ...(consumer !== undefined ? { only: { column: 'consumer', value: consumer } } : {}),
   };
 }
 
 /**
- * Deletes the target's rows older than `olderThan` in bounded batches, SKIP LOCKED,
- * busy at most `dutyCycle` of the time, with the cutoff on the database's clock.
+ * When a prune runs, on the database's clock: `now`, which a row's own expiry is held
+ * against; `cutoff` (now minus the window), undefined for a prune by expiry alone; and
+ * `unknownBefore`, before which a row of unknown lifetime goes (undefined: none goes).
+ */
+export interface PruneClock {
+  now: Date;
+  cutoff: Date | undefined;
+  unknownBefore?: Date | undefined;
+}
+
+/**
+ * Deletes the target's prunable rows (see {@link PruneTarget}) in bounded batches, SKIP
+ * LOCKED, busy at most `dutyCycle` of the time, on the database's clock.
  */
 export async function pruneTable(
   pool: Pool,
@@ -74,60 +110,103 @@ export async function pruneTable(
 ): Promise<number> {
   const batchSize = intOption('batchSize', options.batchSize, 1000, 1, MAX_PRUNE_BATCH);
   const duty = fractionOption('dutyCycle', options.dutyCycle, 1);
+  if (options.olderThan === undefined && target.expiresColumn === undefined)
+    throw new ConfigurationError('olderThan', 'is required: these rows carry no expiry');
   const table = qualifiedTable(target.ref);
   const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
-  const cutoff = await pruneCutoff(pool, options.olderThan);
-  const { where, params } = prunable(target, cutoff);
-  // SKIP LOCKED: never wait behind a worker that is touching the same rows.
-  const sql = `
+  const clock = await pruneClock(pool, options.olderThan, { target, keepMs: options.keepMs });
+  let total = 0;
+  // One pass per condition, each on its own index (see prunable).
+  for (const { where, params } of prunable(target, clock)) {
+    // SKIP LOCKED: never wait behind a worker that is touching the same rows.
+    const sql = `
     DELETE FROM ${table} t
      WHERE (${target.keyColumns.map((c) => `t.${quoteIdentifier(c)}`).join(', ')}) IN (
        SELECT ${keys} FROM ${table}
         WHERE ${where}
         LIMIT $${params.length + 1}
         FOR UPDATE SKIP LOCKED)`;
-  let total = 0;
-  for (;;) {
-    if (options.signal?.aborted) return total;
-    const started = performance.now();
-    const result = await pool.query(sql, [...params, batchSize]).catch((cause: unknown) => {
-      throw new DatabaseError('prune', cause);
-    });
-    const deleted = result.rowCount ?? 0;
-    total += deleted;
-    if (deleted < batchSize) return total;
-    if (duty < 1) await sleep((performance.now() - started) * (1 / duty - 1), options.signal);
+    for (;;) {
+      if (options.signal?.aborted) return total;
+      const started = performance.now();
+      const result = await pool.query(sql, [...params, batchSize]).catch((cause: unknown) => {
+        throw new DatabaseError('prune', cause);
+      });
+      const deleted = result.rowCount ?? 0;
+      total += deleted;
+      if (deleted < batchSize) break;
+      if (duty < 1) await sleep((performance.now() - started) * (1 / duty - 1), options.signal);
+    }
   }
-}
-
-/** The rows a prune deletes: one owner for the DELETE and for counting them. */
-function prunable(target: PruneTarget, cutoff: Date): { where: string; params: unknown[] } {
-  const time = `${quoteIdentifier(target.timeColumn)} < $1`;
-  const only = target.only;
-  return only === undefined
-    ? { where: time, params: [cutoff] }
-    : { where: `${time} AND ${quoteIdentifier(only.column)} = $2`, params: [cutoff, only.value] };
+  return total;
 }
 
 /**
- * How many rows a prune of `target` would delete for this cutoff (what a dry run
- * reports). Counts through the time index: reads every prunable entry, so it takes
+ * The rows a prune deletes, as conditions each pass deletes by: one owner for the
+ * DELETE and for counting them. Without an expiry column: older than the window. With
+ * one, a row goes only once its own expiry has passed; with a window, only rows older
+ * than it as well, and then also those without a lifetime (`infinity`) or of unknown
+ * lifetime (NULL); without a window, rows of unknown lifetime older than
+ * `unknownBefore` in a second pass (by the time index; the first goes by the expiry's).
+ */
+function prunable(
+  target: PruneTarget,
+  clock: PruneClock,
+): Array<{ where: string; params: unknown[] }> {
+  const time = quoteIdentifier(target.timeColumn);
+  const expires =
+    target.expiresColumn === undefined ? undefined : quoteIdentifier(target.expiresColumn);
+  const condition = (build: (param: (value: unknown) => string) => string) => {
+    const params: unknown[] = [];
+    const param = (value: unknown): string => `$${params.push(value)}`;
+    let where = build(param);
+    if (target.only !== undefined)
+      where += ` AND ${quoteIdentifier(target.only.column)} = ${param(target.only.value)}`;
+    return { where, params };
+  };
+  const { cutoff, now, unknownBefore } = clock;
+  if (cutoff !== undefined)
+    return [
+      condition((p) =>
+        expires === undefined
+          ? `${time} < ${p(cutoff)}`
+          : `${time} < ${p(cutoff)} AND (${expires} IS NULL OR ${expires} < ${p(now)} OR ${expires} = 'infinity')`,
+      ),
+    ];
+  if (expires === undefined) return [];
+  // Each pass repeats an arm of the expiry index's predicate, so the planner can use it
+  // whatever the parameters (see EXPIRY_INDEXED).
+  const indexed = expires === quoteIdentifier(EXPIRES_COLUMN);
+  const expiring = indexed ? ` AND ${EXPIRY_INDEXED.expiring}` : '';
+  const unknown = indexed ? EXPIRY_INDEXED.unknown : `${expires} IS NULL`;
+  const passes = [condition((p) => `${expires} < ${p(now)}${expiring}`)];
+  if (unknownBefore !== undefined)
+    passes.push(condition((p) => `${unknown} AND ${time} < ${p(unknownBefore)}`));
+  return passes;
+}
+
+/**
+ * How many rows a prune of `target` would delete at `clock` (what a dry run reports).
+ * Counts through the time or expiry index: reads every prunable entry, so it takes
  * about as long as the backlog is large, but it deletes and locks nothing.
  */
 export async function countPrunable(
   pool: Pick<Pool, 'query'>,
   target: PruneTarget,
-  cutoff: Date,
+  clock: PruneClock,
 ): Promise<number> {
-  const { where, params } = prunable(target, cutoff);
-  const result = await pool
-    .query<{
-      n: string;
-    }>(`SELECT count(*) AS n FROM ${qualifiedTable(target.ref)} WHERE ${where}`, params)
-    .catch((cause: unknown) => {
-      throw new DatabaseError('count prunable rows', cause);
-    });
-  return Number(result.rows[0]?.n ?? 0);
+  let total = 0;
+  for (const { where, params } of prunable(target, clock)) {
+    const result = await pool
+      .query<{
+        n: string;
+      }>(`SELECT count(*) AS n FROM ${qualifiedTable(target.ref)} WHERE ${where}`, params)
+      .catch((cause: unknown) => {
+        throw new DatabaseError('count prunable rows', cause);
+      });
+    total += Number(result.rows[0]?.n ?? 0);
+  }
+  return total;
 }
 
 const THOUSAND_YEARS_MS = 1000 * 365.25 * 86_400_000;
@@ -143,6 +222,57 @@ function checkOlderThan(olderThan: Date | number): void {
       olderThan,
     });
   }
+}
+
+/**
+ * The clock of a prune: the database's `now()` and, with a window, its cutoff (see
+ * {@link pruneCutoff}). With `keepMs` (the pruner's own retention) on a table with an
+ * expiry column, also `unknownBefore`: now minus the longest lifetime it knows of, its
+ * own or the furthest expiry any writer has set (a lower bound of that writer's
+ * retention), so a row of unknown lifetime outlives every retention still in use.
+ */
+export async function pruneClock(
+  pool: Pick<Pool, 'query'>,
+  olderThan: Date | number | undefined,
+  unknown?: { target: PruneTarget; keepMs: number | undefined },
+): Promise<PruneClock> {
+  if (olderThan !== undefined) checkOlderThan(olderThan);
+  const expires = unknown?.target.expiresColumn;
+  const keepMs = unknown?.keepMs;
+  const params: unknown[] = [
+    typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0,
+  ];
+  let known = 'NULL::timestamptz';
+  if (
+    unknown !== undefined &&
+    expires !== undefined &&
+    keepMs !== undefined &&
+    olderThan === undefined
+  ) {
+    const column = quoteIdentifier(expires);
+    known = `now() - greatest($${params.push(Math.min(keepMs, THOUSAND_YEARS_MS))}::double precision * interval '1 millisecond',
+          (SELECT max(${column}) FROM ${qualifiedTable(unknown.target.ref)}
+            WHERE ${column} < 'infinity') - now())`;
+  }
+  const result = await pool
+    .query<{ now: Date; cutoff: Date; unknown_before: Date | null }>(
+      `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff,
+              ${known} AS unknown_before`,
+      params,
+    )
+    .catch((cause: unknown) => {
+      throw new DatabaseError('prune', cause);
+    });
+  const row = result.rows[0];
+  if (!(row?.now instanceof Date) || !(row.cutoff instanceof Date))
+    throw new DatabaseError('prune', new Error('no cutoff from now()'));
+  const cutoff =
+    olderThan === undefined ? undefined : olderThan instanceof Date ? olderThan : row.cutoff;
+  return {
+    now: row.now,
+    cutoff,
+    ...(row.unknown_before instanceof Date ? { unknownBefore: row.unknown_before } : {}),
+  };
 }
 
 /**

@@ -11,7 +11,10 @@ type Db = Pick<Pool, 'query'>;
  * are grouped by the primary key's first column: the consumer of the dedup table, the
  * scope (tenant) of the HTTP key table.
  */
-export type RowsTarget = Pick<PruneTarget, 'ref' | 'keyColumns' | 'timeColumn' | 'only'>;
+export type RowsTarget = Pick<
+  PruneTarget,
+  'ref' | 'keyColumns' | 'timeColumn' | 'only' | 'expiresColumn'
+>;
 
 /** On-disk size of a table, from the catalog (no scan). */
 export interface TableSizes {
@@ -113,6 +116,16 @@ export async function tableRange(db: Db, target: RowsTarget): Promise<TableRange
 }
 
 /**
+ * What a prune with a window also requires of a row where rows carry their own expiry
+ * (see `prunable` in prune.ts): that it has passed, or that the row has none.
+ */
+function expiryAllows(target: RowsTarget): string {
+  if (target.expiresColumn === undefined) return '';
+  const expires = quoteIdentifier(target.expiresColumn);
+  return ` AND (${expires} IS NULL OR ${expires} < now() OR ${expires} = 'infinity')`;
+}
+
+/**
  * Exact rows, oldest and newest per group, and how many are older than `cutoff`, in
  * one pass: a (parallel) scan of the whole table, or of one group's part of the
  * primary key with the target's `only`. Its time grows with the rows it counts.
@@ -128,7 +141,7 @@ export async function groupRows(
   const older =
     options.cutoff === undefined
       ? 'NULL::bigint'
-      : `count(*) FILTER (WHERE ${time} < $${params.push(options.cutoff)})`;
+      : `count(*) FILTER (WHERE ${time} < $${params.push(options.cutoff)}${expiryAllows(target)})`;
   const where = onlyGroup(target, params);
   const rows = await query<{
     grp: string;
@@ -194,7 +207,9 @@ export async function estimateRows(
   const params: unknown[] = [];
   const conditions = onlyGroup(target, params);
   if (options.cutoff !== undefined)
-    conditions.push(`${quoteIdentifier(target.timeColumn)} < $${params.push(options.cutoff)}`);
+    conditions.push(
+      `${quoteIdentifier(target.timeColumn)} < $${params.push(options.cutoff)}${expiryAllows(target)}`,
+    );
   const where = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;
   const [row] = await query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
     db,

@@ -94,8 +94,9 @@ describe('migrate', () => {
       expect.stringMatching(new RegExp(`^outbox +"${appliedSchema}"\\."eo_outbox" +created$`)),
     ]);
     const expected = await shape(appliedSchema);
-    expect(expected.columns).toHaveLength(37); // eo_kafka_offsets has its mark_offset, mark_timestamp
-    expect(expected.indexes).toHaveLength(9);
+    // eo_kafka_offsets has its mark_offset, mark_timestamp; both key tables their expires_at
+    expect(expected.columns).toHaveLength(39);
+    expect(expected.indexes).toHaveLength(11);
     expect(await shape(printedSchema)).toEqual(expected);
 
     // Printed DDL, applied: the library's own migrate finds everything in place.
@@ -238,7 +239,7 @@ describe('prune', () => {
     const text = await eo(['prune', '--older-than', '7d', '--dry-run'], table);
     expect(text).toMatchObject({ code: 0, stderr: '' });
     expect(text.stdout).toMatch(
-      /^Dry run: would delete 9 rows of every consumer in ".+"\."prune_t" processed before \S+ \(older than 7d by the database's clock\)\. Nothing was deleted\.\n$/,
+      /^Dry run: would delete 9 rows of every consumer in ".+"\."prune_t" processed before \S+ \(older than 7d by the database's clock\) whose own expiry passed \(or that have none\)\. Nothing was deleted\.\n$/,
     );
     const doc = json(
       await eo(['prune', '--older-than', '7d', '--consumer', 'a', '--dry-run', '--json'], table),
@@ -384,7 +385,11 @@ describe('stats', () => {
       indexesBytes: number;
       indexes: Array<{ name: string; bytes: number }>;
     };
-    expect(sizes.indexes.map((i) => i.name)).toEqual(['stats_t_pkey', 'stats_t_processed_at_idx']);
+    expect(sizes.indexes.map((i) => i.name)).toEqual([
+      'stats_t_expires_at_idx',
+      'stats_t_pkey',
+      'stats_t_processed_at_idx',
+    ]);
     expect(sizes.tableBytes).toBeGreaterThan(0);
     expect(sizes.indexesBytes).toBe(sizes.indexes.reduce((s, i) => s + i.bytes, 0));
     expect(sizes.totalBytes).toBe(sizes.tableBytes + sizes.indexesBytes);

@@ -122,6 +122,7 @@ describe('stats --family http-keys', () => {
     const sizes = doc.sizes as { indexes: Array<{ name: string }>; tableBytes: number };
     expect(sizes.indexes.map((i) => i.name)).toEqual([
       'keys_stats_created_at_idx',
+      'keys_stats_expires_at_idx',
       'keys_stats_pkey',
     ]);
     expect(sizes.tableBytes).toBeGreaterThan(0);
@@ -221,7 +222,7 @@ describe('prune --family http-keys', () => {
     expect(one).toMatchObject({ code: 0, stderr: '' });
     expect(one.stdout).toMatch(
       new RegExp(
-        `^Deleted 2 rows of scope "acme" in "${db.schema}"\\."keys_cli" created before \\S+Z \\(older than 1d by the database's clock\\)\\.\\n$`,
+        `^Deleted 2 rows of scope "acme" in "${db.schema}"\\."keys_cli" created before \\S+Z \\(older than 1d by the database's clock\\) whose own expiry passed \\(or that have none\\)\\.\\n$`,
       ),
     );
     await pruneIdempotencyKeys(db.pool, {
@@ -246,6 +247,42 @@ describe('prune --family http-keys', () => {
     });
     expect(await keysOf('keys_cli')).toEqual(await keysOf('keys_lib'));
     expect(await keysOf('keys_cli')).toEqual(['acme/a3', 'bravo/b2', 'cobalt/c1']);
+  });
+});
+
+describe("prune --family http-keys and each key's own expiry", () => {
+  it('never deletes a key before its own expiry, whatever the window; without one, the expired keys', async () => {
+    const table = 'keys_expiry';
+    await seed(table, [
+      ['acme', 'kept', '3 days'],
+      ['acme', 'expired', '3 days'],
+      ['acme', 'forever', '3 days'],
+    ]);
+    // As configurations with a week's, an hour's and no retention would have claimed them.
+    await db.pool.query(
+      `UPDATE ${db.table(table)} SET expires_at = CASE idempotency_key
+         WHEN 'kept' THEN now() + interval '4 days' WHEN 'expired' THEN now() - interval '1 minute'
+         ELSE expires_at END`, // 'forever': infinity, as retention: false writes it
+    );
+    const byExpiry = json(
+      await eo(['prune', '--family', 'http-keys', '--expired', '--json'], table),
+    );
+    expect(byExpiry).toMatchObject({ olderThan: null, cutoff: null, deleted: 1 });
+    expect(await keysOf(table)).toEqual(['acme/forever', 'acme/kept']);
+    const dry = json(
+      await eo(
+        ['prune', '--family', 'http-keys', '--older-than', '1d', '--dry-run', '--json'],
+        table,
+      ),
+    );
+    expect(dry).toMatchObject({ wouldDelete: 1 });
+    // stats --window counts what prune --older-than deletes: not the key still kept.
+    const stats = json(
+      await eo(['stats', '--family', 'http-keys', '--window', '1d', '--json'], table),
+    );
+    expect(stats.total).toMatchObject({ rows: 2, olderThanWindow: 1 });
+    await eo(['prune', '--family', 'http-keys', '--older-than', '1d'], table);
+    expect(await keysOf(table)).toEqual(['acme/kept']);
   });
 });
 
@@ -381,7 +418,7 @@ describe('inspect --family http-keys', () => {
         async () => {
           const { rows } = await db.pool.query(
             `SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction' AND strpos(query, $1) > 0`,
-            [`${table}_claim_v1`],
+            [`${table}_claim_v2`],
           );
           return rows.length > 0;
         },

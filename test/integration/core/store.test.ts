@@ -20,6 +20,7 @@ describe('migrate', () => {
       [schema],
     );
     expect(rows.map((r: { indexname: string }) => r.indexname)).toEqual([
+      'processed_messages_expires_at_idx',
       'processed_messages_pkey',
       'processed_messages_processed_at_idx',
     ]);

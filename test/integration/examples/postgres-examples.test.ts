@@ -163,7 +163,7 @@ describe('Postgres-only examples quoted by the docs', () => {
         };
       };
       const expected = await shape('by_migrate');
-      expect(expected.columns).toHaveLength(4);
+      expect(expected.columns).toHaveLength(5);
       expect(await shape('by_sql')).toEqual(expected);
     });
   });
@@ -206,7 +206,7 @@ describe('Postgres-only examples quoted by the docs', () => {
         };
       };
       const expected = await shape('by_migrate');
-      expect(expected.columns).toHaveLength(10);
+      expect(expected.columns).toHaveLength(11);
       expect(expected.functions).toHaveLength(2);
       expect(await shape('public')).toEqual(expected);
     });

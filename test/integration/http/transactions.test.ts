@@ -193,7 +193,7 @@ describe('the core, called directly', () => {
         await db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
             WHERE n.nspname = $1 AND p.proname LIKE $2`,
-          [db.schema, `${table}_%_v1`],
+          [db.schema, `${table}_%_v_`],
         )
       ).rows[0]?.n;
     expect(await functions()).toBe(0);
@@ -269,6 +269,7 @@ describe('the core, called directly', () => {
       'body',
       'body_omitted',
       'created_at',
+      'expires_at',
     ]);
     await idempotency.close();
     const refused = await idempotency.handle(request(randomUUID()), async () => new Response('x'));

@@ -82,7 +82,17 @@ describe('usage errors exit 2 with one line naming the problem', () => {
     ],
     [
       ['prune'],
-      'effectively-once prune: EO_CONFIGURATION: Invalid option "--older-than": is required, e.g. --older-than 7d',
+      'effectively-once prune: EO_CONFIGURATION: Invalid option "--older-than": is required (or --expired), e.g. --older-than 7d',
+    ],
+    [
+      // The Kafka offsets table has no retention: one row per partition, only ever moved
+      // forward, never deleted by the library (no pruner and no prune target).
+      ['prune', '--family', 'kafka-offsets', '--expired'],
+      'effectively-once prune: EO_CONFIGURATION: Invalid option "--family": "kafka-offsets" is not one of consumer, http-keys; prune does not read the kafka-offsets table',
+    ],
+    [
+      ['prune', '--older-than', '7d', '--expired'],
+      'effectively-once prune: EO_CONFIGURATION: Invalid option "--expired": goes without --older-than: give one of them',
     ],
     [
       ['prune', '--older-than', '7'],
@@ -207,6 +217,19 @@ describe('migrate --print', () => {
         },
       ],
     });
+  });
+
+  it('only the dedup and HTTP key tables have a prune target: no retention reaches the Kafka offsets', () => {
+    expect(TABLE_FAMILIES.filter((f) => f.rows !== undefined).map((f) => f.family.name)).toEqual([
+      'consumer',
+      'http-keys',
+    ]);
+    // Every prunable family's rows carry their own expiry, so no prune shortens a writer's.
+    for (const { rows } of TABLE_FAMILIES)
+      if (rows !== undefined)
+        expect(rows.target({ schema: 's', table: 't' }, undefined).expiresColumn).toBe(
+          'expires_at',
+        );
   });
 
   it('every registered family has a distinct name and table flag, and DDL that quotes its names', () => {

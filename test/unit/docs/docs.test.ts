@@ -105,6 +105,7 @@ describe('README.md and docs/', () => {
       .replace(/"public"\."processed_messages"/g, 'processed_messages')
       .replace(/'<(name|key)>'/g, '<$1>')
       .replace(/decode\('[0-9a-f]+', 'hex'\)/, '<sha256>')
+      .replace("'infinity'", '<expiry>')
       .replace(/\b5000\b/, '<lockTimeoutMs>')
       .split(/;\s*/)
       .filter((s) => s !== '')
