@@ -32,7 +32,7 @@ export interface Delivery<T = unknown> {
    */
   readonly firstSentAt?: Date | undefined;
   /**
-   * Who set {@link firstSentAt}: `broker` (SQS `SentTimestamp`, Kafka `LogAppendTime`),
+   * Who set {@link Delivery.firstSentAt}: `broker` (SQS `SentTimestamp`, Kafka `LogAppendTime`),
    * floored by default; `producer` (Kafka `CreateTime`: any producer's clock, or a
    * timestamp it chose), floored only with `admissionFloor: { producerTimestamps: true }`.
    * Default `broker`.

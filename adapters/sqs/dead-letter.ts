@@ -9,8 +9,9 @@ import type { EffectivelyOnceError } from '../../src/errors.js';
 import { SQS_LIMITS, isFifoQueueUrl } from './options.js';
 
 /**
- * Message attribute added to a dead letter: JSON `{ code, message, queueUrl, messageId,
- * receiveCount }`, plus `groupId` and `deduplicationId` for a FIFO original.
+ * Message attribute added to a dead letter: a JSON object with `code`, `message`,
+ * `queueUrl`, `messageId` and `receiveCount`, plus `groupId` and `deduplicationId` for a
+ * FIFO original.
  */
 export const DEAD_LETTER_ERROR_ATTRIBUTE = 'EffectivelyOnce-Error';
 

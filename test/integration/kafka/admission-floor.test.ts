@@ -94,6 +94,8 @@ describe('Kafka: the admission floor', () => {
       member: 'a',
       name: 'floor',
       client: 'kafkajs',
+      // The same retention as the replay's: the row carries this expiry, which the prune keeps.
+      consumer: { retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } },
     });
     try {
       await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 1, {
@@ -149,7 +151,7 @@ describe('Kafka: the admission floor', () => {
         headers: { 'idempotency-key': 'op-ct' },
       },
     ]);
-    const window = { retention: { olderThanMs: 3_600_000, intervalMs: 60_000 } };
+    const window = { retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } };
 
     // Processed once, by a consumer that does not trust producer timestamps (the default).
     const first = await startConsumer({
@@ -171,7 +173,7 @@ describe('Kafka: the admission floor', () => {
     } finally {
       await first.stop();
     }
-    await pruneWindow('floor-ct', 1);
+    await pruneWindow('floor-ct', WINDOW_MS);
     await resetToEarliest(kafka, groupId, topic);
 
     const second = await startConsumer({
@@ -238,7 +240,9 @@ describe('Kafka: the admission floor', () => {
       }
     };
 
-    expect(await run({})).toMatchObject({ processed: 1 });
+    expect(await run({ retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } })).toMatchObject({
+      processed: 1,
+    });
     await pruneWindow('floor-each', WINDOW_MS);
     await resetToEarliest(kafka, groupId, topic);
     expect(await run({ retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } })).toMatchObject({

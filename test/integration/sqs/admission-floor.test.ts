@@ -40,6 +40,8 @@ describe('SQS: the admission floor', () => {
         { queueUrl: url, client: lossy, deleteAttempts: 1 },
         {
           name: 'floor',
+          // The row carries this retention's expiry: the pruner below deletes it once past.
+          retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 },
           handler: async (job, ctx) => {
             receipt = sqsMessage(ctx.delivery).ReceiptHandle;
             await recordEffect(ctx.tx, job.id, 'a', ctx.attempt, null);
