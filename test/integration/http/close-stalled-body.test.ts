@@ -140,20 +140,25 @@ describe('close({ timeoutMs }) with a request body still arriving', () => {
 
   it('Fastify reads the body itself: close() does not wait for the upload', async () => {
     const idempotency = fixture.endpoint();
-    const fastify = Fastify();
+    // As docs/http.md advises: Fastify's own close() would wait for the open request.
+    const fastify = Fastify({ forceCloseConnections: true });
     await fastify.register(idempotencyPlugin, { idempotency });
-    fastify.post('/charges', async () => ({ ok: true }));
+    let ran = 0;
+    fastify.post('/charges', async () => ({ ran: ++ran }));
     await fastify.listen({ port: 0, host: '127.0.0.1' });
-    // Fastify's own close() waits for the open request up to its timeouts: not ours.
-    fixture.later(async () => {
-      fastify.server.closeAllConnections();
-      await fastify.close();
-    });
+    fixture.later(() => fastify.close());
     const address = fastify.server.address();
     if (address === null || typeof address === 'string') throw new Error('not on TCP');
-    await stalledUpload(`http://127.0.0.1:${address.port}`, '/charges');
+    const upload = await stalledUpload(`http://127.0.0.1:${address.port}`, '/charges');
     const closed = await withinBound(idempotency.close({ timeoutMs: 200 }));
-    expect(closed.settled).toBe(true);
+    const appClosed = await withinBound(fastify.close());
+    // The connection is ended, unanswered, and the route never ran.
+    expect({
+      closed: closed.settled,
+      appClosed: appClosed.settled,
+      status: await upload.status,
+      ran,
+    }).toEqual({ closed: true, appClosed: true, status: 0, ran: 0 });
   });
 });
 
@@ -186,6 +191,37 @@ describe('close({ timeoutMs }) with a hook before the claim that never settles',
     expect(outcome).toEqual({ closed: true, status: 503, code: 'EO_SHUTDOWN' });
   });
 
+  it('a scope function settling after the hard stop: its request never runs', async () => {
+    let settle!: (scope: string) => void;
+    const scope = new Promise<string>((resolve) => (settle = resolve));
+    let scopeAsked!: () => void;
+    const asked = new Promise<void>((resolve) => (scopeAsked = resolve));
+    let ran = 0;
+    const idempotency = fixture.endpoint({
+      scope: () => {
+        scopeAsked();
+        return scope;
+      },
+    });
+    const answer = idempotency.handler(() => {
+      ran++;
+      return new Response('ran', { status: 201 });
+    })(
+      new Request('http://localhost/charges', {
+        method: 'POST',
+        headers: { 'idempotency-key': randomUUID() },
+        body: '{}',
+      }),
+    );
+    await asked;
+    await idempotency.close({ timeoutMs: 50 });
+    expect((await answer).status).toBe(503);
+    settle('ledger');
+    // Whatever the scope's late answer would start has had its turns to start by now.
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(ran).toBe(0);
+  });
+
   it("a webhook's verify: close() resolves; the delivery is answered 503 EO_SHUTDOWN", async () => {
     const outcome = await closeWhilePending({}, (idempotency) =>
       idempotency.webhook(
@@ -212,7 +248,7 @@ describe('close({ timeoutMs }) with a hook before the claim that never settles',
             headers: request.headers,
             body: stalled,
             duplex: 'half',
-          } as RequestInit),
+          }),
         );
       };
     });
