@@ -20,3 +20,22 @@ export function settlesBefore(work: Promise<unknown>, signal: AbortSignal): Prom
     );
   });
 }
+
+/**
+ * `work`, or a rejection with `signal.reason` as soon as `signal` aborts (at once if it
+ * has). For what the caller must stop waiting on without being able to stop it (a user
+ * hook, a read from a client): `work` goes on, its later outcome ignored.
+ */
+export function untilAborted<T>(work: T | PromiseLike<T>, signal: AbortSignal): Promise<T> {
+  const running = Promise.resolve(work);
+  running.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([running, aborted]).finally(() =>
+    signal.removeEventListener('abort', onAbort),
+  );
+}

@@ -1,3 +1,4 @@
+import { untilAborted } from '../deadline.js';
 import { RequestBodyConsumedError, RequestTooLargeError } from './errors.js';
 
 /**
@@ -5,13 +6,22 @@ import { RequestBodyConsumedError, RequestTooLargeError } from './errors.js';
  * handler gets a fresh copy), refusing more than `limit` bytes without reading them. A
  * body read already (middleware before the endpoint consumed it) is refused: read on,
  * the Request would throw, and its bytes are gone.
+ *
+ * `stop` (the shutdown's hard stop) ends a read still waiting on the client (a stalled
+ * upload): it rejects with `stop.reason` and reads no further. The stream is left as
+ * it is, not cancelled: on Node, cancelling destroys the request's socket, and the
+ * client would get a reset instead of the 503 that tells it nothing was applied.
  */
-export async function readRequestBody(request: Request, limit: number): Promise<Uint8Array> {
+export async function readRequestBody(
+  request: Request,
+  limit: number,
+  stop?: AbortSignal,
+): Promise<Uint8Array> {
   if (request.bodyUsed) throw new RequestBodyConsumedError();
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > limit) throw new RequestTooLargeError(limit);
   if (request.body === null) return new Uint8Array(0);
-  const { chunks, size, rest } = await readUpTo(request.body, limit);
+  const { chunks, size, rest } = await readUpTo(request.body, limit, stop);
   if (rest !== undefined) {
     await rest.cancel().catch(() => undefined);
     throw new RequestTooLargeError(limit);
@@ -62,12 +72,17 @@ interface Prefix {
   rest: ReadableStreamDefaultReader<Uint8Array> | undefined;
 }
 
-async function readUpTo(stream: ReadableStream<Uint8Array>, limit: number): Promise<Prefix> {
+async function readUpTo(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+  stop?: AbortSignal,
+): Promise<Prefix> {
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const read = reader.read();
+    const { done, value } = stop === undefined ? await read : await untilAborted(read, stop);
     if (done) return { chunks, size, rest: undefined };
     chunks.push(value);
     size += value.byteLength;

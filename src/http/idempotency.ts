@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
+import { untilAborted } from '../deadline.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ConnectionDeps } from '../tx/claim-connection.js';
@@ -269,8 +270,14 @@ class IdempotencyImpl implements Idempotency {
     const cfg = this.cfg;
     if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
     if (overrides.webhook !== undefined) {
-      const admission = await admitDelivery(overrides.webhook, head.request(), cfg.maxRequestBytes);
-      if (admission.kind === 'refused') return this.problem(admission.error, 'refused');
+      const admission = await admitDelivery(
+        overrides.webhook,
+        head.request(),
+        cfg.maxRequestBytes,
+        this.hardStop.signal,
+      );
+      if (admission.kind === 'refused')
+        return this.stopped(admission.error) ?? this.problem(admission.error, 'refused');
       if (admission.kind === 'threw') return this.threw(admission.error);
       const { key, door, fingerprint: mode } = admission;
       // The tenant composes with the sender's namespace (see webhookScope): the
@@ -280,11 +287,11 @@ class IdempotencyImpl implements Idempotency {
         tenant =
           overrides.scope ??
           (cfg.constantScope === undefined
-            ? await cfg.scope(admission.request.clone())
+            ? await this.untilHardStop(cfg.scope(admission.request.clone()))
             : undefined);
         if (tenant !== undefined) checkScope(tenant);
       } catch (error) {
-        return this.threw(error);
+        return this.stopped(error) ?? this.threw(error);
       }
       const rest = { ...overrides, webhook: undefined, key, scope: webhookScope(door, tenant) };
       return this.run(
@@ -309,9 +316,11 @@ class IdempotencyImpl implements Idempotency {
     try {
       body =
         buffered === undefined
-          ? await readRequestBody(head.request(), cfg.maxRequestBytes)
+          ? await readRequestBody(head.request(), cfg.maxRequestBytes, this.hardStop.signal)
           : checkRequestBody(head.header('content-length'), buffered, cfg.maxRequestBytes);
     } catch (error) {
+      const stopped = this.stopped(error);
+      if (stopped !== undefined) return stopped;
       if (error instanceof EffectivelyOnceError) return this.problem(error, 'refused');
       return this.threw(error);
     }
@@ -320,7 +329,11 @@ class IdempotencyImpl implements Idempotency {
     let fp: Buffer;
     try {
       const url = new URL(head.url);
-      scope = checkScope(overrides.scope ?? cfg.constantScope ?? (await cfg.scope(head.request())));
+      scope = checkScope(
+        overrides.scope ??
+          cfg.constantScope ??
+          (await this.untilHardStop(cfg.scope(head.request()))),
+      );
       route = overrides.route ?? (cfg.routeIsPath ? url.pathname : cfg.route(head.request()));
       if (typeof route !== 'string') throw new TypeError('route() must return a string');
       fp = fingerprint(
@@ -334,7 +347,7 @@ class IdempotencyImpl implements Idempotency {
         overrides.fingerprint ?? cfg.fingerprint,
       );
     } catch (error) {
-      return this.threw(error);
+      return this.stopped(error) ?? this.threw(error);
     }
     try {
       const template = overrides.route ?? (cfg.routeIsPath ? overrides.routeTemplate : route);
@@ -343,8 +356,11 @@ class IdempotencyImpl implements Idempotency {
       cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');
     }
     try {
-      await this.prepare();
+      // The migration may wait for a pool connection without bound (pg's default).
+      await this.untilHardStop(this.prepare());
     } catch (error) {
+      const stopped = this.stopped(error);
+      if (stopped !== undefined) return stopped;
       cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
@@ -436,6 +452,23 @@ class IdempotencyImpl implements Idempotency {
       case 'released':
         return this.problem(verdict.error, 'failed');
     }
+  }
+
+  /**
+   * `work` (a user hook before the claim, the body's read, the migration), unless the
+   * hard stop comes first: then it rejects with the stop's reason, and whatever `work`
+   * does later is ignored. Nothing was claimed yet, so nothing is left to undo, and
+   * close() must not wait on the user's code or the client past its deadline.
+   */
+  private untilHardStop<T>(work: T | PromiseLike<T>): Promise<T> {
+    return untilAborted(work, this.hardStop.signal);
+  }
+
+  /** The answer to a request the hard stop ended before its claim: 503, nothing applied. */
+  private stopped(error: unknown): Execution | undefined {
+    const stop = this.hardStop.signal;
+    if (!stop.aborted || error !== stop.reason) return undefined;
+    return this.problem(error as ShutdownError, 'failed');
   }
 
   private problem(error: EffectivelyOnceError, outcome: 'refused' | 'failed'): Execution {

@@ -1,4 +1,5 @@
 import { isLosslessNumber, parse as parseLossless } from 'lossless-json';
+import { untilAborted } from '../deadline.js';
 import { ConfigurationError, EffectivelyOnceError } from '../errors.js';
 import { checkScope } from './options.js';
 import { readRequestBody } from './body.js';
@@ -261,15 +262,18 @@ const IGNORE_BODY: FingerprintMode = () => '';
 /**
  * Verify, then key: runs `verify` on the raw body and reads the delivery id, so the
  * claim that follows is keyed on it. `request` in the result is readable again.
+ * `stop` (the shutdown's hard stop) ends the body read and `verify`, unsettled: the
+ * admission is then refused with `stop.reason`, whatever `verify` answers later.
  */
 export async function admitDelivery(
   options: WebhookOptions,
   request: Request,
   maxBytes: number,
+  stop: AbortSignal,
 ): Promise<WebhookAdmission> {
   let body: Uint8Array;
   try {
-    body = await readRequestBody(request, maxBytes);
+    body = await readRequestBody(request, maxBytes, stop);
     const copy = (): Request =>
       new Request(request.url, {
         method: request.method,
@@ -283,12 +287,15 @@ export async function admitDelivery(
       verify === false ||
       (typeof verify === 'function' &&
         // A verifier that throws on a bad signature (many SDKs do) refuses it too.
-        (await Promise.resolve()
-          .then(() => verify(copy(), body))
-          .then(
-            (ok) => ok === true,
-            () => false,
-          )));
+        (await untilAborted(
+          Promise.resolve()
+            .then(() => verify(copy(), body))
+            .then(
+              (ok) => ok === true,
+              () => false,
+            ),
+          stop,
+        )));
     if (!verified)
       return { kind: 'refused', error: new WebhookVerificationError(options.source.name) };
     const id = options.source.deliveryId(request, body);
