@@ -1,7 +1,7 @@
 /**
  * Choosing the dedup key of a Kafka record. The default is the `idempotency-key`
- * header, else `topic/partition/offset`, which only recognises redeliveries of that
- * very record: a producer that resends an operation without the header produces a new
+ * header, else `topic/partition/offset/timestamp`, which only recognises redeliveries
+ * of that very record: a producer that resends an operation without the header produces a new
  * record at a new offset, and it applies twice. When the producer puts its operation id
  * somewhere else, say so with `kafkaSource({ key })`:
  *

@@ -1,7 +1,7 @@
 /**
  * A Kafka worker: shipment requests arrive on a topic, each one inserts a shipment row
  * through `ctx.tx`. The dedup key is the record's `idempotency-key` header (else
- * `topic/partition/offset`), so a record redelivered after a crash, a rebalance or an
+ * `topic/partition/offset/timestamp`), so a record redelivered after a crash, a rebalance or an
  * offset reset is a duplicate, not a second shipment. Offsets are committed only after
  * the effect committed, up to the highest contiguous finished offset per partition.
  *

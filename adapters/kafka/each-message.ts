@@ -40,7 +40,7 @@ export interface ExactlyOnceEachMessageOptions<
   producer: KafkaProducerLike;
   /** Dead-letter topic of a record. Default `${record.topic}.dlq`. */
   deadLetterTopic?: string | ((record: KafkaRecord) => string);
-  /** Header holding the dedup key; without it the key is `topic/partition/offset`. Default `idempotency-key`. */
+  /** Header holding the dedup key; without it the key is `topic/partition/offset/timestamp`. Default `idempotency-key`. */
   idempotencyHeader?: string;
   /** Derives the dedup key from the record, replacing the header/offset rule. */
   key?: KafkaKeyFunction;

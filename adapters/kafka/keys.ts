@@ -41,8 +41,9 @@ function lastHeader(headers: KafkaHeaders, name: string): Buffer | string | unde
  * The default dedup key: the idempotency header when the record has one (an empty
  * header is a producer bug and yields `''`, which the runner dead-letters), else the
  * `eo-outbox-id` header of a record an outbox relay published (one key per outbox
- * row, however often the relay sent it), else `topic/partition/offset`, which dedups
- * redeliveries of this very record only.
+ * row, however often the relay sent it), else `topic/partition/offset/timestamp`, which
+ * dedups redeliveries of this very record only (the timestamp keeps a recreated topic's
+ * records, whose offsets start at 0 again, from taking the old records' keys).
  *
  * @throws `InvalidKeyError` when the header's bytes are not UTF-8 (a binary id): read
  *   leniently, every invalid sequence would be U+FFFD and two different ids one key.
@@ -52,8 +53,22 @@ export function defaultKafkaKey(record: KafkaRecord, header: string): string {
   return (
     keyHeaderText(record.headers, header) ??
     keyHeaderText(record.headers, OUTBOX_ID_HEADER) ??
-    `${record.topic}/${record.partition}/${record.offset}`
+    recordPositionKey(record)
   );
+}
+
+/**
+ * `topic/partition/offset/timestamp`: the key of a record without a key header. The
+ * offset alone names a position, which a topic deleted and recreated gives to another
+ * record (its offsets start at 0 again, while the old records' claims are still in the
+ * dedup window: the new record would be taken for a duplicate, or a mismatch). The
+ * timestamp tells them apart: it is stored in the log with the record, so every
+ * redelivery of the record carries the same one, while the recreated topic's record at
+ * that offset was written at another millisecond (unless its producer chose the same
+ * timestamp). Topic names cannot hold `/`, so the four fields read back unambiguously.
+ */
+function recordPositionKey(record: KafkaRecord): string {
+  return `${record.topic}/${record.partition}/${record.offset}/${record.timestamp}`;
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

@@ -42,7 +42,7 @@ export interface KafkaSourceOptions<T = unknown> {
   /**
    * Header holding the dedup key (matched exactly, else case-insensitively). A record
    * without it is keyed by its `eo-outbox-id` header (set by effectively-once/outbox's
-   * relay), else `topic/partition/offset`. Default `idempotency-key`.
+   * relay), else `topic/partition/offset/timestamp`. Default `idempotency-key`.
    */
   idempotencyHeader?: string;
   /** Derives the dedup key from the record, replacing the header/offset rule. */

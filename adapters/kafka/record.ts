@@ -11,8 +11,8 @@ export interface KafkaRecord {
   readonly offset: string;
   /**
    * The record key's bytes (`null` when the producer sent none). Not the dedup key: that
-   * is the `idempotency-key` header, else `topic/partition/offset`, unless `key` says
-   * otherwise.
+   * is the `idempotency-key` header, else `topic/partition/offset/timestamp`, unless
+   * `key` says otherwise.
    */
   readonly key: Buffer | null;
   /** The value bytes; `null` for a tombstone. */

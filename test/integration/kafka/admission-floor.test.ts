@@ -257,4 +257,62 @@ describe('Kafka: the admission floor', () => {
     const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
     expect(header(letter!.headers, DEAD_LETTER_HEADERS.errorCode)).toBe('EO_DELIVERY_EXPIRED');
   });
+
+  // docs/keys-and-the-dedup-window.md, "Redriving an expired dead letter": why a redrive
+  // must be decided letter by letter. The floor reads the redriven record's own timestamp.
+  it('admits a redriven expired dead letter: its new record has a new timestamp', async () => {
+    const topic = unique('floor-redrive');
+    const groupId = unique('g-floor-redrive');
+    await createTopic(topic, 'LogAppendTime');
+    await produce(kafka, topic, [
+      { partition: 0, value: JSON.stringify({ seq: 1 }), headers: { 'idempotency-key': 'op-r' } },
+    ]);
+    const start = (member: string, consumer: Partial<ConsumerOptions<unknown>> = {}) =>
+      startConsumer({
+        db,
+        kafka,
+        groupId,
+        topics: [topic],
+        member,
+        name: 'floor-redrive',
+        client: 'kafkajs',
+        consumer,
+      });
+    const first = await start('a');
+    try {
+      await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 1, {
+        timeoutMs: 30_000,
+        what: 'the record processed and committed',
+      });
+    } finally {
+      await first.stop();
+    }
+    await pruneWindow('floor-redrive', WINDOW_MS);
+    await resetToEarliest(kafka, groupId, topic);
+
+    const second = await start('b', { retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } });
+    try {
+      await waitFor(() => second.consumer.stats().deadLettered === 1, {
+        timeoutMs: 30_000,
+        what: 'the replay dead-lettered as expired',
+      });
+      const [letter] = await readTopic(kafka, `${topic}.dlq`, 1);
+      expect(header(letter!.headers, DEAD_LETTER_HEADERS.errorCode)).toBe('EO_DELIVERY_EXPIRED');
+      const original = Number(header(letter!.headers, DEAD_LETTER_HEADERS.timestamp));
+      expect(Date.now() - original).toBeGreaterThan(WINDOW_MS);
+
+      // An operator redrives the letter as it is: key, value and every header.
+      await produce(kafka, topic, [
+        { key: letter!.key, value: letter!.value, headers: letter!.headers ?? {} },
+      ]);
+      await waitFor(() => second.consumer.stats().processed === 1, {
+        timeoutMs: 30_000,
+        what: 'the redriven letter applied',
+      });
+      expect(second.consumer.stats()).toMatchObject({ expired: 1, processed: 1 });
+      expect(await effectsOf('op-r')).toEqual(['a', 'b']);
+    } finally {
+      await second.stop();
+    }
+  });
 });

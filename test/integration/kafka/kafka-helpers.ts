@@ -56,6 +56,37 @@ export async function createTopics(
   }
 }
 
+/**
+ * Deletes `topic` and creates it again, empty, with `partitions` partitions: what an
+ * operator does to "reset" a topic. Its offsets start at 0 again.
+ */
+export async function recreateTopic(kafka: Kafka, topic: string, partitions = 1): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: [topic], timeout: 15_000 });
+    await waitFor(async () => !(await admin.listTopics()).includes(topic), {
+      timeoutMs: 30_000,
+      what: 'topic deleted',
+    });
+    await waitFor(
+      async () => {
+        try {
+          return await admin.createTopics({
+            topics: [{ topic, numPartitions: partitions }],
+            waitForLeaders: true,
+          });
+        } catch {
+          return false; // deletion still in progress
+        }
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: 'topic recreated' },
+    );
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 export async function produce(kafka: Kafka, topic: string, messages: Message[]): Promise<void> {
   const producer = kafka.producer();
   await producer.connect();

@@ -16,6 +16,7 @@ import {
   effects,
   kafkaTestEnv,
   produce,
+  recreateTopic,
   startConsumer,
   unique,
 } from './kafka-helpers.js';
@@ -32,34 +33,6 @@ const record = (key: string, seq: number) => ({
   value: JSON.stringify({ seq }),
   headers: { 'idempotency-key': key },
 });
-
-/** Deletes `topic` and creates it again, empty, with one partition. */
-async function recreate(topic: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await admin.deleteTopics({ topics: [topic], timeout: 15_000 });
-    await waitFor(async () => !(await admin.listTopics()).includes(topic), {
-      timeoutMs: 30_000,
-      what: 'topic deleted',
-    });
-    await waitFor(
-      async () => {
-        try {
-          return await admin.createTopics({
-            topics: [{ topic, numPartitions: 1 }],
-            waitForLeaders: true,
-          });
-        } catch {
-          return false; // deletion still in progress
-        }
-      },
-      { timeoutMs: 30_000, intervalMs: 500, what: 'topic recreated' },
-    );
-  } finally {
-    await admin.disconnect();
-  }
-}
 
 describe("Kafka, offsets: 'postgres', topic deleted and recreated", () => {
   it('a stored offset above the log end is reported as EO_KAFKA_OFFSET_AHEAD and the partition is left alone', async () => {
@@ -82,7 +55,7 @@ describe("Kafka, offsets: 'postgres', topic deleted and recreated", () => {
       await a.stop();
     }
 
-    await recreate(topic);
+    await recreateTopic(kafka, topic);
     await produce(kafka, topic, [record('new-0', 100), record('new-1', 101)]);
 
     const b = await startConsumer({ db, kafka, groupId, topics: [topic], member: 'b', source });
@@ -130,7 +103,7 @@ describe("Kafka, offsets: 'postgres', topic deleted and recreated", () => {
 
     // The new log holds more records than the stored offset (50): the old guard, which
     // compares the stored offset with the log end, saw nothing wrong.
-    await recreate(topic);
+    await recreateTopic(kafka, topic);
     await produce(
       kafka,
       topic,

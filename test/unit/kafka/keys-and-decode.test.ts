@@ -25,15 +25,26 @@ describe('keys', () => {
     expect(headerText({ other: 'z' }, 'idempotency-key')).toBeUndefined();
   });
 
-  it('keys by header when present, else by topic/partition/offset; an empty header stays empty', () => {
+  it('keys by header when present, else by topic/partition/offset/timestamp; an empty header stays empty', () => {
     expect(
       defaultKafkaKey(record({ headers: { 'idempotency-key': 'op-1' } }), 'idempotency-key'),
     ).toBe('op-1');
-    expect(defaultKafkaKey(record(), 'idempotency-key')).toBe('orders/3/42');
+    expect(defaultKafkaKey(record(), 'idempotency-key')).toBe('orders/3/42/1700000000000');
     expect(defaultKafkaKey(record({ headers: { 'idempotency-key': '' } }), 'idempotency-key')).toBe(
       '',
     );
     expect(defaultKafkaKey(record({ headers: { 'x-id': 'custom' } }), 'x-id')).toBe('custom');
+  });
+
+  it("keys a record by its timestamp too: a recreated topic's record at the same offset is another key", () => {
+    const old = record({ timestamp: '1700000000000' });
+    const again = record({ timestamp: '1700000000000' }); // a redelivery: the log kept it
+    const recreated = record({ timestamp: '1700000360000' }); // offset 42 of the new topic
+    expect(defaultKafkaKey(again, 'idempotency-key')).toBe(defaultKafkaKey(old, 'idempotency-key'));
+    expect(defaultKafkaKey(recreated, 'idempotency-key')).toBe('orders/3/42/1700000360000');
+    expect(defaultKafkaKey(recreated, 'idempotency-key')).not.toBe(
+      defaultKafkaKey(old, 'idempotency-key'),
+    );
   });
 
   it("keys an outbox relay's record by its eo-outbox-id header unless the idempotency header is set", () => {

@@ -21,7 +21,7 @@ describe('examples/kafka-keys.ts (docs/keys-and-the-dedup-window.md)', () => {
     expect(byRecordKey(record({ headers: { 'idempotency-key': Buffer.from('op-8') } }))).toBe(
       'op-8',
     );
-    expect(byRecordKey(record({}))).toBe('orders/2/41');
+    expect(byRecordKey(record({ timestamp: '1700000000123' }))).toBe('orders/2/41/1700000000123');
   });
 
   it('byRecordKey: a binary record key is refused, never read as U+FFFD (two ids would be one key)', () => {

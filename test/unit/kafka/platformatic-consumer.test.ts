@@ -12,7 +12,13 @@ import type {
   KafkaCrashEvent,
   KafkaGroupJoinEvent,
 } from '../../../adapters/kafka/index.js';
-import { platformaticConsumer, platformaticProducer } from '../../../adapters/kafka/index.js';
+import {
+  defaultKafkaKey,
+  platformaticConsumer,
+  platformaticProducer,
+  type KafkaRecord,
+} from '../../../adapters/kafka/index.js';
+import { toKafkaRecord } from '../../../adapters/kafka/record.js';
 import type {
   PlatformaticAssignment,
   PlatformaticConsumerLike,
@@ -88,6 +94,7 @@ async function started(options: { maxQueuedRecords?: number; slow?: boolean } = 
       : { maxQueuedRecords: options.maxQueuedRecords }),
   });
   const batches: Array<{ partition: number; offsets: string[]; hw: string | undefined }> = [];
+  const records: KafkaRecord[] = [];
   const joins: KafkaGroupJoinEvent[] = [];
   const crashes: KafkaCrashEvent[] = [];
   consumer.on('consumer.group_join', (e) => joins.push(e));
@@ -100,13 +107,14 @@ async function started(options: { maxQueuedRecords?: number; slow?: boolean } = 
         offsets: batch.messages.map((m) => m.offset),
         hw: batch.highWatermark,
       });
+      for (const m of batch.messages) records.push(toKafkaRecord(batch, m));
     },
     eachBatchAutoResolve: false,
     autoCommit: false,
     partitionsConsumedConcurrently: 1,
   });
   const stream = () => client.streams[client.streams.length - 1] as FakeStream;
-  return { client, consumer, batches, joins, crashes, stream };
+  return { client, consumer, batches, records, joins, crashes, stream };
 }
 
 describe('platformaticConsumer', () => {
@@ -139,6 +147,21 @@ describe('platformaticConsumer', () => {
       { partition: 0, offsets: ['0', '1', '2'], hw: '100' },
       { partition: 1, offsets: ['5'], hw: '100' },
     ]);
+  });
+
+  it("gives a record kafkajs's timestamp text, so its default key is the one kafkajs gives it", async () => {
+    const { records, stream } = await started();
+    stream().emit('data', { ...message(0, 3), timestamp: 1_700_000_000_123n });
+    await tick();
+    const [record] = records;
+    expect(record?.timestamp).toBe('1700000000123');
+    // kafkajs: offset and timestamp as decimal strings, on the same record.
+    const kafkajs = toKafkaRecord(
+      { topic: 't', partition: 0, messages: [] },
+      { key: null, value: record!.value, offset: '3', timestamp: '1700000000123', headers: {} },
+    );
+    expect(defaultKafkaKey(record!, 'idempotency-key')).toBe('t/0/3/1700000000123');
+    expect(defaultKafkaKey(kafkajs, 'idempotency-key')).toBe('t/0/3/1700000000123');
   });
 
   it('holds a paused partition, then delivers its records in order; the others go on', async () => {

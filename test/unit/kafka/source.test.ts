@@ -99,7 +99,7 @@ describe('kafkaSource: running the consumer', () => {
     await waitFor(() => h.runner.delivered.length === 2);
     const [first, second] = h.runner.delivered as [Delivery<unknown>, Delivery<unknown>];
     expect(first.key).toBe('order-1');
-    expect(second.key).toBe('t/0/8');
+    expect(second.key).toBe('t/0/8/1700000000000');
     expect(first.body).toEqual({ n: 7 });
     expect(Buffer.from(first.payload as Uint8Array).toString()).toBe('{"n":7}');
     expect(first.attempt).toBe(1);
