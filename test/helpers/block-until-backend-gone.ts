@@ -1,0 +1,34 @@
+import { execFileSync } from 'node:child_process';
+import { databaseUrl } from './env.js';
+
+/** A child Node's script: polls pg_stat_activity until the backend is gone (30 s bound). */
+const POLL = `
+const { Client } = require('pg');
+const [url, pid] = process.argv.slice(1);
+const deadline = Date.now() + 30000;
+(async () => {
+  for (;;) {
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    const { rows } = await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid]);
+    await c.end();
+    if (rows[0].n === 0) return;
+    if (Date.now() > deadline) { console.error('backend ' + pid + ' never ended'); process.exit(1); }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+/**
+ * Blocks this process's event loop, synchronously, until the server has ended backend
+ * `pid` (a session the server times out sends its FATAL first, then exits). Meanwhile
+ * pg cannot read that FATAL: the next statement sent on the session gets it as its
+ * answer. Waits on a condition, not a fixed time; the poll runs in a child Node (pg is
+ * this repository's dependency, resolved from the working directory), not psql.
+ */
+export function blockUntilBackendGone(pid: number): void {
+  execFileSync(process.execPath, ['-e', POLL, databaseUrl(), String(pid)], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 40_000,
+  });
+}
