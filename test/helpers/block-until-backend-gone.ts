@@ -7,12 +7,11 @@ const { Client } = require('pg');
 const [url, sql, param] = process.argv.slice(1);
 const deadline = Date.now() + 30000;
 (async () => {
+  const c = new Client({ connectionString: url });
+  await c.connect();
   for (;;) {
-    const c = new Client({ connectionString: url });
-    await c.connect();
     const { rows } = await c.query(sql, [param]);
-    await c.end();
-    if (rows[0].n === 0) return;
+    if (rows[0].n === 0) return c.end();
     if (Date.now() > deadline) { console.error('still ' + rows[0].n + ': ' + sql); process.exit(1); }
     await new Promise((r) => setTimeout(r, 20));
   }

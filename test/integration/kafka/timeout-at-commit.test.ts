@@ -72,7 +72,8 @@ describe('kafkaSource: a session timeout whose FATAL answers COMMIT', () => {
         groupId: unique('g-timeout-commit'),
         topics: [topic],
         fromBeginning: true,
-        consumerConfig: FAST_GROUP,
+        // The handler blocks the event loop (heartbeats too) for a moment: no rebalance.
+        consumerConfig: { ...FAST_GROUP, sessionTimeout: 30_000, rebalanceTimeout: 30_000 },
         commitIntervalMs: 100,
         redeliveryDelayMs: 10,
       }),
