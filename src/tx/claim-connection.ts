@@ -28,6 +28,7 @@ import type { Logger } from '../types.js';
 import { acquireClient } from './acquire.js';
 import { cancelBackend } from './cancel.js';
 import { TransactionGuard } from './guard.js';
+import { settledStatus } from './xact-status.js';
 
 /** A failed attempt at a claim transaction, as both runners report it. */
 export interface FailedAttempt {
@@ -332,9 +333,43 @@ export class ClaimConnection {
           (outcome.error as { severity?: unknown }).severity === 'ERROR'
         )
           return handlersFault(new TransactionAbortedError(this.key, 'read-only', outcome.error));
-        this.markDownIfUnavailable(outcome.error);
-        return infra(new CommitUnknownError(this.key, outcome.error));
+        return (await this.settleTimedOut(outcome.error, xid)) ?? this.commitUnknown(outcome.error);
     }
+  }
+
+  private commitUnknown(cause: unknown): FailedAttempt {
+    this.markDownIfUnavailable(cause);
+    return infra(new CommitUnknownError(this.key, cause));
+  }
+
+  /**
+   * COMMIT's answer was the FATAL of the server ending this session for this
+   * transaction's own idleness or length (25P03, 25P04; the FATAL came back as COMMIT's
+   * answer because pg had not read it yet, or the timeout fired inside COMMIT, during a
+   * deferred trigger). The code alone does not say whether the commit record was
+   * written, so the claim's transaction `xid` settles it, on another connection: rolled
+   * back, the message's failure like the same timeout during the handler (an attempt
+   * spent; a batch is bisected); committed, committed. Anything else (still in progress
+   * past the wait, no connection, the check failing) stays unknown: undefined.
+   *
+   * Only for these timeouts: the server that sent the FATAL is up and aborts the
+   * transaction itself. After a plain dropped connection the pool may be talking to
+   * another server by now (a failover's new primary, where a transaction that never
+   * reached it may have its xid reused), so its answer about `xid` is not evidence.
+   */
+  private async settleTimedOut(answer: unknown, xid: string): Promise<TransactionEnd | undefined> {
+    const cause = [answer, this.lost].find(isTransactionTimeout);
+    if (cause === undefined) return undefined;
+    const { pool, acquireTimeoutMs, hardStop } = this.deps;
+    const status = await settledStatus(pool, xid, acquireTimeoutMs, hardStop);
+    if (status.kind === 'committed') return { kind: 'committed', warning: undefined };
+    if (status.kind === 'aborted')
+      return handlersFault(new TransactionAbortedError(this.key, 'timed-out', cause));
+    this.deps.logger.warn(
+      { err: status.why, key: this.key },
+      "effectively-once: could not settle a timed-out COMMIT by its transaction's id",
+    );
+    return undefined;
   }
 
   /**
