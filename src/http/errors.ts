@@ -91,8 +91,11 @@ export class RequestTooLargeError extends EffectivelyOnceError {
  * before it (a Hono `validator('json')` or `zValidator`, a middleware awaiting
  * `c.req.json()`) consumed it, so there is nothing to fingerprint or to hand the
  * handler. A server configuration error, answered 500 at the first request; nothing
- * was claimed. On Hono, pass `await cloneRawRequest(c.req)` (from `hono/request`),
- * which rebuilds the Request from the body Hono cached, instead of `c.req.raw`.
+ * was claimed. On Hono, pass `await honoRequest(c.req)` (from effectively-once/http),
+ * which rebuilds the Request from the body Hono cached, instead of `c.req.raw`; a body
+ * Hono holds only as a FormData (`c.req.formData()` read first) cannot be rebuilt as
+ * it was sent, and comes back here: read forms with `c.req.parseBody()` or
+ * `validator('form')`, which keep the bytes.
  */
 export class RequestBodyConsumedError extends EffectivelyOnceError {
   constructor() {
@@ -100,7 +103,9 @@ export class RequestBodyConsumedError extends EffectivelyOnceError {
       'EO_REQUEST_BODY_CONSUMED',
       'The request body was already read before the idempotent endpoint (a validator or ' +
         'middleware consumed it): hand the endpoint a Request with its body, on Hono ' +
-        '`await cloneRawRequest(c.req)` from hono/request instead of `c.req.raw`',
+        '`await honoRequest(c.req)` from effectively-once/http instead of `c.req.raw`; ' +
+        'a form read with `c.req.formData()` first cannot be rebuilt as sent: read it ' +
+        "with `c.req.parseBody()` or `validator('form')` instead",
       { retryable: false },
     );
   }

@@ -5,9 +5,12 @@
  * The held reply is a child of the real one (`Object.create(reply)`): every method and
  * decorator works as usual (`code`, `header`, `type`, `serialize`, `redirect` …), but
  * `send` reports the answer to the run instead of sending it, and `then` (what `await
- * reply` and `return reply` use) resolves at that answer. The real reply is never
- * touched: there is nothing to put back, and a handler abandoned on timeout that calls
- * `reply.send` later reaches only the held one, which ignores it.
+ * reply` and `return reply` use) resolves at that answer. Its head (status and headers)
+ * is its own: Fastify's own methods run over a private header object and a `raw` whose
+ * status and header methods are private too, so the real reply is never touched: there
+ * is nothing to put back, and a handler abandoned on timeout that calls `reply.code()`
+ * or `reply.send` later reaches only the held one, whose head nobody reads any more
+ * (the adapter answers with the run's Response, never with the held reply).
  *
  * The status and headers are taken at the `send` that answered, as Fastify writes them
  * then: a `reply.code(400)` or `reply.header()` after it (a `catch` that runs after the
@@ -79,9 +82,10 @@ export async function runRoute(
     if (given instanceof HeldStream) dropStream(given);
     throw outcome.error;
   }
-  // The head as it was at the send that answered (a returned value: as it is now).
+  // The head as it was at the send that answered (a returned value: as it is now), on
+  // the held reply only: the Response made of it is what the adapter sends.
   const answeredHead = head();
-  if (answeredHead !== undefined) putHead(reply, answeredHead);
+  if (answeredHead !== undefined) putHead(held, answeredHead);
   return responseOf(held, request, outcome.answer === held ? undefined : outcome.answer);
 }
 
@@ -111,6 +115,7 @@ function holdReply(
   run: HandlerRun<unknown>,
 ): { held: FastifyReply; head: () => ReplyHead | undefined } {
   const held = Object.create(reply) as FastifyReply;
+  ownHead(held, reply);
   let head: ReplyHead | undefined;
   const send = (payload?: unknown): FastifyReply => {
     // Fastify sends an Error to the error handler: here it rolls back first.
@@ -118,7 +123,7 @@ function holdReply(
       run.fail(payload);
       return held;
     }
-    const current = headOf(reply);
+    const current = headOf(held);
     if (run.answer(isStream(payload) ? new HeldStream(payload) : payload)) head = current;
     else {
       reply.log.warn(
@@ -144,6 +149,89 @@ function holdReply(
     sent: { get: () => run.given !== undefined || reply.sent },
   });
   return { held, head: () => head };
+}
+
+/** Fastify's symbol for a reply's own headers (those not on `raw`), found on the reply. */
+function replyHeadersKey(reply: object): symbol {
+  const key = Object.getOwnPropertySymbols(reply).find(
+    (s) => s.description === 'fastify.reply.headers',
+  );
+  if (key === undefined)
+    throw new ConfigurationError(
+      'idempotencyPlugin',
+      'this Fastify version keeps reply headers where the plugin cannot hold them (Fastify 5 expected)',
+    );
+  return key;
+}
+
+/** The `raw` members that make the head: on the held reply, they act on its own head. */
+const RAW_HEAD = new Set<PropertyKey>([
+  'statusCode',
+  'setHeader',
+  'appendHeader',
+  'getHeader',
+  'getHeaders',
+  'getHeaderNames',
+  'hasHeader',
+  'removeHeader',
+]);
+
+/**
+ * Gives `held` a head of its own, starting as the real reply's: Fastify's methods keep
+ * headers in the reply's header object (made its own here), the status and the rest in
+ * `raw` (a view of the real `raw` whose head members act on the same private state).
+ * Fastify's own code then runs unchanged (`code`, `header`, `type`, `getHeaders`,
+ * `serialize` by status, `redirect` …) and never writes to the real reply.
+ */
+function ownHead(held: FastifyReply, reply: FastifyReply): void {
+  const headers: Record<string, unknown> = headOf(reply).headers;
+  let status = reply.statusCode;
+  const realRaw = reply.raw;
+  const lower = (name: unknown): string => String(name).toLowerCase();
+  const head: Record<string, unknown> = {
+    setHeader(name: string, value: unknown) {
+      headers[lower(name)] = value;
+      return raw;
+    },
+    appendHeader(name: string, value: unknown) {
+      const key = lower(name);
+      const before = headers[key];
+      const list = before === undefined ? [] : Array.isArray(before) ? before : [before];
+      headers[key] = [
+        ...(list as unknown[]),
+        ...(Array.isArray(value) ? (value as unknown[]) : [value]),
+      ];
+      return raw;
+    },
+    getHeader: (name: string) => headers[lower(name)],
+    getHeaders: () => ({ ...headers }),
+    getHeaderNames: () => Object.keys(headers),
+    hasHeader: (name: string) => headers[lower(name)] !== undefined,
+    removeHeader(name: string) {
+      Reflect.deleteProperty(headers, lower(name));
+    },
+  };
+  // Everything else is the real `raw`'s, called on it (its events, socket, …).
+  const bound = new Map<PropertyKey, unknown>();
+  const raw = new Proxy(realRaw, {
+    get(target, property) {
+      if (property === 'statusCode') return status;
+      if (RAW_HEAD.has(property)) return head[property as string];
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (!bound.has(property)) bound.set(property, (value as () => unknown).bind(target));
+      return bound.get(property);
+    },
+    set(target, property, value: unknown) {
+      if (property === 'statusCode') status = Number(value);
+      else if (!RAW_HEAD.has(property)) return Reflect.set(target, property, value, target);
+      return true;
+    },
+  });
+  Object.defineProperties(held, {
+    raw: { value: raw, enumerable: true },
+    [replyHeadersKey(reply)]: { value: headers, writable: true },
+  });
 }
 
 /** Fastify's own test: a Node stream has `pipe`, a web stream `getReader`. */

@@ -99,11 +99,17 @@ export class HeldBody implements DeclaredBody {
    * After COMMIT: the held bytes to `res` (its head with the first), with the socket's
    * backpressure. A failure part way destroys `res`: the client sees a cut response,
    * never a clean end.
+   *
+   * The head on `res` now is the one stored: it is fixed before anything is awaited.
+   * Bytes in memory go in one synchronous `end` (which also sets their length); a file
+   * is read an I/O later, so its head is written first (Node keeps it for the first
+   * chunk), and a late `res.status()` from a handler that calls on changes nothing.
    */
   async sendTo(res: ServerResponse): Promise<void> {
     try {
       if (this.file === undefined) res.end(this.bytes());
       else {
+        if (!res.headersSent) res.writeHead(res.statusCode);
         // A rolled-back answer was not sealed: its last writes may still be on their way.
         await this.file.flushed();
         await pipeline(this.file.reader(), res);

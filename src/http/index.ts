@@ -30,6 +30,8 @@ export { pruneIdempotencyKeys, migrateKeyTable } from './store.js';
 export type { BodyOmitted, PruneKeysOptions } from './store.js';
 export { REPLAYED_HEADER, BODY_OMITTED_HEADER } from './replay.js';
 export { toNodeListener } from './node-listener.js';
+export { honoRequest } from './hono-request.js';
+export type { HonoRequestLike } from './hono-request.js';
 export type { FetchHandler, NodeListener, NodeListenerOptions } from './node-listener.js';
 export {
   IdempotencyKeyInvalidError,

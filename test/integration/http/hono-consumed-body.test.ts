@@ -2,10 +2,11 @@
  * Hono with middleware that reads the request body before the idempotent endpoint: a
  * `validator('json')` (from `hono/validator`, what `zValidator` builds on) or a
  * middleware that awaits `c.req.json()`. Hono reads the body off `c.req.raw` then, and
- * caches it on `c.req`; Hono's own `cloneRawRequest(c.req)` (from `hono/request`)
- * rebuilds a Request from that cache. Handing the endpoint the consumed `c.req.raw` is
- * refused at the first request with a problem naming the cause, never run as if the
- * body were empty, and never a bare `handler-failed`.
+ * caches it on `c.req`; Hono's own `cloneRawRequest(c.req)` (from `hono/request`) and
+ * the library's `honoRequest(c.req)` rebuild a Request from that cache (for a form
+ * read by `c.req.formData()`, see hono-form-body.test.ts). Handing the endpoint the
+ * consumed `c.req.raw` is refused at the first request with a problem naming the
+ * cause, never run as if the body were empty, and never a bare `handler-failed`.
  */
 import { randomUUID } from 'node:crypto';
 import { serve } from '@hono/node-server';
@@ -13,7 +14,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { cloneRawRequest } from 'hono/request';
 import { validator } from 'hono/validator';
-import type { Idempotency } from 'effectively-once/http';
+import { honoRequest, type Idempotency } from 'effectively-once/http';
 import { CHARGE, completionFixture } from './completion-support.js';
 
 const fixture = completionFixture('http_hono_consumed');
@@ -51,6 +52,8 @@ async function serveHono(idempotency: Idempotency): Promise<string> {
   app.post('/validated/raw', validOrder, (c) => charges(c.req.raw));
   app.post('/validated/cloned', validOrder, async (c) => charges(await cloneRawRequest(c.req)));
   app.post('/read/cloned', readsBody, async (c) => charges(await cloneRawRequest(c.req)));
+  app.post('/validated/hono', validOrder, async (c) => charges(await honoRequest(c.req)));
+  app.post('/read/hono', readsBody, async (c) => charges(await honoRequest(c.req)));
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -96,8 +99,8 @@ describe('Hono: the body read before the endpoint', () => {
     expect(await fixture.charges(key)).toBe(0);
   });
 
-  it.each(['/validated/cloned', '/read/cloned'])(
-    '%s: cloneRawRequest(c.req) hands the endpoint the body: runs once, replays, refuses another body',
+  it.each(['/validated/cloned', '/read/cloned', '/validated/hono', '/read/hono'])(
+    '%s: cloneRawRequest(c.req) or honoRequest(c.req) hands the endpoint the body: runs once, replays, refuses another body',
     async (path) => {
       const base = await serveHono(fixture.endpoint());
       const key = randomUUID();
