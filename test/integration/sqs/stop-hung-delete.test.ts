@@ -5,7 +5,7 @@
  * stop() gives up on what is still running at its deadline and resolves ("no handler
  * can hold stop() open"; "it resolves by the deadline even when the broker client is
  * slow"). The dispatcher waits for every settlement, acks included, with no deadline:
- * stop() never resolves.
+ * stop() never resolves. It must resolve by its deadline and cancel the request.
  *
  * The black hole is a loopback HTTP proxy in front of ElasticMQ that forwards every
  * request except DeleteMessageBatch, which it accepts and never answers.
@@ -22,6 +22,8 @@ const it_ = sqsIntegration('stop-hung-delete');
 
 const held: http.ServerResponse[] = [];
 let blackHole = true;
+/** Held requests whose connection the client let go of (the SDK cancelled them). */
+let cancelled = 0;
 const proxy = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
@@ -32,6 +34,7 @@ const proxy = http.createServer((req, res) => {
       (target.endsWith('.DeleteMessageBatch') || target.endsWith('.DeleteMessage'))
     ) {
       held.push(res); // accepted, never answered
+      res.on('close', () => cancelled++);
       return;
     }
     const upstream = new URL(req.url ?? '/', sqsEndpoint());
@@ -86,6 +89,13 @@ describe('SQS: stop() while a delete is never answered', () => {
           new Promise<'still waiting'>((r) => setTimeout(() => r('still waiting'), bound).unref()),
         ]);
         expect(outcome).toBe('stopped');
+        // Given up on, not waited for: reported as a failed ack (redelivered: a duplicate),
+        // and the request itself cancelled (the SDK has no timeout of its own here).
+        expect(consumer.stats().ackFailures).toBe(1);
+        await waitFor(() => cancelled === held.length, {
+          what: 'the held delete cancelled by the client',
+          timeoutMs: 10_000,
+        });
       } finally {
         // Let go of the held deletes (their connections reset) so the test can end.
         blackHole = false;
