@@ -223,26 +223,39 @@ export class BatchRunner<T> {
       // The first delivery of a key inside the batch leads; later ones follow its fate.
       const leaders = new Map<string, Item<T>>();
       for (const item of items) if (!leaders.has(item.key)) leaders.set(item.key, item);
-      let claim: { claimed: Set<string>; xid: string | null };
-      let stored: Map<string, Buffer | null>;
+      let claimed:
+        | {
+            claim: { claimed: Set<string>; xid: string | null };
+            stored: Map<string, Buffer | null>;
+          }
+        | undefined;
       try {
-        ({ claim, stored } = await tracing.step(lead, 'claim', async () => {
-          const claim = await this.claims.begin(
-            conn.client,
-            this.cfg.name,
-            [...leaders.values()],
-            this.cfg.lockTimeoutMs,
-          );
-          const seenBefore = [...leaders.keys()].filter(
-            (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
-          );
-          const stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
-          return { claim, stored };
-        }));
+        // Given up on at the hard stop like a COMMIT (cancelled, connection destroyed):
+        // a claim can wait without end on a key held elsewhere or a silent database.
+        claimed = await tracing.step(lead, 'claim', () =>
+          conn.untilHardStop(
+            (async () => {
+              const claim = await this.claims.begin(
+                conn.client,
+                this.cfg.name,
+                [...leaders.values()],
+                this.cfg.lockTimeoutMs,
+              );
+              const seenBefore = [...leaders.keys()].filter(
+                (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
+              );
+              const stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
+              return { claim, stored };
+            })(),
+          ),
+        );
       } catch (cause) {
         // A key Postgres cannot store fails its batch; bisection isolates it.
         return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
       }
+      if (claimed === undefined)
+        return { kind: 'released', error: new ShutdownError(items[0]!.key) };
+      const { claim, stored } = claimed;
       const verdicts = items.map((item) => itemVerdict(item, leaders, claim.claimed, stored));
       const fresh = items.filter((_, i) => verdicts[i]!.kind === 'processed');
       if (claim.xid === null || fresh.length === 0) {
