@@ -37,6 +37,8 @@ export class DeleteBatcher {
   private readonly outstanding = new Set<Promise<void>>();
   private nextId = 0;
   private signal: AbortSignal | undefined;
+  /** Entries waiting out their retry delay, by timer: the hard stop rejects them at once. */
+  private readonly retrying = new Map<NodeJS.Timeout, Entry[]>();
 
   constructor(
     private readonly client: SQSClient,
@@ -55,7 +57,10 @@ export class DeleteBatcher {
     const abandon = (): void => {
       if (this.timer !== undefined) clearTimeout(this.timer);
       this.timer = undefined;
-      const queued = this.queue.splice(0);
+      const waiting = [...this.retrying.values()].flat();
+      for (const timer of this.retrying.keys()) clearTimeout(timer);
+      this.retrying.clear();
+      const queued = [...this.queue.splice(0), ...waiting];
       if (queued.length > 0) this.fail(queued, signal.reason, undefined);
     };
     if (signal.aborted) abandon();
@@ -181,12 +186,14 @@ export class DeleteBatcher {
     this.options.onRetry?.(this.error(retry, cause, code, true));
     const attempt = Math.max(...retry.map((entry) => entry.attempts));
     const initialMs = this.options.retryDelayMs ?? 100;
-    setTimeout(
+    const timer = setTimeout(
       () => {
+        this.retrying.delete(timer);
         for (const entry of retry) this.enqueue(entry);
       },
       retryDelay(attempt, { initialMs, maxMs: initialMs * 2 ** (this.options.attempts - 1) }),
     );
+    this.retrying.set(timer, retry);
   }
 
   private error(
