@@ -15,6 +15,7 @@ export function observedSource<T>(source: Source<T>, observer: SourceObserver<T>
     run: (ctx) =>
       source.run({
         signal: ctx.signal,
+        hardStop: ctx.hardStop,
         logger: ctx.logger,
         freeCapacity: () => ctx.freeCapacity(),
         waitForCapacity: () => ctx.waitForCapacity(),

@@ -100,6 +100,13 @@ export type DeliveryOutcome =
 export interface SourceContext<T = unknown> {
   /** Aborts when `stop()` begins: stop receiving, but let `deliver` promises settle. */
   readonly signal: AbortSignal;
+  /**
+   * Aborts at `stop()`'s deadline (its hard stop): pass it to the broker calls that
+   * settle a delivery (ack, retry, release, dead letter) so one the broker never answers
+   * is cancelled. The consumer stops waiting for a settlement still running then and
+   * reports that delivery `unsettled`: it is redelivered (a committed one as a duplicate).
+   */
+  readonly hardStop: AbortSignal;
   /** Logger given to `createConsumer`. */
   readonly logger: Logger;
   /**

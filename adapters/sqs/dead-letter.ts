@@ -34,7 +34,7 @@ export type ErrorAttributeSkipped = 'attribute-limit' | 'size-limit';
  * `MessageGroupId` and a `MessageDeduplicationId` of the dead letter's own
  * ({@link deadLetterDeduplicationId}), so sending the same dead letter twice within five
  * minutes stores it once, and no other dead letter is ever taken for it. Returns why the
- * error attribute was left off, if it was.
+ * error attribute was left off, if it was. `signal` (the consumer's hard stop) cancels the send.
  */
 export async function sendToDeadLetterQueue(
   client: SQSClient,
@@ -42,6 +42,7 @@ export async function sendToDeadLetterQueue(
   sourceQueueUrl: string,
   message: Message,
   reason: EffectivelyOnceError,
+  signal?: AbortSignal,
 ): Promise<{ errorAttribute: boolean; skipped?: ErrorAttributeSkipped }> {
   const attributes = copyAttributes(message.MessageAttributes);
   const error: MessageAttributeValue = {
@@ -71,6 +72,7 @@ export async function sendToDeadLetterQueue(
           }
         : {}),
     }),
+    { abortSignal: signal },
   );
   return skipped === undefined ? { errorAttribute: true } : { errorAttribute: false, skipped };
 }

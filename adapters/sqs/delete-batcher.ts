@@ -36,12 +36,36 @@ export class DeleteBatcher {
   private timer: NodeJS.Timeout | undefined;
   private readonly outstanding = new Set<Promise<void>>();
   private nextId = 0;
+  private signal: AbortSignal | undefined;
+  /** Entries waiting out their retry delay, by timer: the hard stop rejects them at once. */
+  private readonly retrying = new Map<NodeJS.Timeout, Entry[]>();
 
   constructor(
     private readonly client: SQSClient,
     private readonly queueUrl: string,
     private readonly options: DeleteBatcherOptions,
   ) {}
+
+  /**
+   * From `signal`'s abort (the consumer's hard stop) on, sends nothing more: requests in
+   * flight are cancelled and every delete not yet confirmed rejects (its message is
+   * received again; its key committed, so it is a duplicate). A client without a request
+   * timeout would otherwise wait without end for an endpoint that never answers.
+   */
+  cancelOn(signal: AbortSignal): void {
+    this.signal = signal;
+    const abandon = (): void => {
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = undefined;
+      const waiting = [...this.retrying.values()].flat();
+      for (const timer of this.retrying.keys()) clearTimeout(timer);
+      this.retrying.clear();
+      const queued = [...this.queue.splice(0), ...waiting];
+      if (queued.length > 0) this.fail(queued, signal.reason, undefined);
+    };
+    if (signal.aborted) abandon();
+    else signal.addEventListener('abort', abandon, { once: true });
+  }
 
   /** Deletes one received message; resolves once SQS confirmed it. */
   delete(receiptHandle: string, messageId: string | undefined): Promise<void> {
@@ -70,6 +94,10 @@ export class DeleteBatcher {
   }
 
   private enqueue(entry: Entry): void {
+    if (this.signal?.aborted === true) {
+      this.fail([entry], this.signal.reason, undefined);
+      return;
+    }
     this.queue.push(entry);
     if (this.queue.length >= SQS_LIMITS.maxBatchSize) {
       this.sendQueued();
@@ -98,6 +126,7 @@ export class DeleteBatcher {
           QueueUrl: this.queueUrl,
           Entries: batch.map(({ id, receiptHandle }) => ({ Id: id, ReceiptHandle: receiptHandle })),
         }),
+        { abortSignal: this.signal },
       );
     } catch (cause) {
       this.fail(batch, cause, undefined);
@@ -142,7 +171,9 @@ export class DeleteBatcher {
   }
 
   private fail(entries: Entry[], cause: unknown, code: string | undefined): void {
-    const permanent = code !== undefined && isReceiptHandleLost(code);
+    // Past the hard stop nothing is sent again: the failure is final.
+    const permanent =
+      (code !== undefined && isReceiptHandleLost(code)) || this.signal?.aborted === true;
     const retry = permanent
       ? []
       : entries.filter((entry) => entry.attempts < this.options.attempts);
@@ -155,12 +186,14 @@ export class DeleteBatcher {
     this.options.onRetry?.(this.error(retry, cause, code, true));
     const attempt = Math.max(...retry.map((entry) => entry.attempts));
     const initialMs = this.options.retryDelayMs ?? 100;
-    setTimeout(
+    const timer = setTimeout(
       () => {
+        this.retrying.delete(timer);
         for (const entry of retry) this.enqueue(entry);
       },
       retryDelay(attempt, { initialMs, maxMs: initialMs * 2 ** (this.options.attempts - 1) }),
     );
+    this.retrying.set(timer, retry);
   }
 
   private error(

@@ -31,6 +31,8 @@ export interface DeliveryDeps {
   logger: Logger;
   deadLetterQueueUrl: string | undefined;
   redriveMode: () => RedriveMode;
+  /** The consumer's hard stop: cancels the settling requests still unanswered then. */
+  hardStop: AbortSignal | undefined;
 }
 
 /** Fields of a delivery decided when the message is received. */
@@ -141,6 +143,7 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
             this.queueUrl,
             this.raw,
             reason,
+            this.deps.hardStop,
           );
           if (skipped !== undefined) {
             this.deps.logger.warn(
@@ -192,7 +195,13 @@ export class SqsMessageDelivery<T> implements SqsDelivery<T> {
 
   private async visibility(operation: string, seconds: number): Promise<void> {
     try {
-      await changeVisibility(this.deps.client, this.queueUrl, this.raw.ReceiptHandle, seconds);
+      await changeVisibility(
+        this.deps.client,
+        this.queueUrl,
+        this.raw.ReceiptHandle,
+        seconds,
+        this.deps.hardStop,
+      );
     } catch (cause) {
       throw this.error(`${operation}: change visibility to ${seconds} s`, cause, {
         retryable: !isReceiptHandleLost(cause),

@@ -19,6 +19,8 @@ export interface HeartbeatOptions {
   onLost(error: BrokerError): void;
   /** A beat failed but the visibility has not lapsed yet; the next beat tries again. */
   onError(error: BrokerError): void;
+  /** The consumer's hard stop: cancels a beat in flight, which `stop()` waits for. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -65,7 +67,7 @@ export class Heartbeat {
     }
     const sentAt = Date.now();
     try {
-      await changeVisibility(client, queueUrl, receiptHandle, seconds);
+      await changeVisibility(client, queueUrl, receiptHandle, seconds, this.options.signal);
       this.visibleAt = sentAt + seconds * 1000;
     } catch (cause) {
       if (this.stopped) return;

@@ -72,6 +72,7 @@ export class SqsSource<T> implements Source<T> {
     if (this.running) throw new Error(`${this.description} is already running`);
     this.running = true;
     this.ctx = ctx;
+    this.deleter.cancelOn(ctx.hardStop);
     try {
       if (this.options.verifyQueue) await this.verify(ctx);
       await Promise.all(
@@ -270,6 +271,7 @@ export class SqsSource<T> implements Source<T> {
         logger: this.logger,
         deadLetterQueueUrl: this.options.deadLetterQueueUrl,
         redriveMode: () => this.redriveMode(),
+        hardStop: ctx.hardStop,
       },
     );
     const intervalMs = this.heartbeatIntervalMs();
@@ -288,6 +290,7 @@ export class SqsSource<T> implements Source<T> {
             delivery.lose(error);
           },
           onError: (error) => ctx.reportError(error),
+          signal: ctx.hardStop,
         }),
       );
     }

@@ -16,12 +16,17 @@ export function cappedVisibilitySeconds(
   return Math.min(Math.max(0, Math.ceil(seconds)), left);
 }
 
-/** Sets how long from now the message stays invisible (0 = visible again at once). */
+/**
+ * Sets how long from now the message stays invisible (0 = visible again at once).
+ * `signal` (the consumer's hard stop) cancels the request: a client without a request
+ * timeout would wait without end for an endpoint that never answers.
+ */
 export async function changeVisibility(
   client: SQSClient,
   queueUrl: string,
   receiptHandle: string,
   seconds: number,
+  signal?: AbortSignal,
 ): Promise<void> {
   await client.send(
     new ChangeMessageVisibilityCommand({
@@ -29,5 +34,6 @@ export async function changeVisibility(
       ReceiptHandle: receiptHandle,
       VisibilityTimeout: seconds,
     }),
+    { abortSignal: signal },
   );
 }

@@ -210,7 +210,12 @@ class Worker implements DedupWorker {
     message: Message,
   ): Promise<{ delivery: PushedDelivery; outcome: DeliveryOutcome }> {
     await this.start();
-    const delivery = new PushedDelivery(message, this.options, this.groupScoped);
+    const delivery = new PushedDelivery(
+      message,
+      this.options,
+      this.groupScoped,
+      this.source.hardStop,
+    );
     return { delivery, outcome: await this.source.push(delivery) };
   }
 
@@ -236,6 +241,8 @@ class PushedDelivery implements Delivery<Message> {
     readonly raw: Message,
     private readonly options: WithDedupOptions,
     groupScoped: boolean,
+    /** The consumer's hard stop: cancels a visibility change or dead letter unanswered then. */
+    private readonly hardStop: AbortSignal | undefined,
   ) {
     const { key, rejection } =
       options.keyAttribute !== undefined || options.key !== undefined
@@ -268,7 +275,7 @@ class PushedDelivery implements Delivery<Message> {
       return;
     const seconds = cappedVisibilitySeconds(Math.max(0, delayMs) / 1000, this.receivedAt);
     try {
-      await changeVisibility(client, queueUrl, this.raw.ReceiptHandle, seconds);
+      await changeVisibility(client, queueUrl, this.raw.ReceiptHandle, seconds, this.hardStop);
     } catch (cause) {
       throw new BrokerError(`retry: change visibility to ${seconds} s`, cause, {
         details: { queueUrl, messageIds: [this.raw.MessageId], key: this.key },
@@ -281,7 +288,14 @@ class PushedDelivery implements Delivery<Message> {
     const { client, queueUrl, deadLetterQueueUrl } = this.options;
     if (client === undefined || deadLetterQueueUrl === undefined) return;
     try {
-      await sendToDeadLetterQueue(client, deadLetterQueueUrl, queueUrl ?? '', this.raw, reason);
+      await sendToDeadLetterQueue(
+        client,
+        deadLetterQueueUrl,
+        queueUrl ?? '',
+        this.raw,
+        reason,
+        this.hardStop,
+      );
     } catch (cause) {
       throw new BrokerError('send to dead-letter queue', cause, {
         details: { queueUrl, deadLetterQueueUrl, messageIds: [this.raw.MessageId], key: this.key },

@@ -91,15 +91,31 @@ export class BatchRunner<T> {
     );
     const items: Array<Item<T>> = [];
     const opened = new Set<string>();
+    /** Keys whose delivery went back at admission: their followers here are held back. */
+    const refused = new Set<string>();
     for (let index = 0; index < deliveries.length; index++) {
       const delivery = deliveries[index]!;
       if (held[index] === true) {
         outcomes[index] = await this.settler.holdBack(delivery);
         continue;
       }
+      const k = delivery.orderingKey;
+      if (k !== undefined && refused.has(k)) {
+        outcomes[index] = await this.settler.holdBack(delivery);
+        continue;
+      }
       const admission = admit(this.cfg, this.settler, this.lifecycle, delivery);
-      if ('outcome' in admission) outcomes[index] = await admission.outcome;
-      else items.push({ index, delivery, key: admission.key, hash: admission.hash });
+      if ('outcome' in admission) {
+        // Refused before its claim and gone back (its dead letter failed): it comes again,
+        // so what follows it (here, and in batches already dispatched) must not overtake
+        // it. What came before it runs.
+        const outcome = await admission.outcome;
+        outcomes[index] = outcome;
+        if (k !== undefined && holdsOrder(outcome)) {
+          refused.add(k);
+          hold(k);
+        }
+      } else items.push({ index, delivery, key: admission.key, hash: admission.hash });
     }
     await this.run(items, outcomes, opened, hold);
     return outcomes;
@@ -123,7 +139,9 @@ export class BatchRunner<T> {
     const verdict = await this.transact(items);
     if (verdict.kind === 'committed') {
       if (verdict.warning !== undefined) this.settler.report(verdict.warning);
-      await this.settleCommitted(items, verdict.verdicts, verdict.durationMs, outcomes);
+      await this.settleCommitted(items, verdict.verdicts, verdict.durationMs, outcomes, (d, o) =>
+        this.holdIfOpened(d, o, opened, hold),
+      );
       return;
     }
     if (verdict.kind === 'released') {
@@ -150,10 +168,7 @@ export class BatchRunner<T> {
           verdict.error,
           verdict.infrastructure,
         );
-        if (k !== undefined && holdsOrder(outcomes[item.index]!)) {
-          opened.add(k);
-          hold(k);
-        }
+        this.holdIfOpened(item.delivery, outcomes[item.index]!, opened, hold);
       }
       return;
     }
@@ -163,24 +178,43 @@ export class BatchRunner<T> {
   }
 
   /**
+   * A delivery of this batch went back to the broker (`outcome`): its ordering key is
+   * opened, so its followers in this batch are released (`opened`) and those already
+   * dispatched to later batches too (`hold`).
+   */
+  private holdIfOpened(
+    delivery: Delivery<T>,
+    outcome: DeliveryOutcome,
+    opened: Set<string>,
+    hold: (key: string) => void,
+  ): void {
+    const k = delivery.orderingKey;
+    if (k === undefined || !holdsOrder(outcome)) return;
+    opened.add(k);
+    hold(k);
+  }
+
+  /**
    * Acks a committed batch: every ack started at once and waited for together (one
    * promise per delivery, the ack's own, instead of a chain of them); a mismatch takes
-   * the settler's own path.
+   * the settler's own path, and `wentBack` hears its outcome (its dead letter may fail).
    */
   private async settleCommitted(
     items: ReadonlyArray<Item<T>>,
     verdicts: readonly ItemVerdict[],
     durationMs: number,
     outcomes: DeliveryOutcome[],
+    wentBack: (delivery: Delivery<T>, outcome: DeliveryOutcome) => void,
   ): Promise<void> {
     const acks: Array<Promise<unknown>> = new Array<Promise<unknown>>(items.length);
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       const v = verdicts[i]!;
       if (v.kind === 'mismatch') {
-        acks[i] = this.settler
-          .mismatch(item.delivery, item.key, v.error)
-          .then((outcome) => (outcomes[item.index] = outcome));
+        acks[i] = this.settler.mismatch(item.delivery, item.key, v.error).then((outcome) => {
+          outcomes[item.index] = outcome;
+          wentBack(item.delivery, outcome);
+        });
         continue;
       }
       outcomes[item.index] = v.kind;
@@ -227,26 +261,39 @@ export class BatchRunner<T> {
       // The first delivery of a key inside the batch leads; later ones follow its fate.
       const leaders = new Map<string, Item<T>>();
       for (const item of items) if (!leaders.has(item.key)) leaders.set(item.key, item);
-      let claim: { claimed: Set<string>; xid: string | null };
-      let stored: Map<string, Buffer | null>;
+      let claimed:
+        | {
+            claim: { claimed: Set<string>; xid: string | null };
+            stored: Map<string, Buffer | null>;
+          }
+        | undefined;
       try {
-        ({ claim, stored } = await tracing.step(lead, 'claim', async () => {
-          const claim = await this.claims.begin(
-            conn.client,
-            this.cfg.name,
-            [...leaders.values()],
-            this.cfg.lockTimeoutMs,
-          );
-          const seenBefore = [...leaders.keys()].filter(
-            (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
-          );
-          const stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
-          return { claim, stored };
-        }));
+        // Given up on at the hard stop like a COMMIT (cancelled, connection destroyed):
+        // a claim can wait without end on a key held elsewhere or a silent database.
+        claimed = await tracing.step(lead, 'claim', () =>
+          conn.untilHardStop(
+            (async () => {
+              const claim = await this.claims.begin(
+                conn.client,
+                this.cfg.name,
+                [...leaders.values()],
+                this.cfg.lockTimeoutMs,
+              );
+              const seenBefore = [...leaders.keys()].filter(
+                (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
+              );
+              const stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
+              return { claim, stored };
+            })(),
+          ),
+        );
       } catch (cause) {
         // A key Postgres cannot store fails its batch; bisection isolates it.
         return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
       }
+      if (claimed === undefined)
+        return { kind: 'released', error: new ShutdownError(items[0]!.key) };
+      const { claim, stored } = claimed;
       const verdicts = items.map((item) => itemVerdict(item, leaders, claim.claimed, stored));
       const fresh = items.filter((_, i) => verdicts[i]!.kind === 'processed');
       if (claim.xid === null || fresh.length === 0) {

@@ -114,6 +114,7 @@ class ConsumerImpl<T> implements Consumer {
     if (this.state !== 'starting') return;
     const ctx: SourceContext<T> = {
       signal: this.receiveAbort.signal,
+      hardStop: this.hardStop.signal,
       logger: this.cfg.logger,
       deliver: (delivery) =>
         this.tracing === undefined
@@ -170,6 +171,8 @@ class ConsumerImpl<T> implements Consumer {
       () => 'drained' as const,
     );
     if ((await Promise.race([drained, grace])) === 'timeout') this.hardStop.abort();
+    // Past the hard stop the runners give up on what still runs, and every settlement in
+    // flight then is given up on too (see Settler): nothing holds `drained` for long.
     await drained;
     await this.health.close();
     await this.retention?.stop();

@@ -36,5 +36,10 @@ export class PushSource<T> implements Source<T> {
     return this.ctx?.signal;
   }
 
+  /** The consumer's hard stop (see `SourceContext.hardStop`); undefined before it runs this source. */
+  get hardStop(): AbortSignal | undefined {
+    return this.ctx?.hardStop;
+  }
+
   async close(): Promise<void> {}
 }

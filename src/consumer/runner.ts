@@ -101,14 +101,20 @@ export class Runner<T> {
     const conn = await ClaimConnection.open(this.connections, key);
     if (!(conn instanceof ClaimConnection)) return conn;
     try {
-      let xid: string | null;
+      let claim: { xid: string | null } | undefined;
       try {
-        ({ xid } = await tracing.step(delivery, 'claim', () =>
-          this.claims.begin(conn.client, this.cfg.name, key, hash, this.cfg.lockTimeoutMs),
-        ));
+        // A claim can wait without end (a key another instance holds, a database that
+        // answers nothing): at the hard stop it is given up on, cancelled and released.
+        claim = await tracing.step(delivery, 'claim', () =>
+          conn.untilHardStop(
+            this.claims.begin(conn.client, this.cfg.name, key, hash, this.cfg.lockTimeoutMs),
+          ),
+        );
       } catch (cause) {
         return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
       }
+      if (claim === undefined) return { kind: 'released', error: new ShutdownError(key) };
+      const { xid } = claim;
       if (xid === null) return await this.seenBefore(conn, key, hash);
       const started = performance.now();
       const work = await tracing.step(
@@ -138,12 +144,16 @@ export class Runner<T> {
       await conn.rollback();
       return { kind: 'duplicate' };
     }
-    let stored: Buffer | null;
+    let stored: Buffer | null | undefined;
     try {
-      stored = await this.claims.storedHashAndRollback(conn.client, this.cfg.name, key);
+      stored = await conn.untilHardStop(
+        this.claims.storedHashAndRollback(conn.client, this.cfg.name, key),
+      );
     } catch (cause) {
       return conn.claimFailed(cause, this.cfg.lockTimeoutMs);
     }
+    // Given up on at the hard stop: the connection is destroyed, which ends the transaction.
+    if (stored === undefined) return { kind: 'released', error: new ShutdownError(key) };
     if (stored !== null && !stored.equals(hash)) {
       return {
         kind: 'mismatch',

@@ -5,7 +5,9 @@ import {
   type DeliveryExpiredError,
   EffectivelyOnceError,
   type PayloadMismatchError,
+  ShutdownError,
 } from '../errors.js';
+import { settlesBefore } from '../deadline.js';
 import type { ConsumerEventHub } from './events.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from './tracing.js';
@@ -67,7 +69,7 @@ export class Settler<T> {
       if (this.hub.listens('duplicate'))
         this.hub.emit('duplicate', { key, attempt: delivery.attempt });
     }
-    return startAck(delivery);
+    return this.bounded('ack', key, () => delivery.ack());
   }
 
   /** A failed ack after COMMIT loses nothing: the redelivery will be a duplicate. */
@@ -89,7 +91,10 @@ export class Settler<T> {
     };
     this.hub.emit('mismatch', { key, storedHash, payloadHash });
     if (this.cfg.onMismatch === 'ack') {
-      await this.ack(key, startAck(delivery));
+      await this.ack(
+        key,
+        this.bounded('ack', key, () => delivery.ack()),
+      );
       return 'duplicate';
     }
     return this.deadLetter(delivery, key, error);
@@ -143,7 +148,7 @@ export class Settler<T> {
         ? this.cfg.busyRetryDelayMs
         : this.cfg.backoff(delivery.attempt);
     try {
-      await delivery.retry(delayMs, error, !infrastructure);
+      await this.bounded('retry', key, () => delivery.retry(delayMs, error, !infrastructure));
       this.stats.retried++;
       return 'retry';
     } catch (cause) {
@@ -160,7 +165,7 @@ export class Settler<T> {
     this.tracing.failed(delivery, error);
     if (this.lost(delivery)) return this.release(delivery, key);
     try {
-      await delivery.deadLetter(error);
+      await this.bounded('dead-letter', key, () => delivery.deadLetter(error));
     } catch (cause) {
       this.reportBroker('dead-letter', cause, key);
       return 'unsettled';
@@ -172,7 +177,7 @@ export class Settler<T> {
 
   async release(delivery: Delivery<T>, key: string | undefined): Promise<DeliveryOutcome> {
     try {
-      await delivery.release();
+      await this.bounded('release', key, () => delivery.release());
       this.stats.released++;
       return 'released';
     } catch (cause) {
@@ -203,6 +208,32 @@ export class Settler<T> {
     }
   }
 
+  /**
+   * Starts a broker settlement (`call`) and waits for it until the shutdown's hard stop:
+   * one still unanswered then (a broker that never answers, a client without a request
+   * timeout) is given up on, and the delivery reported unsettled, so that it cannot hold
+   * `stop()` past its deadline. Its redelivery loses nothing (a committed one comes back
+   * a duplicate). The source cancels the call itself (`SourceContext.hardStop`). One
+   * started past the hard stop (releasing what was given up on) is the source's to
+   * bound: it was told through the same signal.
+   */
+  private bounded(
+    operation: string,
+    key: string | undefined,
+    call: () => Promise<void>,
+  ): Promise<void> {
+    const settlement = started(call);
+    const hardStop = this.lifecycle.hardStop;
+    if (hardStop.aborted) return settlement;
+    return settlesBefore(settlement, hardStop).then((settled) => {
+      if (settled) return settlement;
+      settlement.catch(() => undefined); // nobody is left to hear it
+      throw new BrokerError(operation, new ShutdownError(key ?? ''), {
+        details: { key, reason: 'still unanswered at the stop deadline: left unsettled' },
+      });
+    });
+  }
+
   private reportBroker(operation: string, cause: unknown, key: string | undefined): void {
     const error =
       cause instanceof EffectivelyOnceError
@@ -212,12 +243,12 @@ export class Settler<T> {
   }
 }
 
-/** `delivery.ack()`, with a synchronous throw turned into a rejection. */
-function startAck(delivery: Delivery<unknown>): Promise<void> {
+/** `call()`, with a synchronous throw turned into a rejection. */
+function started(call: () => Promise<void>): Promise<void> {
   try {
-    return delivery.ack();
+    return call();
   } catch (cause) {
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- whatever ack() threw, as await would see it
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- whatever it threw, as await would see it
     return Promise.reject(cause);
   }
 }

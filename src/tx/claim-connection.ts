@@ -102,6 +102,7 @@ export class ClaimConnection {
   readonly guard: TransactionGuard;
   private lost: unknown;
   private broken: unknown;
+  private abandoned = false;
   private readonly onError = (err: Error): void => {
     this.lost ??= err;
     this.deps.logger.warn({ err, key: this.key }, 'effectively-once: connection lost');
@@ -226,11 +227,15 @@ export class ClaimConnection {
     }
   }
 
-  /** Rolls back; a connection that cannot is destroyed on release. */
+  /**
+   * Rolls back; a connection that cannot is destroyed on release. A ROLLBACK still
+   * unanswered at the hard stop (a database that answers nothing) is abandoned like a
+   * COMMIT: the connection destroyed ends the transaction all the same.
+   */
   async rollback(): Promise<void> {
     if (!this.alive) return;
     try {
-      await this.client.query('ROLLBACK');
+      await this.untilHardStop(this.client.query('ROLLBACK'));
     } catch (error) {
       // Even a statement error: the session may still be in the transaction (aborted),
       // and the next request to check it out would run inside it or meet 25P02.
@@ -463,7 +468,9 @@ export class ClaimConnection {
    */
   private abandon(reason: Error): void {
     this.markBroken(reason);
-    if (this.lost !== undefined) return;
+    // One cancel per connection: a rollback raced inside another race meets the same stop.
+    if (this.lost !== undefined || this.abandoned) return;
+    this.abandoned = true;
     cancelBackend(this.client, this.deps.pool, CANCEL_TIMEOUT_MS).catch((err: unknown) =>
       this.deps.logger.warn(
         { err, key: this.key },

@@ -238,6 +238,7 @@ export function fakeRunner<T>(
   const logger: Logger = { debug: () => undefined, info: () => undefined, warn: log, error: log };
   const ctx: SourceContext<T> = {
     signal: controller.signal,
+    hardStop: new AbortController().signal,
     logger,
     deliver: async (delivery): Promise<DeliveryOutcome> => {
       delivered.push(delivery);

@@ -20,7 +20,42 @@ async function received(
   return out;
 }
 
+async function waitUntil(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setTimeout(r, 5));
+}
+
 describe('DeleteBatcher', () => {
+  it('past the hard stop sends nothing more: queued and retried deletes reject at once', async () => {
+    const sqs = new FakeSqs();
+    const url = sqs.createQueue('q');
+    const [a, b] = await received(sqs, url, 2);
+    const hardStop = new AbortController();
+    const retried: BrokerError[] = [];
+    const batcher = new DeleteBatcher(sqs.client, url, {
+      delayMs: 10_000,
+      attempts: 3,
+      retryDelayMs: 600_000, // a re-send that would come far past any test timeout
+      onRetry: (e) => retried.push(e),
+    });
+    batcher.cancelOn(hardStop.signal);
+    // b fails once (transient) and waits for its re-send; a waits in the queue.
+    sqs.deleteEntryFailures.push({ code: 'InternalError', senderFault: false });
+    const second = batcher.delete(b!.handle, b!.id);
+    void batcher.flush();
+    await waitUntil(() => retried.length === 1);
+    const first = batcher.delete(a!.handle, a!.id);
+    hardStop.abort();
+    await expect(first).rejects.toMatchObject({ details: { willRetry: false } });
+    await expect(second).rejects.toMatchObject({ details: { willRetry: false } });
+    await batcher.flush(); // nothing left to wait for
+    expect(sqs.callsOf('DeleteMessageBatchCommand')).toHaveLength(1);
+    expect(sqs.remaining(url)).toHaveLength(2);
+    // A delete asked for past the hard stop is refused too, without a request.
+    const [c] = await received(sqs, url, 1);
+    await expect(batcher.delete(c!.handle, c!.id)).rejects.toBeInstanceOf(BrokerError);
+    expect(sqs.callsOf('DeleteMessageBatchCommand')).toHaveLength(1);
+  });
+
   it('groups deletes into batches of at most 10 and resolves each once deleted', async () => {
     const sqs = new FakeSqs();
     const url = sqs.createQueue('q');

@@ -42,6 +42,7 @@ export function fakeContext<T>(
   };
   const ctx: SourceContext<T> = {
     signal: controller.signal,
+    hardStop: new AbortController().signal,
     logger,
     deliver: async (delivery) => {
       delivered.push(delivery);
