@@ -110,6 +110,27 @@ describe('configurations sharing one key table with different retention', () => 
     expect(await effects(key)).toBe(1);
   });
 
+  it("a rolling deploy from before expires_at: the new side's pruner keeps the old side's keys", async () => {
+    // The old side (the version before expires_at, 7 d) claims through `_claim_v1`, which
+    // writes no expiry; the new side (1 h) prunes. Its row as that claim leaves it: the
+    // expiry cleared, claimed 2 h ago (database clock), well within the old side's 7 days.
+    const table = 'eo_keys_rolling_legacy';
+    const oldSide = endpoint(table, 'deploy', { olderThanMs: 7 * 86_400_000, intervalMs: QUIET });
+    const newSide = endpoint(table, 'deploy', { olderThanMs: 3600_000, intervalMs: QUIET });
+    const payout = randomUUID();
+    expect((await call(oldSide, payout)).status).toBe(201);
+    await db.pool.query(
+      `UPDATE ${db.table(table)} SET expires_at = NULL, created_at = now() - interval '2 hours'
+        WHERE idempotency_key = $1`,
+      [payout],
+    );
+    await newSide.prune();
+    // The client's retry replays; it does not pay again.
+    const retry = await call(oldSide, payout);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await effects(payout)).toBe(1);
+  });
+
   /** A key table as the version before `expires_at` created it. */
   const previousVersionTable = async (table: string): Promise<void> => {
     await db.pool.query(`CREATE TABLE ${db.table(table)} (
