@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createConsumer, prune, type Consumer } from '../../../src/index.js';
+import { createConsumer, migrate, prune, type Consumer } from '../../../src/index.js';
 import { memorySource, type MemorySource } from '../../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -147,5 +147,22 @@ describe('consumers sharing the dedup table with different retention', () => {
     );
     // An empty B-tree is its metapage alone: no entry went in for these 50 claims.
     expect(rows[0]).toEqual({ bytes: 8192, infinite: 50 });
+  });
+
+  it('rows of unknown lifetime add nothing to the expiry index (only a window prunes them)', async () => {
+    const table = 'processed_legacy';
+    await migrate(db.pool, { schema: db.schema, table });
+    // 50 claims as the version before expires_at makes them: no expiry.
+    await db.pool.query(
+      `INSERT INTO ${db.table(table)} (consumer, message_key)
+       SELECT 'legacy', 'k' || i FROM generate_series(1, 50) AS i`,
+    );
+    const { rows } = await db.pool.query<{ bytes: number; unknown: number }>(
+      `SELECT pg_relation_size($1::regclass)::int AS bytes,
+              (SELECT count(*)::int FROM ${db.table(table)} WHERE expires_at IS NULL) AS unknown`,
+      [`${db.schema}.${table}_expires_at_idx`],
+    );
+    // An empty B-tree is its metapage alone: no entry went in for these 50 rows.
+    expect(rows[0]).toEqual({ bytes: 8192, unknown: 50 });
   });
 });
