@@ -10,4 +10,4 @@ CREATE TABLE processed_messages (
 );
 CREATE INDEX processed_messages_processed_at_idx ON processed_messages (processed_at);
 -- Pruning deletes a row only once its own expiry has passed (rows that never expire stay out).
-CREATE INDEX processed_messages_expires_at_idx ON processed_messages (expires_at) WHERE expires_at < 'infinity' OR expires_at IS NULL;
+CREATE INDEX processed_messages_expires_at_idx ON processed_messages (expires_at) WHERE expires_at < 'infinity';

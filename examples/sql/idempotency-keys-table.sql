@@ -18,7 +18,7 @@ CREATE TABLE eo_idempotency_keys (
 );
 CREATE INDEX eo_idempotency_keys_created_at_idx ON eo_idempotency_keys (created_at);
 -- Pruning deletes a row only once its own expiry has passed (rows that never expire stay out).
-CREATE INDEX eo_idempotency_keys_expires_at_idx ON eo_idempotency_keys (expires_at) WHERE expires_at < 'infinity' OR expires_at IS NULL;
+CREATE INDEX eo_idempotency_keys_expires_at_idx ON eo_idempotency_keys (expires_at) WHERE expires_at < 'infinity';
 
 -- Claims the key (BEGIN first) with its lifetime in ms (NULL: never expires): the
 -- transaction id, or the stored row, or all NULL.

@@ -18,10 +18,9 @@ export function consumerRetention(
     options.intervalMs,
     (signal) =>
       // The consumer's keys whose own expiry passed (whichever configuration of this
-      // name wrote them), and those of unknown lifetime once past every retention known:
-      // never a key another configuration still keeps.
+      // name wrote them): never a key another configuration still keeps, nor one of
+      // unknown lifetime (an earlier version's, whose retention may be longer).
       pruneTable(pool, dedupPruneTarget(table, consumer), {
-        keepMs: options.olderThanMs,
         batchSize: options.batchSize,
         dutyCycle: options.dutyCycle,
         signal,

@@ -135,7 +135,8 @@ export interface Idempotency {
   /**
    * Prunes now the keys whose own expiry has passed (any configuration's), or with
    * `olderThan` those older than it that have expired or have no expiry; returns how
-   * many. A key is never deleted before its own expiry.
+   * many. A key is never deleted before its own expiry, and one claimed before expiries
+   * were written (lifetime unknown) only by a prune with `olderThan`.
    */
   prune(
     options?: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>>,

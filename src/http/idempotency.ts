@@ -39,7 +39,12 @@ import {
 } from './options.js';
 import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
-import { KeyStatements, migrateKeyTable, pruneKeyTable, type PruneKeysOptions } from './store.js';
+import {
+  KeyStatements,
+  migrateKeyTable,
+  pruneIdempotencyKeys,
+  type PruneKeysOptions,
+} from './store.js';
 
 /**
  * Makes endpoints idempotent under the `Idempotency-Key` header (IETF httpapi draft,
@@ -170,20 +175,17 @@ class IdempotencyImpl implements Idempotency {
     options: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>> = {},
   ): Promise<number> {
     const retention = this.cfg.retention;
-    // Without a window: the keys whose own expiry passed, whoever claimed them.
-    return pruneKeyTable(
-      this.cfg.pool,
-      {
-        schema: this.cfg.table.schema,
-        table: this.cfg.table.table,
-        ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
-        batchSize: options.batchSize ?? retention?.batchSize,
-        dutyCycle: retention?.dutyCycle,
-        ...(options.scope !== undefined ? { scope: options.scope } : {}),
-        ...(options.signal !== undefined ? { signal: options.signal } : {}),
-      },
-      retention?.olderThanMs,
-    );
+    // Without a window: the keys whose own expiry passed, whoever claimed them; never
+    // one of unknown lifetime (an earlier version's, whose retention may be longer).
+    return pruneIdempotencyKeys(this.cfg.pool, {
+      schema: this.cfg.table.schema,
+      table: this.cfg.table.table,
+      ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
+      batchSize: options.batchSize ?? retention?.batchSize,
+      dutyCycle: retention?.dutyCycle,
+      ...(options.scope !== undefined ? { scope: options.scope } : {}),
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    });
   }
 
   stats(): IdempotencyStats {

@@ -185,9 +185,10 @@ export interface PruneKeysOptions {
   /**
    * Only keys created before this instant, or more than this many ms ago (database
    * clock), and then also those that never expire (claimed under `retention: false`) or
-   * whose lifetime is unknown (claimed before expiries were written). Without it, the
-   * keys whose own expiry has passed. Either way a key is never deleted before its own
-   * expiry.
+   * whose lifetime is unknown (claimed before expiries were written): for those, give at
+   * least the longest `retention` that ever wrote to the table. Without it, the keys
+   * whose own expiry has passed, and never one of unknown lifetime. Either way a key is
+   * never deleted before its own expiry.
    */
   olderThan?: Date | number;
   /** Rows deleted per statement. Default 1000. */
@@ -220,31 +221,20 @@ export function keyPruneTarget(ref: TableRef, scope: string | undefined): PruneT
  * whose own expiry has passed (written at the claim from the claiming configuration's
  * `retention`) and, with `olderThan`, only those older than it, and then also those
  * that never expire or whose lifetime is unknown (claimed before expiries were
- * written). A key is never deleted before its own expiry, so configurations and
- * services sharing the table never shorten each other's key lifetime. A pruned key is
- * free again: a retry that comes later runs afresh, so the lifetime must outlast your
- * clients' retries (idempotentFetch's `deadlineMs`).
+ * written: only a window removes those, since no pruner can know the retention they
+ * were claimed under). A key is never deleted before its own expiry, so configurations
+ * and services sharing the table never shorten each other's key lifetime. A pruned key
+ * is free again: a retry that comes later runs afresh, so the lifetime must outlast
+ * your clients' retries (idempotentFetch's `deadlineMs`).
  */
 export function pruneIdempotencyKeys(pool: Pool, options: PruneKeysOptions = {}): Promise<number> {
-  return pruneKeyTable(pool, options, undefined);
-}
-
-/**
- * {@link pruneIdempotencyKeys} for a pruner whose own retention is `keepMs`: without
- * `olderThan`, keys of unknown lifetime go too once older than every lifetime it knows.
- */
-export function pruneKeyTable(
-  pool: Pool,
-  options: PruneKeysOptions,
-  keepMs: number | undefined,
-): Promise<number> {
   return pruneTable(
     pool,
     keyPruneTarget(
       tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE }),
       options.scope,
     ),
-    { ...options, ...(keepMs !== undefined ? { keepMs } : {}) },
+    options,
   );
 }
 

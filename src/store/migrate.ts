@@ -51,21 +51,20 @@ export function tableDdl(spec: TableSpec): Ddl {
 export const EXPIRES_COLUMN = 'expires_at';
 
 /**
- * The index predicate of {@link expiryDdl}: rows that expire, and rows of unknown
- * lifetime. Not `infinity` (a writer without retention): those are only ever pruned by
- * age, through the time index, and every claim of a consumer without retention would
- * pay an entry here for nothing. Queries that use the index repeat one of its arms.
+ * The index predicate of {@link expiryDdl}: rows that expire. Not `infinity` (a writer
+ * without retention) nor NULL (written before the column, lifetime unknown): those are
+ * only ever pruned by a window, through the time index, and every claim of a consumer
+ * without retention, or of an instance of the earlier version, would pay an entry here
+ * for nothing. Queries that use the index repeat the predicate.
  */
 export const EXPIRY_INDEXED = {
   expiring: `${quoteIdentifier(EXPIRES_COLUMN)} < 'infinity'`,
-  unknown: `${quoteIdentifier(EXPIRES_COLUMN)} IS NULL`,
 };
 
 /**
  * The row's own expiry, for a table created before it: the column (nullable, no
  * default, so adding it rewrites nothing and old versions' inserts leave it NULL) and a
- * partial index over the rows that expire or whose lifetime is unknown, which pruning
- * scans. Both idempotent; a table created by this version already has the column, and
+ * partial index over the rows that expire, which pruning by expiry scans. Both idempotent; a table created by this version already has the column, and
  * the ALTER does nothing.
  */
 export function expiryDdl(ref: TableRef): Ddl {
@@ -75,7 +74,7 @@ export function expiryDdl(ref: TableRef): Ddl {
   return {
     statements: [
       `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} timestamptz`,
-      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${column}) WHERE ${EXPIRY_INDEXED.expiring} OR ${EXPIRY_INDEXED.unknown}`,
+      `CREATE INDEX IF NOT EXISTS ${index} ON ${table} (${column}) WHERE ${EXPIRY_INDEXED.expiring}`,
     ],
     relations: [`${quoteIdentifier(ref.schema, 'schema')}.${index}`],
   };

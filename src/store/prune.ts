@@ -12,9 +12,11 @@ export interface PruneOptions {
   /**
    * Only keys processed before this instant, or more than this many ms ago (database
    * clock), and then also those that never expire (a consumer without `retention`) or
-   * whose lifetime is unknown (processed before expiries were written). Without it, the
-   * keys whose own expiry (the `retention` of the consumer that processed them) passed.
-   * Either way a key is never deleted before its own expiry.
+   * whose lifetime is unknown (processed before expiries were written): for those, give
+   * at least the longest `retention` that ever wrote to the table. Without it, the keys
+   * whose own expiry (the `retention` of the consumer that processed them) passed, and
+   * never one of unknown lifetime. Either way a key is never deleted before its own
+   * expiry.
    */
   olderThan?: Date | number;
   /** Rows deleted per statement, so pruning never holds long locks. Default 1000. */
@@ -36,8 +38,9 @@ export interface PruneOptions {
 /**
  * Deletes dedup rows in bounded batches and returns how many were deleted: those whose
  * own expiry passed and, with `olderThan`, only those older than it (then also those
- * without an expiry). A row is never deleted before its own expiry, so consumers and
- * deployments sharing the table never shorten each other's window. The window must
+ * without an expiry, which only a window removes: rows that never expire, and rows from
+ * before expiries were written). A row is never deleted before its own expiry, so
+ * consumers and deployments sharing the table never shorten each other's window. The window must
  * outlast the longest redelivery path (visibility timeout × max receives, DLQ redrive,
  * Kafka replays): a key pruned too early lets a late redelivery apply its effect again.
  */
@@ -54,9 +57,11 @@ export interface PruneTarget {
   timeColumn: string;
   /**
    * The column of each row's own expiry, where the table has one (see `expiryDdl`): a
-   * row is never deleted before it. `infinity` (its writer set no lifetime) goes only by
-   * a prune with a window; NULL (written before the column, lifetime unknown) by a prune
-   * with a window, or once older than the longest lifetime the pruner knows of.
+   * row is never deleted before it. `infinity` (its writer set no lifetime) and NULL
+   * (written before the column, or by an instance of that version: lifetime unknown) go
+   * only by a prune with a window. A pruner cannot know the retention an earlier
+   * version's writer promised (the other side of a rolling deploy may keep keys longer
+   * than it), so only the operator, who knows the longest one, chooses that window.
    */
   expiresColumn?: string;
   /** Only rows whose `column` equals `value` (one consumer's, one scope's). */
@@ -65,14 +70,7 @@ export interface PruneTarget {
 
 /** The options every prune shares; without `olderThan`, the rows whose own expiry passed. */
 export type PruneBounds = Partial<Pick<PruneOptions, 'olderThan'>> &
-  Pick<PruneOptions, 'batchSize' | 'signal' | 'dutyCycle'> & {
-    /**
-     * The pruner's own retention, in ms: a row of unknown lifetime (NULL expiry) is
-     * deleted once older than it and than every lifetime still being written to the
-     * table. Without it, such rows go only by a prune with `olderThan`.
-     */
-    keepMs?: number;
-  };
+  Pick<PruneOptions, 'batchSize' | 'signal' | 'dutyCycle'>;
 
 /** Largest `batchSize` of a prune. */
 export const MAX_PRUNE_BATCH = 100_000;
@@ -90,13 +88,11 @@ export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): P
 
 /**
  * When a prune runs, on the database's clock: `now`, which a row's own expiry is held
- * against; `cutoff` (now minus the window), undefined for a prune by expiry alone; and
- * `unknownBefore`, before which a row of unknown lifetime goes (undefined: none goes).
+ * against, and `cutoff` (now minus the window), undefined for a prune by expiry alone.
  */
 export interface PruneClock {
   now: Date;
   cutoff: Date | undefined;
-  unknownBefore?: Date | undefined;
 }
 
 /**
@@ -114,7 +110,7 @@ export async function pruneTable(
     throw new ConfigurationError('olderThan', 'is required: these rows carry no expiry');
   const table = qualifiedTable(target.ref);
   const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
-  const clock = await pruneClock(pool, options.olderThan, { target, keepMs: options.keepMs });
+  const clock = await pruneClock(pool, options.olderThan);
   let total = 0;
   // One pass per condition, each on its own index (see prunable).
   for (const { where, params } of prunable(target, clock)) {
@@ -146,8 +142,8 @@ export async function pruneTable(
  * DELETE and for counting them. Without an expiry column: older than the window. With
  * one, a row goes only once its own expiry has passed; with a window, only rows older
  * than it as well, and then also those without a lifetime (`infinity`) or of unknown
- * lifetime (NULL); without a window, rows of unknown lifetime older than
- * `unknownBefore` in a second pass (by the time index; the first goes by the expiry's).
+ * lifetime (NULL). Without a window, never a row of unknown lifetime: its writer's
+ * retention is not known, and a guess shorter than it frees a key still promised.
  */
 function prunable(
   target: PruneTarget,
@@ -164,7 +160,7 @@ function prunable(
       where += ` AND ${quoteIdentifier(target.only.column)} = ${param(target.only.value)}`;
     return { where, params };
   };
-  const { cutoff, now, unknownBefore } = clock;
+  const { cutoff, now } = clock;
   if (cutoff !== undefined)
     return [
       condition((p) =>
@@ -174,15 +170,11 @@ function prunable(
       ),
     ];
   if (expires === undefined) return [];
-  // Each pass repeats an arm of the expiry index's predicate, so the planner can use it
-  // whatever the parameters (see EXPIRY_INDEXED).
+  // Repeats the expiry index's predicate, so the planner can use it whatever the
+  // parameters (see EXPIRY_INDEXED). `expires < now` is never true of NULL.
   const indexed = expires === quoteIdentifier(EXPIRES_COLUMN);
   const expiring = indexed ? ` AND ${EXPIRY_INDEXED.expiring}` : '';
-  const unknown = indexed ? EXPIRY_INDEXED.unknown : `${expires} IS NULL`;
-  const passes = [condition((p) => `${expires} < ${p(now)}${expiring}`)];
-  if (unknownBefore !== undefined)
-    passes.push(condition((p) => `${unknown} AND ${time} < ${p(unknownBefore)}`));
-  return passes;
+  return [condition((p) => `${expires} < ${p(now)}${expiring}`)];
 }
 
 /**
@@ -226,39 +218,17 @@ function checkOlderThan(olderThan: Date | number): void {
 
 /**
  * The clock of a prune: the database's `now()` and, with a window, its cutoff (see
- * {@link pruneCutoff}). With `keepMs` (the pruner's own retention) on a table with an
- * expiry column, also `unknownBefore`: now minus the longest lifetime it knows of, its
- * own or the furthest expiry any writer has set (a lower bound of that writer's
- * retention), so a row of unknown lifetime outlives every retention still in use.
+ * {@link pruneCutoff}).
  */
 export async function pruneClock(
   pool: Pick<Pool, 'query'>,
   olderThan: Date | number | undefined,
-  unknown?: { target: PruneTarget; keepMs: number | undefined },
 ): Promise<PruneClock> {
   if (olderThan !== undefined) checkOlderThan(olderThan);
-  const expires = unknown?.target.expiresColumn;
-  const keepMs = unknown?.keepMs;
-  const params: unknown[] = [
-    typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0,
-  ];
-  let known = 'NULL::timestamptz';
-  if (
-    unknown !== undefined &&
-    expires !== undefined &&
-    keepMs !== undefined &&
-    olderThan === undefined
-  ) {
-    const column = quoteIdentifier(expires);
-    known = `now() - greatest($${params.push(Math.min(keepMs, THOUSAND_YEARS_MS))}::double precision * interval '1 millisecond',
-          (SELECT max(${column}) FROM ${qualifiedTable(unknown.target.ref)}
-            WHERE ${column} < 'infinity') - now())`;
-  }
   const result = await pool
-    .query<{ now: Date; cutoff: Date; unknown_before: Date | null }>(
-      `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff,
-              ${known} AS unknown_before`,
-      params,
+    .query<{ now: Date; cutoff: Date }>(
+      `SELECT now() AS now, now() - $1::double precision * interval '1 millisecond' AS cutoff`,
+      [typeof olderThan === 'number' ? Math.min(olderThan, THOUSAND_YEARS_MS) : 0],
     )
     .catch((cause: unknown) => {
       throw new DatabaseError('prune', cause);
@@ -268,11 +238,7 @@ export async function pruneClock(
     throw new DatabaseError('prune', new Error('no cutoff from now()'));
   const cutoff =
     olderThan === undefined ? undefined : olderThan instanceof Date ? olderThan : row.cutoff;
-  return {
-    now: row.now,
-    cutoff,
-    ...(row.unknown_before instanceof Date ? { unknownBefore: row.unknown_before } : {}),
-  };
+  return { now: row.now, cutoff };
 }
 
 /**

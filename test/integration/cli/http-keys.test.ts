@@ -257,30 +257,33 @@ describe("prune --family http-keys and each key's own expiry", () => {
       ['acme', 'kept', '3 days'],
       ['acme', 'expired', '3 days'],
       ['acme', 'forever', '3 days'],
+      ['acme', 'legacy', '3 days'],
     ]);
-    // As configurations with a week's, an hour's and no retention would have claimed them.
+    // As configurations with a week's, an hour's and no retention would have claimed them,
+    // and the version before expires_at (lifetime unknown: only a window deletes it).
     await db.pool.query(
       `UPDATE ${db.table(table)} SET expires_at = CASE idempotency_key
          WHEN 'kept' THEN now() + interval '4 days' WHEN 'expired' THEN now() - interval '1 minute'
+         WHEN 'legacy' THEN NULL
          ELSE expires_at END`, // 'forever': infinity, as retention: false writes it
     );
     const byExpiry = json(
       await eo(['prune', '--family', 'http-keys', '--expired', '--json'], table),
     );
     expect(byExpiry).toMatchObject({ olderThan: null, cutoff: null, deleted: 1 });
-    expect(await keysOf(table)).toEqual(['acme/forever', 'acme/kept']);
+    expect(await keysOf(table)).toEqual(['acme/forever', 'acme/kept', 'acme/legacy']);
     const dry = json(
       await eo(
         ['prune', '--family', 'http-keys', '--older-than', '1d', '--dry-run', '--json'],
         table,
       ),
     );
-    expect(dry).toMatchObject({ wouldDelete: 1 });
+    expect(dry).toMatchObject({ wouldDelete: 2 });
     // stats --window counts what prune --older-than deletes: not the key still kept.
     const stats = json(
       await eo(['stats', '--family', 'http-keys', '--window', '1d', '--json'], table),
     );
-    expect(stats.total).toMatchObject({ rows: 2, olderThanWindow: 1 });
+    expect(stats.total).toMatchObject({ rows: 3, olderThanWindow: 2 });
     await eo(['prune', '--family', 'http-keys', '--older-than', '1d'], table);
     expect(await keysOf(table)).toEqual(['acme/kept']);
   });

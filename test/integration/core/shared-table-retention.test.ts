@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createConsumer, prune, type Consumer } from '../../../src/index.js';
+import { createConsumer, migrate, prune, type Consumer } from '../../../src/index.js';
 import { memorySource, type MemorySource } from '../../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -95,6 +95,36 @@ describe('consumers sharing the dedup table with different retention', () => {
     expect(await row('ledger', 'entry')).toBe(true);
   });
 
+  it("a rolling deploy from before expires_at: the new side's pruner keeps the old side's keys", async () => {
+    // The old side (the version before expires_at, 7 d) processed the payout and left no
+    // expiry; the new side (1 h, pruning every 100 ms) runs beside it.
+    const oldSource = memorySource<Body>();
+    await consumer('refunds', oldSource, { olderThanMs: 7 * 86_400_000, intervalMs: 86_400_000 });
+    oldSource.send({ n: 4 }, { key: 'refund' });
+    await settled(oldSource, 'refund');
+    // As that version's claim leaves its row: no expiry; processed 2 h ago.
+    await db.pool.query(
+      `UPDATE ${db.table('processed_messages')} SET expires_at = NULL, processed_at = now() - interval '2 hours'
+        WHERE consumer = 'refunds' AND message_key = 'refund'`,
+    );
+    // An expired key, so that a run of the new side's pruner shows (it reports only deletions).
+    await db.pool.query(
+      `INSERT INTO ${db.table('processed_messages')} (consumer, message_key, expires_at)
+       VALUES ('refunds', 'expired', now() - interval '1 second')`,
+    );
+    const newSide = await consumer('refunds', memorySource<Body>(), {
+      olderThanMs: 3600_000,
+      intervalMs: 100,
+    });
+    await waitFor(() => newSide.stats().pruned > 0, { what: "the new side's pruner ran" });
+    expect(await row('refunds', 'expired')).toBe(false);
+    // Redelivered within the old side's 7 days: a duplicate, not a second refund.
+    oldSource.send({ n: 4 }, { key: 'refund' });
+    await settled(oldSource, 'refund');
+    expect(await effects('refund')).toBe(1);
+    expect(await row('refunds', 'refund')).toBe(true);
+  });
+
   it('a consumer without retention adds nothing to the expiry index (its rows never expire)', async () => {
     const table = 'processed_forever';
     const source = memorySource<Body>();
@@ -117,5 +147,22 @@ describe('consumers sharing the dedup table with different retention', () => {
     );
     // An empty B-tree is its metapage alone: no entry went in for these 50 claims.
     expect(rows[0]).toEqual({ bytes: 8192, infinite: 50 });
+  });
+
+  it('rows of unknown lifetime add nothing to the expiry index (only a window prunes them)', async () => {
+    const table = 'processed_legacy';
+    await migrate(db.pool, { schema: db.schema, table });
+    // 50 claims as the version before expires_at makes them: no expiry.
+    await db.pool.query(
+      `INSERT INTO ${db.table(table)} (consumer, message_key)
+       SELECT 'legacy', 'k' || i FROM generate_series(1, 50) AS i`,
+    );
+    const { rows } = await db.pool.query<{ bytes: number; unknown: number }>(
+      `SELECT pg_relation_size($1::regclass)::int AS bytes,
+              (SELECT count(*)::int FROM ${db.table(table)} WHERE expires_at IS NULL) AS unknown`,
+      [`${db.schema}.${table}_expires_at_idx`],
+    );
+    // An empty B-tree is its metapage alone: no entry went in for these 50 rows.
+    expect(rows[0]).toEqual({ bytes: 8192, unknown: 50 });
   });
 });

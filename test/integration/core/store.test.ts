@@ -152,9 +152,12 @@ describe('retention', () => {
       handler: async () => undefined,
     });
     await migrate(db.pool, { schema: db.schema });
+    // Claimed 2 h ago under this hour's retention: expired an hour ago. (A row without an
+    // expiry, from before the column, goes only by a prune with a window.)
     await db.pool.query(`
-      INSERT INTO processed_messages (consumer, message_key, processed_at)
-      SELECT c, 'stale-' || g, now() - interval '2 hours' FROM generate_series(1, 30) g, unnest(ARRAY['retained','other']) c`);
+      INSERT INTO processed_messages (consumer, message_key, processed_at, expires_at)
+      SELECT c, 'stale-' || g, now() - interval '2 hours', now() - interval '1 hour'
+        FROM generate_series(1, 30) g, unnest(ARRAY['retained','other']) c`);
     const pruned: number[] = [];
     consumer.on('pruned', ({ deleted }) => pruned.push(deleted));
     source.send({ n: 1 }, { key: 'fresh' });

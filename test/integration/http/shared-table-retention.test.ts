@@ -5,6 +5,7 @@ import {
   type Idempotency,
   type IdempotencyContext,
   type IdempotencyOptions,
+  pruneIdempotencyKeys,
 } from 'effectively-once/http';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 
@@ -110,6 +111,27 @@ describe('configurations sharing one key table with different retention', () => 
     expect(await effects(key)).toBe(1);
   });
 
+  it("a rolling deploy from before expires_at: the new side's pruner keeps the old side's keys", async () => {
+    // The old side (the version before expires_at, 7 d) claims through `_claim_v1`, which
+    // writes no expiry; the new side (1 h) prunes. Its row as that claim leaves it: the
+    // expiry cleared, claimed 2 h ago (database clock), well within the old side's 7 days.
+    const table = 'eo_keys_rolling_legacy';
+    const oldSide = endpoint(table, 'deploy', { olderThanMs: 7 * 86_400_000, intervalMs: QUIET });
+    const newSide = endpoint(table, 'deploy', { olderThanMs: 3600_000, intervalMs: QUIET });
+    const payout = randomUUID();
+    expect((await call(oldSide, payout)).status).toBe(201);
+    await db.pool.query(
+      `UPDATE ${db.table(table)} SET expires_at = NULL, created_at = now() - interval '2 hours'
+        WHERE idempotency_key = $1`,
+      [payout],
+    );
+    await newSide.prune();
+    // The client's retry replays; it does not pay again.
+    const retry = await call(oldSide, payout);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await effects(payout)).toBe(1);
+  });
+
   /** A key table as the version before `expires_at` created it. */
   const previousVersionTable = async (table: string): Promise<void> => {
     await db.pool.query(`CREATE TABLE ${db.table(table)} (
@@ -150,24 +172,25 @@ describe('configurations sharing one key table with different retention', () => 
     ]);
   });
 
-  it('rows from before expires_at: kept until the longest retention known, then pruned in the background', async () => {
+  it('rows from before expires_at: no prune without a window deletes them; one with a window does', async () => {
     const table = 'eo_keys_legacy';
     await previousVersionTable(table);
     await legacyRow(table, 'legacy-2h', '2 hours');
     await legacyRow(table, 'legacy-30m', '30 minutes');
     const hourly = endpoint(table, 'new', { olderThanMs: 3600_000, intervalMs: QUIET });
     await hourly.migrate();
-    // Older than this pruner's hour, and no writer is known to keep keys longer: it goes.
-    expect(await hourly.prune()).toBe(1);
-    expect(await keys(table)).toEqual(['legacy-30m']);
-    // A configuration writing 3 h lifetimes: a 2 h old row of unknown lifetime stays.
+    // Older than this pruner's hour, but written under a retention it cannot know: kept.
+    expect(await hourly.prune()).toBe(0);
+    expect(await pruneIdempotencyKeys(db.pool, { schema: db.schema, table })).toBe(0);
+    expect(await keys(table)).toEqual(['legacy-2h', 'legacy-30m']);
+    // The operator's window (the longest retention that wrote to the table) removes
+    // those older than it; never a key before its own expiry.
     const long = endpoint(table, 'new', { olderThanMs: 3 * 3600_000, intervalMs: QUIET });
     const key = randomUUID();
     expect((await call(long, key)).status).toBe(201);
-    await legacyRow(table, 'legacy-2h-again', '2 hours');
-    expect(await hourly.prune()).toBe(0);
-    // An explicit window removes rows of unknown lifetime; never a key before its expiry.
-    expect(await hourly.prune({ olderThan: 1000 })).toBe(2);
+    expect(await hourly.prune({ olderThan: 3600_000 })).toBe(1);
+    expect(await keys(table)).toEqual([key, 'legacy-30m'].sort());
+    expect(await hourly.prune({ olderThan: 1000 })).toBe(1);
     expect(await keys(table)).toEqual([key]);
   });
 });
