@@ -17,6 +17,7 @@ import {
   type Idempotency,
   type IdempotencyContext,
   type WebhookOptions,
+  webhookScope,
 } from 'effectively-once/http';
 import { appFixture, startApp, type App } from './apps.js';
 import { answer } from './support.js';
@@ -130,5 +131,28 @@ describe('web core: a webhook key space no ordinary request reaches', () => {
     expect(await charge(charges, 'webhook:acme-billing', id)).toBe(201);
     // Before the fix: 422 (another endpoint's key), never applied.
     expect(await deliver(hooks, id, undefined)).toEqual({ status: 200, applied: 1 });
+  });
+
+  it("a plain scope spelled as a webhook's stored scope is refused: 500, nothing claimed", async () => {
+    const db = fixture.db();
+    const idempotency = fixture.track(
+      createIdempotency({
+        pool: db.pool,
+        schema: db.schema,
+        // A scope function returning what webhookScope stores: no ordinary request may.
+        scope: (request) =>
+          webhookScope('webhook:acme-billing', request.headers.get('x-tenant') ?? undefined),
+      }),
+    );
+    const charges = fixture.track(
+      await startApp({ framework: 'hono', idempotency, run: charging }),
+    );
+    const id = `evt_${randomUUID().slice(0, 8)}`;
+    expect(await charge(charges, 'alpha', id)).toBe(500);
+    const { rows } = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM eo_idempotency_keys WHERE idempotency_key = $1',
+      [id],
+    );
+    expect(rows[0]?.n).toBe(0);
   });
 });
