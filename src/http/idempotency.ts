@@ -33,6 +33,7 @@ import {
 import { parseIdempotencyKey } from './key.js';
 import {
   checkScope,
+  checkStoredScope,
   resolveOptions,
   type IdempotencyConfig,
   type IdempotencyOptions,
@@ -260,7 +261,8 @@ class IdempotencyImpl implements Idempotency {
 
   /**
    * One request: admission, claim, handler. `buffered`: the body, already read by an
-   * adapter (then `request` is its bodyless head).
+   * adapter (then `request` is its bodyless head). `deliveryScope`: an admitted webhook
+   * delivery's scope (see webhookScope), which no plain scope, overrides' included, can be.
    */
   private async run(
     head: RequestHead,
@@ -268,6 +270,7 @@ class IdempotencyImpl implements Idempotency {
     overrides: RequestOverrides,
     buffered?: Uint8Array,
     telemetry?: HttpRequestScope,
+    deliveryScope?: string,
   ): Promise<Execution> {
     const cfg = this.cfg;
     if (this.closing !== undefined) return this.problem(new ShutdownError('(closed)'), 'failed');
@@ -295,13 +298,22 @@ class IdempotencyImpl implements Idempotency {
       } catch (error) {
         return this.stopped(error) ?? this.threw(error);
       }
-      const rest = { ...overrides, webhook: undefined, key, scope: webhookScope(door, tenant) };
+      let scope: string;
+      try {
+        // Outside every plain scope (see webhookScope), so passed on beside the overrides.
+        scope = checkStoredScope(webhookScope(door, tenant));
+      } catch (error) {
+        return this.threw(error);
+      }
+      const { scope: _tenant, ...plain } = overrides;
+      const rest = { ...plain, webhook: undefined, key };
       return this.run(
         headOf(admission.request),
         handler,
         mode ? { ...rest, fingerprint: mode } : rest,
         undefined,
         telemetry,
+        scope,
       );
     }
     let key: string | undefined;
@@ -331,11 +343,13 @@ class IdempotencyImpl implements Idempotency {
     let fp: Buffer;
     try {
       const url = new URL(head.url);
-      scope = checkScope(
-        overrides.scope ??
-          cfg.constantScope ??
-          (await this.untilHardStop(cfg.scope(head.request()))),
-      );
+      scope =
+        deliveryScope ??
+        checkScope(
+          overrides.scope ??
+            cfg.constantScope ??
+            (await this.untilHardStop(cfg.scope(head.request()))),
+        );
       route = overrides.route ?? (cfg.routeIsPath ? url.pathname : cfg.route(head.request()));
       if (typeof route !== 'string') throw new TypeError('route() must return a string');
       fp = fingerprint(

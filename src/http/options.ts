@@ -301,11 +301,19 @@ function constantScope(scope: string): () => string {
 }
 
 /**
+ * Starts every scope a webhook delivery's key is stored under (U+001F, the unit
+ * separator; see `webhookScope`), and no other: {@link checkScope} refuses it in a plain
+ * scope, so no ordinary request, whatever its tenant, can claim a delivery's key.
+ */
+export const WEBHOOK_SCOPE_MARK = '\u001f';
+
+/**
  * A scope is part of the primary key: bounded, and stored as itself. No NUL (Postgres
  * text cannot hold it) and no lone surrogate (node-postgres sends U+FFFD in its place,
- * so two tenants' scopes differing only there would share one key space).
+ * so two tenants' scopes differing only there would share one key space). This is the
+ * check of any stored scope (a webhook's included); {@link checkScope} is a plain one's.
  */
-export function checkScope(scope: unknown): string {
+export function checkStoredScope(scope: unknown): string {
   if (
     typeof scope !== 'string' ||
     scope.length > 1024 ||
@@ -318,6 +326,21 @@ export function checkScope(scope: unknown): string {
       { scope: typeof scope === 'string' ? scope.slice(0, 64) : typeof scope },
     );
   return scope;
+}
+
+/**
+ * A plain scope (an endpoint's, a request's, a tenant's): a stored scope without the
+ * webhook mark, U+001F, so the webhook key space is out of every ordinary request's reach.
+ */
+export function checkScope(scope: unknown): string {
+  checkStoredScope(scope);
+  if ((scope as string).includes(WEBHOOK_SCOPE_MARK))
+    throw new ConfigurationError(
+      'scope',
+      'must not contain U+001F: it marks the scopes of webhook deliveries, which no ordinary request can claim',
+      { scope: (scope as string).slice(0, 64) },
+    );
+  return scope as string;
 }
 
 function storedHeaders(list: readonly string[] | undefined): ReadonlySet<string> {

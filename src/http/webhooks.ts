@@ -1,7 +1,7 @@
 import { isLosslessNumber, parse as parseLossless } from 'lossless-json';
 import { untilAborted } from '../deadline.js';
 import { ConfigurationError, EffectivelyOnceError } from '../errors.js';
-import { checkScope } from './options.js';
+import { checkScope, WEBHOOK_SCOPE_MARK } from './options.js';
 import { readRequestBody } from './body.js';
 import type { IdempotencyContext, IdempotentHandler } from './context.js';
 import {
@@ -218,11 +218,11 @@ export interface WebhookOptions {
   verify: ((request: Request, body: Uint8Array) => boolean | Promise<boolean>) | false;
   /**
    * The namespace of the sender's delivery ids (the door). Default
-   * `webhook:<source.name>`. It composes with the tenant, never replaces it: on an
-   * endpoint whose scope is per request (a `scope` function, or an adapter's `scope`),
-   * keys are stored under {@link webhookScope}`(this, tenant)`, so two tenants whose
-   * sender numbers deliveries per account never share one; on an endpoint with a
-   * constant scope, under this string alone, as before.
+   * `webhook:<source.name>`. It composes with the tenant, never replaces it: keys are
+   * stored under {@link webhookScope}`(this, tenant)`, the tenant being the endpoint's
+   * per-request scope (a `scope` function, or an adapter's `scope`), or none on an
+   * endpoint with a constant scope; so two tenants whose sender numbers deliveries per
+   * account never share one, and no ordinary request's scope reaches a delivery's key.
    */
   scope?: string;
   /**
@@ -323,15 +323,15 @@ export async function admitDelivery(
 }
 
 /**
- * The scope a webhook delivery's key is stored under: the tenant and the sender's
- * namespace (`door`), composed so that no two different pairs give one string
- * (`["<tenant>","<door>"]`, the JSON of both). Without a per-request tenant (the
- * endpoint's scope is a constant) it is the door alone: the exact string keys were
- * stored under before scopes composed, so redeliveries of deliveries applied before an
- * upgrade are still recognised.
+ * The scope a webhook delivery's key is stored under: U+001F (refused in every plain
+ * scope, the endpoint's, a `scope` function's, an adapter's, so no ordinary request's
+ * scope is ever this string, whatever its tenant), then the JSON of the tenant and the sender's namespace (`door`),
+ * `["<tenant>","<door>"]`, or of the door alone, `["<door>"]`, when there is no
+ * per-request tenant (the endpoint's scope is a constant). No two different pairs, and
+ * no pair and lone door, give one string.
  */
 export function webhookScope(door: string, tenant: string | undefined): string {
-  return tenant === undefined ? door : JSON.stringify([tenant, door]);
+  return WEBHOOK_SCOPE_MARK + JSON.stringify(tenant === undefined ? [door] : [tenant, door]);
 }
 
 /** A webhook handler as an idempotent one: nothing returned is 204. */

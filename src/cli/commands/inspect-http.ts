@@ -1,7 +1,7 @@
 import { ConfigurationError, InvalidKeyError } from '../../errors.js';
 import { IdempotencyKeyInvalidError } from '../../http/errors.js';
 import { parseIdempotencyKey } from '../../http/key.js';
-import { checkScope } from '../../http/options.js';
+import { checkStoredScope } from '../../http/options.js';
 import { qualifiedTable } from '../../store/identifiers.js';
 import { storedAnswer, type InFlight, type StoredAnswer } from '../key-status.js';
 import { flag } from '../args.js';
@@ -27,7 +27,7 @@ export async function inspectHttpKey(
       'is required with --family http-keys: a key belongs to one scope (tenant), and inspect never reads across scopes (`stats --family http-keys` lists them)',
     );
   try {
-    checkScope(scope);
+    checkStoredScope(scope);
   } catch {
     throw new ConfigurationError(
       '--scope',

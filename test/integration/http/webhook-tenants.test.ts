@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import {
   createIdempotency,
-  fingerprint,
   headerSource,
   type WebhookOptions,
+  webhookScope,
 } from 'effectively-once/http';
 import { FRAMEWORKS } from '../../helpers/http/payments.js';
 import { appFixture, startApp, type App } from './apps.js';
@@ -111,27 +111,28 @@ describe('a composed scope', () => {
   });
 });
 
-describe('upgrading: a constant scope keeps the scope string of the keys stored before', () => {
-  it.each(FRAMEWORKS)(
-    '%s: a redelivery of a delivery applied before the upgrade is still a replay',
-    async (framework) => {
-      const app = await start(framework, 'public');
+describe('where a delivery is stored: webhookScope(door, tenant), out of plain scopes', () => {
+  it.each([
+    ['a per-request tenant', undefined, ['alpha', 'webhook:acme-billing']],
+    ['a constant scope', 'public', ['webhook:acme-billing']],
+  ] as const)(
+    '%s: the key row is under U+001F and the JSON of the pair',
+    async (_, scope, pair) => {
+      const app = await start('hono', scope);
       const id = `evt_${randomUUID().slice(0, 8)}`;
-      // The row the previous version stored: scope `webhook:<source>`, the body ignored.
-      const body = JSON.stringify({ account: 'alpha', invoice: 'paid' });
-      const fp = fingerprint(
-        { method: 'POST', route: '/run', search: '', body: Buffer.from(body), contentType: null },
-        () => '',
+      expect((await deliver(app, 'alpha', id)).status).toBe(200);
+      const { rows } = await fixture
+        .db()
+        .pool.query<{ scope: string }>(
+          'SELECT scope FROM eo_idempotency_keys WHERE idempotency_key = $1',
+          [id],
+        );
+      const expected = webhookScope(
+        'webhook:acme-billing',
+        pair.length === 2 ? 'alpha' : undefined,
       );
-      await fixture.db().pool.query(
-        `INSERT INTO eo_idempotency_keys (scope, idempotency_key, method, route, fingerprint, status, headers, body)
-         VALUES ('webhook:acme-billing', $1, 'POST', '/run', $2, 200, '{"content-type":"application/json"}', $3)`,
-        [id, fp, Buffer.from('{"before":"upgrade"}')],
-      );
-      const redelivery = await deliver(app, 'alpha', id);
-      expect(redelivery).toMatchObject({ status: 200, body: '{"before":"upgrade"}' });
-      expect(redelivery.headers['idempotent-replayed']).toBe('true');
-      expect(await applied('alpha', id)).toBe(0);
+      expect(rows).toEqual([{ scope: expected }]);
+      expect(expected).toBe(`\u001f${JSON.stringify(pair)}`);
     },
   );
 });

@@ -62,6 +62,7 @@ describe('createIdempotency options', () => {
     [{ scope: undefined }, 'scope'],
     [{ scope: 'x'.repeat(1025) }, 'scope'],
     [{ scope: 'a\u0000b' }, 'scope'],
+    [{ scope: '\u001f["webhook:github"]' }, 'scope'],
     [{ scope: 'tenant-\ud800' }, 'scope'],
     [{ scope: '\udc00tenant' }, 'scope'],
     [{ header: 'Bad Header' }, 'header'],
