@@ -278,7 +278,8 @@ describe('Kafka: the admission floor', () => {
         client: 'kafkajs',
         consumer,
       });
-    const first = await start('a');
+    // The same retention as the replay's: the row carries this expiry, which the prune keeps.
+    const first = await start('a', { retention: { olderThanMs: WINDOW_MS, intervalMs: 60_000 } });
     try {
       await waitFor(async () => (await committedOffsets(kafka, groupId, topic)).get(0) === 1, {
         timeoutMs: 30_000,
