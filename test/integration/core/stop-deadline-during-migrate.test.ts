@@ -1,23 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { createConsumer } from '../../../src/index.js';
+import { createConsumer, StateError } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor, within } from '../../helpers/wait-for.js';
 
-// The upgrade this round documents: `migrate` adds `expires_at` to an existing dedup
-// table (ALTER TABLE ... ADD COLUMN IF NOT EXISTS). The ALTER needs an ACCESS EXCLUSIVE
-// lock and runs without a lock_timeout, so it queues behind any open transaction on the
-// table, like the CREATE INDEX IF NOT EXISTS before it (an old instance's claim whose handler is running, a report). stop({ timeoutMs })
-// called meanwhile first awaits the start() still migrating (consumer.ts shutdown():
-// `await this.starting` comes before the deadline's timer is even set), so it does not
-// resolve by its deadline; it waits for as long as the other transaction stays open.
+// `migrate` adds `expires_at` to an existing dedup table (ALTER TABLE ... ADD COLUMN IF
+// NOT EXISTS): it needs an ACCESS EXCLUSIVE lock, so it queues behind any open
+// transaction on the table (an old instance's claim whose handler is running). stop({
+// timeoutMs }) called meanwhile must still resolve by its deadline: start() is abandoned
+// (it rejects with a StateError) and the migrating backend cancelled, not left queued.
 
-describe('attack: stop() deadline while start() migrates behind an open transaction', () => {
+describe('stop() deadline while start() migrates behind an open transaction', () => {
   let db: TestDatabase;
   let other: pg.Client;
   beforeAll(async () => {
-    db = await createTestDatabase('attack_stop_migrate');
+    db = await createTestDatabase('stop_during_migrate');
     other = new pg.Client({ connectionString: databaseUrl(), options: `-c search_path=${db.schema}` });
     await other.connect();
   });
@@ -59,9 +57,18 @@ describe('attack: stop() deadline while start() migrates behind an open transact
       upgraded.stop({ timeoutMs: 1000 }).then(() => 'stopped' as const),
       8000,
     );
+    // The abandoned migration must not stay queued for the lock, stalling every claim.
+    const stillWaiting = (
+      await db.pool.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND (query LIKE '%ALTER TABLE%' OR query LIKE '%CREATE INDEX%') AND query LIKE $1`,
+        [`%${db.schema}%`],
+      )
+    ).rowCount;
     await other.query('ROLLBACK');
-    await starting;
+    const outcome = await starting;
     await upgraded.stop();
     expect(result).toBe('stopped');
+    expect(outcome).toBeInstanceOf(StateError);
+    expect(stillWaiting).toBe(0);
   });
 });
