@@ -16,7 +16,10 @@ describe('stop() deadline while start() migrates behind an open transaction', ()
   let other: pg.Client;
   beforeAll(async () => {
     db = await createTestDatabase('stop_during_migrate');
-    other = new pg.Client({ connectionString: databaseUrl(), options: `-c search_path=${db.schema}` });
+    other = new pg.Client({
+      connectionString: databaseUrl(),
+      options: `-c search_path=${db.schema}`,
+    });
     await other.connect();
   });
   afterAll(async () => {
@@ -39,9 +42,20 @@ describe('stop() deadline while start() migrates behind an open transaction', ()
     await db.pool.query('ALTER TABLE processed_messages DROP COLUMN expires_at');
     // An old instance's claim, its handler still running.
     await other.query('BEGIN');
-    await other.query(`INSERT INTO processed_messages (consumer, message_key) VALUES ('pay', 'k-old')`);
+    await other.query(
+      `INSERT INTO processed_messages (consumer, message_key) VALUES ('pay', 'k-old')`,
+    );
 
-    const upgraded = createConsumer<{ n: number }>({ ...options, source: memorySource() });
+    const handled: number[] = [];
+    const source = memorySource<{ n: number }>();
+    source.send({ n: 1 });
+    const upgraded = createConsumer<{ n: number }>({
+      ...options,
+      source,
+      handler: async (body) => {
+        handled.push(body.n);
+      },
+    });
     const starting = upgraded.start().catch((e: unknown) => e);
     await waitFor(
       async () =>
@@ -70,5 +84,14 @@ describe('stop() deadline while start() migrates behind an open transaction', ()
     expect(result).toBe('stopped');
     expect(outcome).toBeInstanceOf(StateError);
     expect(stillWaiting).toBe(0);
+    // Abandoned, not resumed: the source never ran, even once the lock was free.
+    expect(handled).toEqual([]);
+    expect(
+      (
+        await db.pool.query(
+          `SELECT 1 FROM processed_messages WHERE consumer = 'pay' AND message_key <> 'k-old'`,
+        )
+      ).rowCount,
+    ).toBe(0);
   });
 });
