@@ -16,7 +16,10 @@ describe('stop() deadline with a claim waiting on a key held by another instance
   let other: pg.Client;
   beforeAll(async () => {
     db = await createTestDatabase('stop_claim_on_lock');
-    other = new pg.Client({ connectionString: databaseUrl(), options: `-c search_path=${db.schema}` });
+    other = new pg.Client({
+      connectionString: databaseUrl(),
+      options: `-c search_path=${db.schema}`,
+    });
     await other.connect();
   });
   afterAll(async () => {
