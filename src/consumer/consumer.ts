@@ -15,7 +15,7 @@ import { Runner } from './runner.js';
 import { Settler } from './settle.js';
 import { emptyStats } from './stats.js';
 import { Tracing } from './tracing.js';
-import { migrate } from '../store/migrate.js';
+import { dedupTables } from '../store/migrate.js';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
 import type { Consumer, StopOptions } from './types.js';
 
@@ -104,10 +104,17 @@ class ConsumerImpl<T> implements Consumer {
 
   private async begin(): Promise<void> {
     try {
-      if (this.cfg.migrate) await migrate(this.cfg.pool, this.cfg.table);
+      // The hard stop (stop()'s deadline) cancels a migration still waiting on a lock.
+      if (this.cfg.migrate)
+        await dedupTables.migrate(this.cfg.pool, this.cfg.table, this.hardStop.signal);
     } catch (error) {
       // A failed start leaves nothing running: the caller may start() again later.
       if (this.state === 'starting') this.state = 'new';
+      if (this.hardStop.signal.aborted)
+        throw new StateError(
+          `Consumer "${this.cfg.name}" was stopped while start() was still migrating; nothing was consumed`,
+          { consumer: this.cfg.name },
+        );
       throw error;
     }
     // stop() came while migrating: the source must never run.
@@ -158,12 +165,16 @@ class ConsumerImpl<T> implements Consumer {
     this.state = 'stopping';
     this.lifecycle.stopping = true;
     this.receiveAbort.abort();
-    // A start() still migrating sees the state and never runs the source.
-    await this.starting?.catch(() => undefined);
     // The deadline also bounds the source's close: a broker client still joining a group
-    // (or disconnecting from one) must not hold stop() past it.
+    // (or disconnecting from one) must not hold stop() past it. It starts before waiting
+    // for a start() still migrating, which may wait on a lock for as long as another
+    // transaction stays open: at the deadline the hard stop cancels that migration.
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    // A start() still migrating sees the state and never runs the source.
+    if (this.starting && !(await settlesBefore(this.starting, deadline.signal)))
+      this.hardStop.abort();
+    await this.starting?.catch(() => undefined);
     const grace = new Promise<'timeout'>((resolve) =>
       deadline.signal.addEventListener('abort', () => resolve('timeout'), { once: true }),
     );

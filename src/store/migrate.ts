@@ -88,8 +88,13 @@ export function expiryDdl(ref: TableRef): Ddl {
 export function ddlTableFamily(def: Omit<TableFamily, 'migrate'>): TableFamily {
   return {
     ...def,
-    migrate: (pool, ref) =>
-      applyDdl(pool, def.ddl(ref), { lockKey: MIGRATION_LOCK_KEY, operation: 'migrate', ref }),
+    migrate: (pool, ref, signal) =>
+      applyDdl(pool, def.ddl(ref), {
+        lockKey: MIGRATION_LOCK_KEY,
+        operation: 'migrate',
+        ref,
+        signal,
+      }),
   };
 }
 

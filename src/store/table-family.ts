@@ -2,6 +2,10 @@ import type { Pool } from 'pg';
 import { DatabaseError } from '../errors.js';
 import type { TableRef } from './identifiers.js';
 import { guardNewClients } from '../tx/acquire.js';
+import { cancelBackend } from '../tx/cancel.js';
+
+/** How long a cancel of an abandoned migration waits for the server to take it. */
+const CANCEL_TIMEOUT_MS = 5_000;
 
 /** The DDL of one table family for one configured name. */
 export interface Ddl {
@@ -35,8 +39,11 @@ export interface TableFamily {
   readonly defaultTable: string;
   /** The statements that create the family's relations under `ref`. */
   ddl(ref: TableRef): Ddl;
-  /** Creates what is missing; idempotent and safe when many processes run it at once. */
-  migrate(pool: Pool, ref: TableRef): Promise<MigrationResult>;
+  /**
+   * Creates what is missing; idempotent and safe when many processes run it at once.
+   * `signal` abandons it (see `applyDdl`).
+   */
+  migrate(pool: Pool, ref: TableRef, signal?: AbortSignal): Promise<MigrationResult>;
 }
 
 /**
@@ -50,16 +57,33 @@ export interface TableFamily {
  * another's committed catalog changes at transaction start (and when it locks a
  * relation), not when an advisory lock is granted, so a check inside a transaction
  * begun before the wait still saw the relations missing and ran the DDL again.
+ *
+ * When `signal` aborts (a consumer's stop deadline) the migration is abandoned: the
+ * statement running is cancelled with a CancelRequest (a DDL queued for ACCESS EXCLUSIVE
+ * behind a long transaction would otherwise stay queued, stalling every claim behind
+ * it), no further statement starts, and the transaction rolls back.
  */
 export async function applyDdl(
   pool: Pool,
   ddl: Ddl,
-  options: { lockKey: number; operation: string; ref: TableRef },
+  options: { lockKey: number; operation: string; ref: TableRef; signal?: AbortSignal },
 ): Promise<MigrationResult> {
   guardNewClients(pool);
+  const { signal } = options;
+  signal?.throwIfAborted();
   const client = await pool.connect().catch((cause: unknown) => {
     throw new DatabaseError(`connect (${options.operation})`, cause);
   });
+  const cancel = (): void => {
+    // Best effort: a cancel that fails leaves the statement to end on its own.
+    cancelBackend(client, pool, CANCEL_TIMEOUT_MS).catch(() => undefined);
+  };
+  signal?.addEventListener('abort', cancel, { once: true });
+  const query = async (text: string, values?: unknown[]): Promise<void> => {
+    // Checked before each statement too: a cancel arriving between two is ignored.
+    signal?.throwIfAborted();
+    await client.query(text, values);
+  };
   const ready = async (): Promise<boolean> => {
     const { rows } = await client.query<{ ready: boolean }>(
       `SELECT (SELECT bool_and(to_regclass(r) IS NOT NULL) FROM unnest($1::text[]) AS r)
@@ -82,16 +106,18 @@ export async function applyDdl(
   let broken: unknown;
   try {
     if (await ready()) return 'present';
-    await client.query('SELECT pg_advisory_lock($1)', [options.lockKey]);
+    await query('SELECT pg_advisory_lock($1)', [options.lockKey]);
     locked = true;
-    await client.query('BEGIN');
+    await query('BEGIN');
     // Another process may have created them while this one waited for the lock.
+    signal?.throwIfAborted();
     const result = (await ready()) ? 'present' : 'created';
-    if (result === 'created') for (const statement of ddl.statements) await client.query(statement);
-    await client.query('COMMIT');
+    if (result === 'created') for (const statement of ddl.statements) await query(statement);
+    await query('COMMIT');
     return result;
   } catch (cause) {
     await client.query('ROLLBACK').catch(() => undefined);
+    if (signal?.aborted) throw signal.reason;
     throw new DatabaseError(options.operation, cause, {
       schema: options.ref.schema,
       table: options.ref.table,
@@ -102,6 +128,7 @@ export async function applyDdl(
         // Not unlocked: the session must end, and the lock with it.
         broken = error;
       });
+    signal?.removeEventListener('abort', cancel);
     client.release(broken === undefined ? undefined : toError(broken));
   }
 }
