@@ -63,7 +63,9 @@ describe('Kafka: idempotency-key header', () => {
       ]);
       // Key-less records are keyed by their position.
       expect(keys.filter((k) => !k.startsWith('op-'))).toHaveLength(5);
-      expect(keys.find((k) => !k.startsWith('op-'))).toMatch(new RegExp(`^${topic}/[01]/\\d+$`));
+      expect(keys.find((k) => !k.startsWith('op-'))).toMatch(
+        new RegExp(`^${topic}/[01]/\\d+/\\d+$`),
+      );
       const stats = running.consumer.stats();
       expect(stats.processed).toBe(10);
       expect(stats.duplicates).toBe(10);
