@@ -24,7 +24,10 @@ export interface PruneOptions {
   schema?: string;
   /** Dedup table name. Default `processed_messages`. */
   table?: string;
-  /** Stop early (between batches) when aborted. */
+  /**
+   * Stop early (between batches) when aborted; with it, each statement waits at most
+   * 60 s for a pool connection, and the wait ends when aborted.
+   */
   signal?: AbortSignal;
   /**
    * Largest share of the time spent deleting, above 0 and at most 1 (default 1: batches
