@@ -1,3 +1,4 @@
+import { settlesBefore } from './deadline.js';
 import { DatabaseError, EffectivelyOnceError } from './errors.js';
 
 /** What a periodic prune reports. */
@@ -10,6 +11,9 @@ export interface PruneReport {
  * Background pruning of a window (a consumer's dedup keys, an HTTP endpoint's stored
  * responses). Runs are never concurrent; each `run` deletes in small batches so it
  * never competes with claims for long locks, and stops between batches on `stop()`.
+ * A tick waiting for a pool connection leaves the pool's queue on `stop()` (see
+ * `pruneTable`), and `stop(deadline)` waits for a statement still running only until
+ * the deadline: a prune is idempotent and batched, so abandoning one loses nothing.
  */
 export class RetentionPruner {
   private timer: NodeJS.Timeout | undefined;
@@ -28,10 +32,14 @@ export class RetentionPruner {
     this.timer.unref();
   }
 
-  async stop(): Promise<void> {
+  /** Stops ticking; resolves once the running tick ends, or at `deadline` at the latest. */
+  async stop(deadline?: AbortSignal): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.abort.abort();
-    await this.running;
+    const running = this.running;
+    if (running === undefined) return;
+    if (deadline === undefined) await running;
+    else await settlesBefore(running, deadline);
   }
 
   private tick(): void {

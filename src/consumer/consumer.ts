@@ -185,8 +185,9 @@ class ConsumerImpl<T> implements Consumer {
     // Past the hard stop the runners give up on what still runs, and every settlement in
     // flight then is given up on too (see Settler): nothing holds `drained` for long.
     await drained;
-    await this.health.close();
-    await this.retention?.stop();
+    // Both may wait on a pool still held by a handler given up on: bounded by the deadline.
+    await settlesBefore(this.health.close(), deadline.signal);
+    await this.retention?.stop(deadline.signal);
     const closing = this.cfg.source.close({ signal: deadline.signal }).catch((cause: unknown) => {
       this.hub.emit(
         'error',

@@ -1,10 +1,13 @@
 import type { Pool } from 'pg';
 import { retryDelay } from '../backoff.js';
 import { sleep } from '../sleep.js';
+import { acquireClient } from '../tx/acquire.js';
 import type { Logger } from '../types.js';
 
 /** Probes of a database that went away: from 250 ms, doubling up to 5 s, jittered. */
 const PROBE_BACKOFF = { initialMs: 250, maxMs: 5000 };
+/** A probe that gets no pool connection this long fails (the next one tries again). */
+const PROBE_ACQUIRE_MS = 5000;
 
 /**
  * Tracks whether Postgres is reachable and takes writes. While it is not, the consumer
@@ -65,7 +68,8 @@ export class DatabaseHealth {
    * connects afresh, and lands wherever DNS or the pooler points by then.
    */
   private async writable(): Promise<void> {
-    const client = await this.pool.connect();
+    // Bounded and abortable: a probe queued on a pool held elsewhere must not hold stop().
+    const client = await acquireClient(this.pool, PROBE_ACQUIRE_MS, this.signal);
     let failure: Error | undefined;
     try {
       const { rows } = await client.query<{ transaction_read_only?: string }>(

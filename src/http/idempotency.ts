@@ -203,16 +203,20 @@ class IdempotencyImpl implements Idempotency {
   }
 
   private async shutdown(graceMs: number): Promise<void> {
-    await this.pruner?.stop();
     const grace = new AbortController();
+    // The grace period runs from close() on, whatever the pruner does: its tick may be
+    // queued behind the very requests being drained. Its stop leaves the pool's queue at
+    // once and waits for a running prune statement only until the hard stop.
+    const graceOver = sleep(graceMs, grace.signal);
+    const pruned = this.pruner?.stop(this.hardStop.signal);
     // A replay is answered before its ROLLBACK returns: close() resolves once that
     // connection, too, is back in the pool, or (a ROLLBACK still out at the hard stop)
     // destroyed.
-    const all = Promise.allSettled([...this.inFlight]).then(() => this.engine.drain());
-    await Promise.race([all, sleep(graceMs, grace.signal)]);
+    const all = Promise.allSettled([...this.inFlight, pruned]).then(() => this.engine.drain());
+    await Promise.race([all, graceOver]);
     grace.abort();
     this.hardStop.abort(new ShutdownError('(closing)'));
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.inFlight, pruned]);
     await this.engine.drain();
   }
 

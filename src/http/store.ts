@@ -193,7 +193,10 @@ export interface PruneKeysOptions {
   olderThan?: Date | number;
   /** Rows deleted per statement. Default 1000. */
   batchSize?: number;
-  /** Stop early (between batches) when aborted. */
+  /**
+   * Stop early (between batches) when aborted; with it, each statement waits at most
+   * 60 s for a pool connection, and the wait ends when aborted.
+   */
   signal?: AbortSignal;
   /** Largest share of the time spent deleting, (0, 1]. Default 1. */
   dutyCycle?: number;

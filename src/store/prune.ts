@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { ConfigurationError, DatabaseError } from '../errors.js';
 import { fractionOption, intOption } from '../option-checks.js';
 import { sleep } from '../sleep.js';
+import { acquireClient } from '../tx/acquire.js';
 import { qualifiedTable, quoteIdentifier, tableRef, type TableRef } from './identifiers.js';
 import { EXPIRES_COLUMN, EXPIRY_INDEXED } from './migrate.js';
 
@@ -25,7 +26,10 @@ export interface PruneOptions {
   schema?: string;
   /** Dedup table name. Default `processed_messages`. */
   table?: string;
-  /** Stop early (between batches) when aborted. */
+  /**
+   * Stop early (between batches) when aborted; with it, each statement waits at most
+   * 60 s for a pool connection, and the wait ends when aborted.
+   */
   signal?: AbortSignal;
   /**
    * Largest share of the time spent deleting, above 0 and at most 1 (default 1: batches
@@ -110,7 +114,14 @@ export async function pruneTable(
     throw new ConfigurationError('olderThan', 'is required: these rows carry no expiry');
   const table = qualifiedTable(target.ref);
   const keys = target.keyColumns.map((c) => quoteIdentifier(c)).join(', ');
-  const clock = await pruneClock(pool, options.olderThan);
+  const db = prunePool(pool, options.signal);
+  let clock: PruneClock;
+  try {
+    clock = await pruneClock(db, options.olderThan);
+  } catch (error) {
+    if (options.signal?.aborted) return 0;
+    throw error;
+  }
   let total = 0;
   // One pass per condition, each on its own index (see prunable).
   for (const { where, params } of prunable(target, clock)) {
@@ -125,9 +136,12 @@ export async function pruneTable(
     for (;;) {
       if (options.signal?.aborted) return total;
       const started = performance.now();
-      const result = await pool.query(sql, [...params, batchSize]).catch((cause: unknown) => {
+      const result = await db.query(sql, [...params, batchSize]).catch((cause: unknown) => {
+        // Stopped while waiting for a connection: what was deleted so far stands.
+        if (options.signal?.aborted) return undefined;
         throw new DatabaseError('prune', cause);
       });
+      if (result === undefined) return total;
       const deleted = result.rowCount ?? 0;
       total += deleted;
       if (deleted < batchSize) break;
@@ -135,6 +149,28 @@ export async function pruneTable(
     }
   }
   return total;
+}
+
+/** How long a prune waits for a pool connection before this run gives up (the next tries). */
+const PRUNE_ACQUIRE_MS = 60_000;
+
+/**
+ * The pool a prune's statements go through. With a signal (a background pruner's, or a
+ * caller's), each takes its connection by a bounded acquire that the signal aborts: pg
+ * otherwise queues a query for a client without bound, and a pool saturated by requests
+ * in flight would hold the pruner's stop(), and a close() behind it, for ever.
+ */
+function prunePool(pool: Pool, signal: AbortSignal | undefined): Pick<Pool, 'query'> {
+  if (signal === undefined) return pool;
+  const query = async (sql: string, params: unknown[]) => {
+    const client = await acquireClient(pool, PRUNE_ACQUIRE_MS, signal);
+    try {
+      return await client.query(sql, params);
+    } finally {
+      client.release();
+    }
+  };
+  return { query } as unknown as Pick<Pool, 'query'>;
 }
 
 /**
