@@ -14,7 +14,7 @@ import { waitFor } from '../../helpers/wait-for.js';
 // short window, pruned then. The broker redelivers it (ack lost, same SentTimestamp) to a
 // new instance, whose floor, measured against its own NEW window, would admit it and apply
 // it twice. The new instance keeps `admissionFloor: { windowMs: <old window> }` until the
-// old window has passed since the deploy: the redelivery is expired, applied once.
+// new window has passed since the last old instance stopped: the redelivery is expired, applied once.
 
 type Body = { n: number };
 
