@@ -212,16 +212,21 @@ function resolveFloor(
     );
   }
   const given = typeof option === 'object' ? option : {};
-  if (given.windowMs !== undefined && retentionMs !== undefined) {
-    throw new ConfigurationError(
-      'admissionFloor.windowMs',
-      'cannot be combined with retention: the window is retention.olderThanMs',
-    );
-  }
+  // Beside `retention`, `windowMs` is a shorter window to floor by: after a deploy that
+  // lengthened retention, rows written under the old, shorter one expire sooner than this
+  // instance's, so the floor keeps the old window until it has passed. Never longer than
+  // this instance's own rows live: that would admit what its own pruner made unknowable.
   const windowMs =
     given.windowMs === undefined
       ? retentionMs
       : intOption('admissionFloor.windowMs', given.windowMs, 0, 1, Number.MAX_SAFE_INTEGER);
+  if (given.windowMs !== undefined && retentionMs !== undefined && given.windowMs > retentionMs) {
+    throw new ConfigurationError(
+      'admissionFloor.windowMs',
+      'must not be longer than retention.olderThanMs: rows pruned sooner would be admitted again',
+      { value: given.windowMs },
+    );
+  }
   if (windowMs === undefined) {
     // Nothing prunes this consumer's rows that it knows of: no claim ever expires.
     if (option === undefined) return undefined;

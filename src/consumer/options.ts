@@ -130,8 +130,11 @@ export interface AdmissionFloorOptions {
   marginMs?: number;
   /**
    * The window, when this consumer does not prune itself (a `prune()` job or the
-   * command line prunes its rows): the `olderThan` of that job, in ms. Not with
-   * `retention`, whose `olderThanMs` is the window then.
+   * command line prunes its rows): the `olderThan` of that job, in ms. With `retention`
+   * (whose `olderThanMs` is the window otherwise): a shorter window to floor by, at most
+   * `retention.olderThanMs`. After a deploy that lengthens `retention`, keep the old
+   * window here until the new one has passed since the last old instance stopped: rows
+   * written under the old window expire sooner than the new retention says.
    */
   windowMs?: number;
   /**

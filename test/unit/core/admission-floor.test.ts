@@ -64,6 +64,12 @@ describe('admissionFloor: configuration', () => {
     expect(
       resolveConfig(options({ admissionFloor: { windowMs: 7 * DAY } })).admissionFloor,
     ).toEqual({ lifetimeMs: 7 * DAY - HOUR, producerTimestamps: false });
+    // Beside retention, a shorter window (the old one, after retention was lengthened).
+    expect(
+      resolveConfig(
+        options({ retention: { olderThanMs: 7 * DAY }, admissionFloor: { windowMs: DAY } }),
+      ).admissionFloor,
+    ).toEqual({ lifetimeMs: DAY - HOUR, producerTimestamps: false });
     expect(
       resolveConfig(options({ retention: { olderThanMs: DAY }, admissionFloor: false }))
         .admissionFloor,
@@ -73,8 +79,8 @@ describe('admissionFloor: configuration', () => {
   it.each<[string, Partial<ConsumerOptions<unknown>>, string]>([
     ['asked for without a window', { admissionFloor: true }, 'admissionFloor'],
     [
-      'a window beside retention',
-      { retention: { olderThanMs: DAY }, admissionFloor: { windowMs: DAY } },
+      'a window longer than retention',
+      { retention: { olderThanMs: DAY }, admissionFloor: { windowMs: DAY + 1 } },
       'admissionFloor.windowMs',
     ],
     [
