@@ -79,7 +79,17 @@ describe('Kafka: stop while the member is still joining a group with a crashed m
     }
     expect(await exited).toBe('SIGKILL');
 
-    const running = await startConsumer({ db, kafka, groupId, topics: [topic], member: 'b' });
+    // kafkajs, whatever EO_KAFKA_CLIENT says: the hang was its run() awaiting the join.
+    // @platformatic/kafka joins from a stream the stop signal already ends (issue 32: it
+    // stopped in 1 ms), and its JoinGroup does not keep this group in PreparingRebalance.
+    const running = await startConsumer({
+      db,
+      kafka,
+      groupId,
+      topics: [topic],
+      member: 'b',
+      client: 'kafkajs',
+    });
     try {
       // The new member's JoinGroup keeps the group rebalancing until the dead one's session ends.
       await waitFor(async () => (await groupState(groupId)) === 'PreparingRebalance', {
