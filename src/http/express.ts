@@ -80,9 +80,9 @@ export function idempotentExpress(
     void run(idempotency, handler, options, req, res).then(
       (error) => {
         if (error instanceof PassedOn) error.handOn();
-        else if (error !== undefined) next(error);
+        else if (error !== undefined) next(withStatus(error));
       },
-      (error: unknown) => next(error),
+      (error: unknown) => next(withStatus(error)),
     );
   };
 }
@@ -215,6 +215,18 @@ async function answer(
 function bodyAlreadyRead(req: Request): boolean {
   if (Buffer.isBuffer(req.body)) return false;
   return (req as { _body?: unknown })._body === true || req.readableEnded;
+}
+
+/**
+ * The error Express's handler should see: a decoding failure carries its 400 `status`
+ * (request-encoding.ts), but Node 24's web stream hands the reader a TypeError whose
+ * `cause` is that error, and Express would answer the wrapper 500.
+ */
+function withStatus(error: unknown): unknown {
+  if (typeof error !== 'object' || error === null || 'status' in error) return error;
+  const cause = (error as { cause?: unknown }).cause;
+  if (typeof cause === 'object' && cause !== null && 'status' in cause) return cause;
+  return error;
 }
 
 /** What Express's body parsers would have made of the bytes. */
