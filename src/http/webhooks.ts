@@ -136,7 +136,7 @@ function asKeyHeader(id: string): string {
 
 /**
  * Presets for senders whose delivery id is documented, each keyed on what the sender's
- * own guidance on duplicate deliveries names (docs/http.md, "Webhook receivers", cites
+ * own guidance on duplicate deliveries names (docs/webhooks.md, "Presets", cites
  * the pages).
  */
 export const webhookSources = {

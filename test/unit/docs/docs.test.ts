@@ -8,7 +8,7 @@ import { ClaimStatements } from '../../../src/store/claim.js';
 const read = (file: string) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
 const readme = read('README.md');
 const docs = docFiles();
-/** Every markdown file a reader of the repo lands on (docs/reference is generated). */
+/** Every markdown file a reader of the repo lands on. */
 const pages = [...docs, 'ARCHITECTURE.md', 'CHANGELOG.md'];
 
 /** Markdown without its fenced blocks and code spans, where links are not links. */

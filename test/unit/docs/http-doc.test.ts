@@ -3,9 +3,11 @@ import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { blocks, repoRoot } from '../../../scripts/docs-sync.js';
 
-// docs/http.md embeds its examples like every doc does (npm run docs:sync rewrites
-// them; test/unit/docs/docs.test.ts fails when one drifts from its runnable file).
+// docs/http.md (servers) and docs/webhooks.md (receivers) embed their examples like every
+// doc does (npm run docs:sync rewrites them; test/unit/docs/docs.test.ts fails when one
+// drifts from its runnable file).
 const doc = fs.readFileSync(path.join(repoRoot, 'docs', 'http.md'), 'utf8');
+const webhooks = fs.readFileSync(path.join(repoRoot, 'docs', 'webhooks.md'), 'utf8');
 const source = (file: string): string => fs.readFileSync(path.join(repoRoot, file), 'utf8');
 
 function fieldsOf(file: string, name: string): string[] {
@@ -23,7 +25,6 @@ describe('docs/http.md', () => {
       'examples/http-express.ts',
       'examples/http-fastify.ts',
       'examples/http-node.ts',
-      'examples/http-webhooks.ts',
       'examples/sql/idempotency-keys-table.sql',
     ]);
   });
@@ -38,9 +39,7 @@ describe('docs/http.md', () => {
     expect(names.filter((name) => !new RegExp(`\\| \`${name}\` +\\|`).test(doc))).toEqual([]);
   });
 
-  it('documents every webhook option and every context field', () => {
-    for (const name of fieldsOf('src/http/webhooks.ts', 'WebhookOptions'))
-      expect(doc).toContain(`\`${name}\``);
+  it('documents every context field', () => {
     const context =
       /export interface IdempotencyContext \{([\s\S]*?)\n\}/.exec(
         source('src/http/context.ts'),
@@ -65,5 +64,33 @@ describe('docs/http.md', () => {
     expect(names).toContain('idempotency_key');
     for (const name of names.filter((n) => n !== 'PRIMARY'))
       expect(doc).toMatch(new RegExp(`^  ${name} +`, 'm'));
+  });
+});
+
+describe('docs/webhooks.md', () => {
+  it('embeds the runnable receiver', () => {
+    expect(blocks(webhooks).map((b) => b.file)).toEqual(['examples/http-webhooks.ts']);
+    expect(blocks(webhooks).filter((b) => !b.fresh)).toEqual([]);
+  });
+
+  it('documents every webhook option in the options table', () => {
+    const names = fieldsOf('src/http/webhooks.ts', 'WebhookOptions');
+    expect(names.length).toBeGreaterThan(3);
+    expect(names.filter((name) => !new RegExp(`\\| \`${name}\` +\\|`).test(webhooks))).toEqual([]);
+  });
+
+  it('names every preset and the webhook error codes', () => {
+    const presets = /export const webhookSources = \{([\s\S]*?)\n\}( as const)?;/.exec(
+      source('src/http/webhooks.ts'),
+    )?.[1];
+    const names = [...(presets ?? '').matchAll(/^ {2}(\w+):/gm)].map((m) => m[1] ?? '');
+    expect(names.length).toBeGreaterThan(2);
+    for (const name of names) expect(webhooks).toContain(`\`webhookSources.${name}\``);
+    for (const code of [
+      'EO_WEBHOOK_UNVERIFIED',
+      'EO_WEBHOOK_ID_INVALID',
+      'EO_IDEMPOTENCY_KEY_MISSING',
+    ])
+      expect(webhooks).toContain(code);
   });
 });
