@@ -147,6 +147,10 @@ export interface ClaimTransaction<Tx = PoolClient> {
 export interface ClaimTransactions<Tx = PoolClient> {
   /** Aborts when the owner's grace period ran out: what still runs is given up on. */
   readonly hardStop: AbortSignal;
-  /** Opens one claim transaction for `key`, or says why the work cannot run now. */
+  /**
+   * Opens one claim transaction for `key`, or says why the work cannot run now. The
+   * database transaction itself may begin with the claim: the pg implementation's claim
+   * statement starts with BEGIN; one inside a data layer's own transaction finds it open.
+   */
   open(key: string): Promise<ClaimTransaction<Tx> | FailedAttempt | Released>;
 }
