@@ -121,14 +121,14 @@ export class Engine {
    * (bounded; past that a database failure, answered 503), or while the key's row
    * vanishes between the claim and its read (bounded).
    */
-  async run(job: Job): Promise<Verdict> {
+  run(job: Job): Promise<Verdict> {
     let runs = 0;
     let vanished = 0;
-    const verdict = await retryConflicts<Verdict>(
+    return retryConflicts<Verdict>(
       async () => {
         for (;;) {
-          const verdict = await driveTransaction(this.transactions, this.plan(job, ++runs));
-          if (verdict.kind !== 'vanished') return verdict;
+          const end = await driveTransaction(this.transactions, this.plan(job, ++runs));
+          if (end.kind !== 'vanished') return end;
           // The row was pruned between the claim and the read: claim again (bounded).
           if (++vanished > 3)
             return this.failed(new DatabaseError('claim', new Error('the key row kept vanishing')));
@@ -138,7 +138,6 @@ export class Engine {
       this.transactions.hardStop,
       job.claim.key,
     );
-    return verdict;
   }
 
   /** One transaction's steps for a request: claim, then the handler or the stored response. */
