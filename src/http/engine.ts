@@ -147,9 +147,9 @@ export class Engine {
     const run: Run = { job, attempt, outcome: undefined, stored: undefined };
     return {
       key: claim.key,
-      // A claim waiting on a key another instance holds is cancelled at the hard stop,
-      // or close() would wait for it up to `waitMs`.
       claimWaitMs: waitMs,
+      // A claim waiting on a key another instance holds is cancelled at the hard stop (the
+      // driver runs it under untilHardStop), or close() would wait for it up to `waitMs`.
       claim: (client) => this.statements.claim(client, claim, waitMs),
       claimed: async (found, conn) => {
         if (found.kind === 'stored') {
