@@ -71,10 +71,11 @@ export type WorkResult =
  *   together or not at all.
  * - **The claim's xid proves it.** The claim statement returns the transaction's id
  *   (`pg_current_xact_id()`, an xid8 in digits), which the driver hands back to
- *   {@link finish}. The last statement the library runs inside the transaction before
- *   COMMIT checks that the running transaction is still that xid, so a handler that
- *   ended the transaction itself (`COMMIT` through a path the guard did not see) never
- *   has its later effect committed as the claim's.
+ *   {@link finish}. Its COMMIT goes in the library's last round trip inside the
+ *   transaction, after a check that the running transaction is still that xid (the pg
+ *   implementation: the check, the door's last statement, COMMIT, in one simple query;
+ *   see commitClaim), so a handler that ended the transaction itself (`COMMIT` through a
+ *   path the guard did not see) never has its later effect committed as the claim's.
  * - **Known vs unknown COMMIT.** {@link finish} tells a COMMIT the server refused (a
  *   known rollback: `failed`) from one whose answer was lost (`CommitUnknownError`,
  *   infrastructure), and settles what it can by the xid with `pg_xact_status` asked
