@@ -6,7 +6,6 @@
  * when the parameter is ignored.
  */
 import { describe, expect, it } from '@jest/globals';
-import type { PoolClient } from 'pg';
 import {
   DatabaseError,
   EffectivelyOnceError,
@@ -15,10 +14,8 @@ import {
 } from '../../../src/errors.js';
 import type {
   ClaimTransaction,
-  ClaimTransactions,
   FailedAttempt,
   Released,
-  TransactionEnd,
   WorkResult,
 } from '../../../src/tx/claim-transaction.js';
 import { retryConflicts, type ConflictPolicy } from '../../../src/tx/conflicts.js';
@@ -29,78 +26,11 @@ import {
   runWork,
   type Steps,
 } from '../../../src/tx/drive.js';
-
-/** What the handler gets as `ctx.tx` from the fake: no pg client at all. */
-interface FakeTx {
-  readonly kind: 'fake-tx';
-}
-
-/** A claim transaction that is no database: it records what the driver asks of it. */
-class FakeTransaction implements ClaimTransaction<FakeTx> {
-  readonly calls: string[] = [];
-  readonly tx: FakeTx = { kind: 'fake-tx' };
-  readonly client = { fake: 'library client' } as unknown as PoolClient;
-  lateUse = undefined;
-  finishWith: TransactionEnd = { kind: 'committed', warning: undefined };
-
-  constructor(
-    readonly key: string,
-    private readonly hardStop: AbortSignal,
-  ) {}
-
-  async untilHardStop<T>(work: Promise<T>): Promise<T | undefined> {
-    this.calls.push('untilHardStop');
-    if (this.hardStop.aborted) return undefined;
-    return work;
-  }
-  async claimFailed(cause: unknown, waitMs: number): Promise<FailedAttempt> {
-    this.calls.push(`claimFailed(${waitMs})`);
-    return {
-      kind: 'failed',
-      error: new DatabaseError('claim', cause),
-      infrastructure: true,
-      conflict: false,
-    };
-  }
-  sealTx(): void {
-    this.calls.push('sealTx');
-  }
-  async settleTx(): Promise<void> {
-    this.calls.push('settleTx');
-  }
-  async committedOutside(): Promise<boolean> {
-    this.calls.push('committedOutside');
-    return false;
-  }
-  async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
-    this.calls.push(`finish(${work.kind}, ${xid})`);
-    return this.finishWith;
-  }
-  async rollback(): Promise<void> {
-    this.calls.push('rollback');
-  }
-  close(): void {
-    this.calls.push('close');
-  }
-}
-
-function fakeTransactions(hardStop = new AbortController().signal): {
-  transactions: ClaimTransactions<FakeTx>;
-  opened: FakeTransaction[];
-} {
-  const opened: FakeTransaction[] = [];
-  return {
-    opened,
-    transactions: {
-      hardStop,
-      open: async (key) => {
-        const conn = new FakeTransaction(key, hardStop);
-        opened.push(conn);
-        return conn;
-      },
-    },
-  };
-}
+import {
+  FakeTransaction,
+  fakeTransactions,
+  type FakeTx,
+} from '../../helpers/fake-claim-transaction.js';
 
 type Verdict = { kind: 'done-by-door' } | { kind: 'committed-by-door'; ms: number };
 
