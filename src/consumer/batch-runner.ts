@@ -1,28 +1,20 @@
 import { admit } from './admission.js';
-import { conflictDelay } from '../backoff.js';
 import type { ConsumerConfig } from './config.js';
-import {
-  ClaimBusyError,
-  type EffectivelyOnceError,
-  HandlerTimeoutError,
-  PayloadMismatchError,
-  ShutdownError,
-} from '../errors.js';
-import { guardedCall } from '../guarded-call.js';
+import { ClaimBusyError, type EffectivelyOnceError, PayloadMismatchError } from '../errors.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
 import type { Settler } from './settle.js';
-import { failureOf, runAdapterHook, workFailure } from './steps.js';
-import { sleep } from '../sleep.js';
+import { runAdapterHook } from './steps.js';
 import { BatchClaimStatements } from '../store/batch-claim.js';
-import {
-  ClaimConnection,
-  conflictsExhausted,
-  type ConnectionDeps,
-  type FailedAttempt,
-  type Released,
-  type WorkResult,
-} from '../tx/claim-connection.js';
+import type {
+  ClaimTransaction,
+  ClaimTransactions,
+  FailedAttempt,
+  Released,
+  WorkResult,
+} from '../tx/claim-transaction.js';
+import { retryConflicts } from '../tx/conflicts.js';
+import { type ClaimPlan, driveTransaction, runWork, type Steps } from '../tx/drive.js';
 import type { PoolClient } from 'pg';
 import type { BatchItem, Delivery, DeliveryOutcome } from '../types.js';
 
@@ -36,6 +28,12 @@ interface Item<T> {
 /** Per-item result of a committed batch. */
 type ItemVerdict =
   { kind: 'processed' } | { kind: 'duplicate' } | { kind: 'mismatch'; error: PayloadMismatchError };
+
+/** What the batch's claim found: the keys it claimed (and its xid), the hashes of those seen before. */
+interface BatchClaimed {
+  claim: { claimed: Set<string>; xid: string | null };
+  stored: Map<string, Buffer | null>;
+}
 
 type BatchVerdict =
   | {
@@ -59,7 +57,7 @@ export class BatchRunner<T> {
   constructor(
     private readonly cfg: ConsumerConfig<T>,
     private readonly settler: Settler<T>,
-    private readonly connections: ConnectionDeps,
+    private readonly transactions: ClaimTransactions,
     private readonly lifecycle: Lifecycle,
   ) {
     this.claims = new BatchClaimStatements(
@@ -228,135 +226,94 @@ export class BatchRunner<T> {
     }
   }
 
-  /** Runs the batch's transaction again, in place, while it loses serialization races (bounded). */
-  private async transact(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
-    for (let conflicts = 0; ; conflicts++) {
-      const verdict = await this.attempt(items);
-      if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (conflicts >= this.cfg.serializationRetries) return conflictsExhausted(verdict);
-      this.settler.stats.serializationRetries++;
-      await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
-      if (this.lifecycle.hardStop.aborted)
-        return { kind: 'released', error: new ShutdownError(items[0]!.key) };
-    }
+  /**
+   * The batch's claim transaction, run again in place while it loses serialization
+   * races (bounded; past that an attempt is spent). Not stopped by a delivery's signal:
+   * the batch is one transaction for all its deliveries.
+   */
+  private transact(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
+    const { settler } = this;
+    // Every delivery of the batch shares its scope: the first one finds it.
+    const lead = items[0]!.delivery;
+    const steps: Steps = {
+      step: (name, fn, failure) => settler.tracing.step(lead, name, fn, failure),
+    };
+    return retryConflicts<BatchVerdict>(
+      () => driveTransaction(this.transactions, this.plan(items), steps),
+      {
+        retries: this.cfg.serializationRetries,
+        exhausted: 'spend-attempt',
+        onRetry: () => settler.stats.serializationRetries++,
+      },
+      this.lifecycle.hardStop,
+      items[0]!.key,
+    );
   }
 
   /** One transaction: claim every key, run the handler on the new ones, verified COMMIT. */
-  private attempt(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
-    // Every delivery of the batch shares its scope: the first one finds it.
-    return this.settler.tracing.step(
-      items[0]!.delivery,
-      'transaction',
-      () => this.transaction(items),
-      failureOf,
-    );
-  }
-
-  private async transaction(items: ReadonlyArray<Item<T>>): Promise<BatchVerdict> {
-    const tracing = this.settler.tracing;
-    const lead = items[0]!.delivery;
-    const conn = await ClaimConnection.open(this.connections, items[0]!.key);
-    if (!(conn instanceof ClaimConnection)) return conn;
-    try {
-      // The first delivery of a key inside the batch leads; later ones follow its fate.
-      const leaders = new Map<string, Item<T>>();
-      for (const item of items) if (!leaders.has(item.key)) leaders.set(item.key, item);
-      let claimed:
-        | {
-            claim: { claimed: Set<string>; xid: string | null };
-            stored: Map<string, Buffer | null>;
-          }
-        | undefined;
-      try {
-        // Given up on at the hard stop like a COMMIT (cancelled, connection destroyed):
-        // a claim can wait without end on a key held elsewhere or a silent database.
-        claimed = await tracing.step(lead, 'claim', () =>
-          conn.untilHardStop(
-            (async () => {
-              const claim = await this.claims.begin(
-                conn.client,
-                this.cfg.name,
-                [...leaders.values()],
-                this.cfg.lockTimeoutMs,
-              );
-              const seenBefore = [...leaders.keys()].filter(
-                (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
-              );
-              const stored = await this.claims.storedHashes(conn.client, this.cfg.name, seenBefore);
-              return { claim, stored };
-            })(),
-          ),
+  private plan(items: ReadonlyArray<Item<T>>): ClaimPlan<BatchClaimed, BatchVerdict, PoolClient> {
+    const { cfg } = this;
+    // The first delivery of a key inside the batch leads; later ones follow its fate.
+    const leaders = new Map<string, Item<T>>();
+    for (const item of items) if (!leaders.has(item.key)) leaders.set(item.key, item);
+    let verdicts: ItemVerdict[] = [];
+    let fresh: Array<Item<T>> = [];
+    return {
+      key: items[0]!.key,
+      claimWaitMs: cfg.lockTimeoutMs,
+      // A key Postgres cannot store fails its batch (claimFailed); bisection isolates it.
+      claim: async (client) => {
+        const claim = await this.claims.begin(
+          client,
+          cfg.name,
+          [...leaders.values()],
+          cfg.lockTimeoutMs,
         );
-      } catch (cause) {
-        // A key Postgres cannot store fails its batch; bisection isolates it.
-        return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
-      }
-      if (claimed === undefined)
-        return { kind: 'released', error: new ShutdownError(items[0]!.key) };
-      const { claim, stored } = claimed;
-      const verdicts = items.map((item) => itemVerdict(item, leaders, claim.claimed, stored));
-      const fresh = items.filter((_, i) => verdicts[i]!.kind === 'processed');
-      if (claim.xid === null || fresh.length === 0) {
+        const seenBefore = [...leaders.keys()].filter(
+          (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
+        );
+        const stored = await this.claims.storedHashes(client, cfg.name, seenBefore);
+        return { claim, stored };
+      },
+      claimed: async ({ claim, stored }, conn) => {
+        verdicts = items.map((item) => itemVerdict(item, leaders, claim.claimed, stored));
+        fresh = items.filter((_, i) => verdicts[i]!.kind === 'processed');
+        if (claim.xid !== null && fresh.length > 0) return { kind: 'run', xid: claim.xid };
         await conn.rollback();
-        return { kind: 'committed', verdicts, durationMs: 0, warning: undefined };
-      }
-      const started = performance.now();
-      const xid = claim.xid;
-      const work = await tracing.step(
-        lead,
-        'handler',
-        () => this.runHandlers(conn, fresh),
-        workFailure,
-      );
-      const end =
-        work.kind === 'ok'
-          ? await tracing.step(lead, 'commit', () => conn.finish(work, xid), failureOf)
-          : await conn.finish(work, xid);
-      if (end.kind !== 'committed') return end;
-      return {
-        kind: 'committed',
-        verdicts,
-        durationMs: performance.now() - started,
-        warning: end.warning,
-      };
-    } finally {
-      conn.close();
-    }
+        return {
+          kind: 'done',
+          verdict: { kind: 'committed', verdicts, durationMs: 0, warning: undefined },
+        };
+      },
+      work: (conn) => this.runHandlers(conn, fresh),
+      ended: async (end, _work, durationMs) =>
+        end.kind === 'committed'
+          ? { kind: 'committed', verdicts, durationMs, warning: end.warning }
+          : end,
+    };
   }
 
   private async runHandlers(
-    conn: ClaimConnection,
+    conn: ClaimTransaction,
     fresh: ReadonlyArray<Item<T>>,
   ): Promise<WorkResult> {
-    const { handlerTimeoutMs } = this.cfg;
     const first = fresh[0]!;
-    const tx = conn.guard.tx;
-    const result = await guardedCall(
-      async (link) => {
-        try {
-          await this.callHandlers(fresh, tx, link);
-        } finally {
-          // What it left running on tx is still its work: under its timeout and the hard stop.
-          await conn.guard.finish();
-        }
-      },
+    const work = await runWork(
+      conn,
       {
-        timeoutMs: handlerTimeoutMs,
-        abandonOn: this.lifecycle.hardStop,
-        timeoutReason: () => new HandlerTimeoutError(first.key, handlerTimeoutMs),
+        timeoutMs: this.cfg.handlerTimeoutMs,
+        hardStop: this.lifecycle.hardStop,
+        attempt: first.delivery.attempt,
       },
+      (tx, link) => this.callHandlers(fresh, tx, link),
     );
-    if (result.kind === 'timeout')
-      return { kind: 'timeout', error: new HandlerTimeoutError(first.key, handlerTimeoutMs) };
-    if (result.kind === 'error') {
-      if (this.lifecycle.hardStop.aborted) return { kind: 'stopped' };
-      return { kind: 'threw', error: result.error, attempt: first.delivery.attempt };
-    }
+    if (work.kind !== 'ok') return work;
     return runAdapterHook(
       fresh.map((i) => i.delivery),
       conn,
     );
   }
+
   /**
    * The user's code for the new deliveries: the batch handler, or the handler per
    * message. The signal is read through `link` only when the handler reads it: most

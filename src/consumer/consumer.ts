@@ -16,6 +16,7 @@ import { Settler } from './settle.js';
 import { emptyStats } from './stats.js';
 import { Tracing } from './tracing.js';
 import { dedupTables } from '../store/migrate.js';
+import { pgClaimTransactions } from '../tx/claim-connection.js';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
 import type { Consumer, StopOptions } from './types.js';
 
@@ -56,13 +57,13 @@ class ConsumerImpl<T> implements Consumer {
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
     const tracing = new Tracing(cfg.telemetry, cfg.name);
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle, tracing);
-    const connections = {
+    const connections = pgClaimTransactions({
       pool: cfg.pool,
       health: this.health,
       logger: cfg.logger,
       acquireTimeoutMs: cfg.acquireTimeoutMs,
       hardStop: this.hardStop.signal,
-    };
+    });
     if (cfg.batch) {
       const runner = new BatchRunner(cfg, settler, connections, this.lifecycle);
       this.dispatcher = new Batcher(

@@ -1,26 +1,20 @@
+import type { PoolClient } from 'pg';
 import { admit } from './admission.js';
-import { conflictDelay } from '../backoff.js';
 import type { ConsumerConfig } from './config.js';
-import {
-  type EffectivelyOnceError,
-  HandlerTimeoutError,
-  PayloadMismatchError,
-  ShutdownError,
-} from '../errors.js';
-import { guardedCall } from '../guarded-call.js';
+import { type EffectivelyOnceError, PayloadMismatchError, ShutdownError } from '../errors.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
-import { failureOf, runAdapterHook, workFailure } from './steps.js';
-import { sleep } from '../sleep.js';
+import { runAdapterHook } from './steps.js';
 import { ClaimStatements } from '../store/claim.js';
-import {
-  ClaimConnection,
-  conflictsExhausted,
-  type ConnectionDeps,
-  type FailedAttempt,
-  type Released,
-  type WorkResult,
-} from '../tx/claim-connection.js';
+import type {
+  ClaimTransaction,
+  ClaimTransactions,
+  FailedAttempt,
+  Released,
+  WorkResult,
+} from '../tx/claim-transaction.js';
+import { retryConflicts } from '../tx/conflicts.js';
+import { type ClaimPlan, driveTransaction, runWork, type Steps } from '../tx/drive.js';
 import type { Delivery, DeliveryOutcome } from '../types.js';
 
 /** What the database part decided; broker calls happen after the connection is released. */
@@ -42,7 +36,7 @@ export class Runner<T> {
   constructor(
     private readonly cfg: ConsumerConfig<T>,
     private readonly settler: Settler<T>,
-    private readonly connections: ConnectionDeps,
+    private readonly transactions: ClaimTransactions,
     private readonly lifecycle: Lifecycle,
   ) {
     this.claims = new ClaimStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs);
@@ -64,79 +58,53 @@ export class Runner<T> {
     return () => this.settle(delivery, key, verdict);
   }
 
-  /** Runs the transaction again, in place, while it loses serialization races (bounded). */
-  private async transact(
-    delivery: Delivery<T>,
-    key: string,
-    hash: Buffer | null,
-  ): Promise<Verdict> {
-    for (let conflicts = 0; ; conflicts++) {
-      const verdict = await this.attempt(delivery, key, hash);
-      if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (delivery.signal?.aborted === true) return verdict;
-      if (conflicts >= this.cfg.serializationRetries) return conflictsExhausted(verdict);
-      this.settler.stats.serializationRetries++;
-      await sleep(conflictDelay(conflicts + 1), this.lifecycle.hardStop);
-      if (this.lifecycle.hardStop.aborted)
-        return { kind: 'released', error: new ShutdownError(key) };
-    }
-  }
-
-  /** One transaction: claim, handler, verified COMMIT. */
-  private attempt(delivery: Delivery<T>, key: string, hash: Buffer | null): Promise<Verdict> {
-    return this.settler.tracing.step(
-      delivery,
-      'transaction',
-      () => this.transaction(delivery, key, hash),
-      failureOf,
+  /**
+   * The claim transaction, run again in place while it loses serialization races
+   * (bounded; past that an attempt is spent), until the delivery's own signal says the
+   * broker took it back.
+   */
+  private transact(delivery: Delivery<T>, key: string, hash: Buffer | null): Promise<Verdict> {
+    const { settler, lifecycle } = this;
+    const steps: Steps = {
+      step: (name, fn, failure) => settler.tracing.step(delivery, name, fn, failure),
+    };
+    return retryConflicts<Verdict>(
+      () => driveTransaction(this.transactions, this.plan(delivery, key, hash), steps),
+      {
+        retries: this.cfg.serializationRetries,
+        exhausted: 'spend-attempt',
+        stopOn: delivery.signal,
+        onRetry: () => settler.stats.serializationRetries++,
+      },
+      lifecycle.hardStop,
+      key,
     );
   }
 
-  private async transaction(
+  /** One transaction's steps for one delivery: its claim, a key seen before, the handler. */
+  private plan(
     delivery: Delivery<T>,
     key: string,
     hash: Buffer | null,
-  ): Promise<Verdict> {
-    const tracing = this.settler.tracing;
-    const conn = await ClaimConnection.open(this.connections, key);
-    if (!(conn instanceof ClaimConnection)) return conn;
-    try {
-      let claim: { xid: string | null } | undefined;
-      try {
-        // A claim can wait without end (a key another instance holds, a database that
-        // answers nothing): at the hard stop it is given up on, cancelled and released.
-        claim = await tracing.step(delivery, 'claim', () =>
-          conn.untilHardStop(
-            this.claims.begin(conn.client, this.cfg.name, key, hash, this.cfg.lockTimeoutMs),
-          ),
-        );
-      } catch (cause) {
-        return await conn.claimFailed(cause, this.cfg.lockTimeoutMs);
-      }
-      if (claim === undefined) return { kind: 'released', error: new ShutdownError(key) };
-      const { xid } = claim;
-      if (xid === null) return await this.seenBefore(conn, key, hash);
-      const started = performance.now();
-      const work = await tracing.step(
-        delivery,
-        'handler',
-        () => this.runHandler(conn, delivery, key),
-        workFailure,
-      );
-      const end =
-        work.kind === 'ok'
-          ? await tracing.step(delivery, 'commit', () => conn.finish(work, xid), failureOf)
-          : await conn.finish(work, xid);
-      if (end.kind !== 'committed') return end;
-      return { kind: 'processed', durationMs: performance.now() - started, warning: end.warning };
-    } finally {
-      conn.close();
-    }
+  ): ClaimPlan<{ xid: string | null }, Verdict, PoolClient> {
+    const { cfg } = this;
+    return {
+      key,
+      claimWaitMs: cfg.lockTimeoutMs,
+      claim: (client) => this.claims.begin(client, cfg.name, key, hash, cfg.lockTimeoutMs),
+      claimed: async ({ xid }, conn) =>
+        xid === null
+          ? { kind: 'done', verdict: await this.seenBefore(conn, key, hash) }
+          : { kind: 'run', xid },
+      work: (conn) => this.runHandler(conn, delivery, key),
+      ended: async (end, _work, durationMs) =>
+        end.kind === 'committed' ? { kind: 'processed', durationMs, warning: end.warning } : end,
+    };
   }
 
   /** The key was committed before: a duplicate, or a mismatch when the payload differs. */
   private async seenBefore(
-    conn: ClaimConnection,
+    conn: ClaimTransaction,
     key: string,
     hash: Buffer | null,
   ): Promise<Verdict> {
@@ -165,43 +133,31 @@ export class Runner<T> {
 
   /** Runs the user's handler, then the adapter's in-transaction hook. */
   private async runHandler(
-    conn: ClaimConnection,
+    conn: ClaimTransaction,
     delivery: Delivery<T>,
     key: string,
   ): Promise<WorkResult> {
     const handler = this.cfg.handler!;
-    const timeoutMs = this.cfg.handlerTimeoutMs;
-    const tx = conn.guard.tx;
-    const result = await guardedCall(
-      async (link) => {
-        try {
-          await handler(delivery.body, {
-            tx,
-            get signal() {
-              return link.signal;
-            },
-            attempt: delivery.attempt,
-            key,
-            delivery,
-          });
-        } finally {
-          // What it left running on tx is still its work: under its timeout and the hard stop.
-          await conn.guard.finish();
-        }
-      },
+    const work = await runWork(
+      conn,
       {
-        timeoutMs,
-        abandonOn: this.lifecycle.hardStop,
-        parents: [delivery.signal],
-        timeoutReason: () => new HandlerTimeoutError(key, timeoutMs),
+        timeoutMs: this.cfg.handlerTimeoutMs,
+        hardStop: this.lifecycle.hardStop,
+        signalParents: [delivery.signal],
+        attempt: delivery.attempt,
       },
+      (tx, link) =>
+        handler(delivery.body, {
+          tx,
+          get signal() {
+            return link.signal;
+          },
+          attempt: delivery.attempt,
+          key,
+          delivery,
+        }),
     );
-    if (result.kind === 'timeout')
-      return { kind: 'timeout', error: new HandlerTimeoutError(key, timeoutMs) };
-    if (result.kind === 'error') {
-      if (this.lifecycle.hardStop.aborted) return { kind: 'stopped' };
-      return { kind: 'threw', error: result.error, attempt: delivery.attempt };
-    }
+    if (work.kind !== 'ok') return work;
     return runAdapterHook([delivery], conn);
   }
 

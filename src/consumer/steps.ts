@@ -1,8 +1,8 @@
-import type { ClaimConnection, WorkResult } from '../tx/claim-connection.js';
+import type { ClaimTransaction, WorkResult } from '../tx/claim-transaction.js';
 import type { Delivery } from '../types.js';
 
-// The steps the per-message runner (runner.ts) and the batch runner (batch-runner.ts)
-// share around one claim transaction.
+// What the per-message runner (runner.ts) and the batch runner (batch-runner.ts) add to
+// the user's work inside one claim transaction.
 
 /**
  * Undoes, for the rest of this transaction only, what a handler may have set locally that
@@ -23,7 +23,7 @@ const LIBRARY_SESSION_SQL = 'SET LOCAL ROLE NONE; SET LOCAL statement_timeout TO
  */
 export async function runAdapterHook(
   deliveries: ReadonlyArray<Delivery<unknown>>,
-  conn: ClaimConnection,
+  conn: ClaimTransaction,
 ): Promise<WorkResult> {
   try {
     if (deliveries.some((d) => d.inTransaction !== undefined)) {
@@ -36,22 +36,5 @@ export async function runAdapterHook(
     return { kind: 'ok' };
   } catch (error) {
     return { kind: 'hook-failed', error };
-  }
-}
-
-/** What a step's telemetry reports as its failure: the error of a failed or released end. */
-export function failureOf(end: { kind: string; error?: unknown }): unknown {
-  return end.kind === 'failed' || end.kind === 'released' ? end.error : undefined;
-}
-
-/** The failure of the handler step (the handler threw, timed out, or the hook failed). */
-export function workFailure(work: WorkResult): unknown {
-  switch (work.kind) {
-    case 'ok':
-      return undefined;
-    case 'stopped':
-      return new Error('stopped: the consumer is shutting down');
-    default:
-      return work.error;
   }
 }

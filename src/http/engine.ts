@@ -1,19 +1,15 @@
-import { conflictDelay } from '../backoff.js';
-import {
-  DatabaseError,
-  EffectivelyOnceError,
-  HandlerTimeoutError,
-  ShutdownError,
-} from '../errors.js';
-import { guardedCall } from '../guarded-call.js';
-import { sleep } from '../sleep.js';
-import {
-  ClaimConnection,
-  type ConnectionDeps,
-  type FailedAttempt,
-  type Released,
-  type WorkResult,
-} from '../tx/claim-connection.js';
+import type { PoolClient } from 'pg';
+import { DatabaseError, EffectivelyOnceError } from '../errors.js';
+import type {
+  ClaimTransaction,
+  ClaimTransactions,
+  FailedAttempt,
+  Released,
+  TransactionEnd,
+  WorkResult,
+} from '../tx/claim-transaction.js';
+import { retryConflicts } from '../tx/conflicts.js';
+import { type ClaimPlan, type Done, driveTransaction, runWork } from '../tx/drive.js';
 import { readResponseBody } from './body.js';
 import { bytesResponse, knownBytes } from './known-body.js';
 import { failedAfterOwnCommitBody } from './problem.js';
@@ -24,6 +20,7 @@ import type { IdempotencyConfig } from './options.js';
 import { recordOf, replayOf, withBody } from './replay.js';
 import type {
   BodyOmitted,
+  ClaimFound,
   KeyClaim,
   KeyStatements,
   ResponseRecord,
@@ -77,6 +74,20 @@ export interface Job {
   waitMs?: number;
 }
 
+/** What one run of a request's transaction learns on the way, for its answer. */
+interface Run {
+  readonly job: Job;
+  /** This run's number (ctx.attempt): every transaction of the request counts. */
+  readonly attempt: number;
+  /** What the handler answered, once its body was read. */
+  outcome: HandlerOutcome | undefined;
+  /** What the COMMIT stores with the key. */
+  stored: ResponseRecord | undefined;
+}
+
+/** A run's verdict, or a key row pruned between its claim and its read (claim again). */
+type Attempt = Verdict | { kind: 'vanished' };
+
 type HandlerOutcome =
   | {
       kind: 'store';
@@ -90,9 +101,9 @@ type HandlerOutcome =
   | { kind: 'rollback'; response: Response };
 
 /**
- * Runs requests through claim → handler → stored response + verified COMMIT, the
- * consumer runner's sequence on the same ClaimConnection, with a response in place
- * of the ack.
+ * Runs requests through claim → handler → stored response + verified COMMIT: the
+ * claim-transaction driver's sequence (src/tx/drive.ts), the consumer's, with a
+ * response in place of the ack.
  */
 export class Engine {
   private readonly streamedResponses = new WeakSet<Response>();
@@ -102,73 +113,68 @@ export class Engine {
   constructor(
     private readonly cfg: IdempotencyConfig,
     private readonly statements: KeyStatements,
-    private readonly deps: ConnectionDeps,
+    private readonly transactions: ClaimTransactions,
   ) {}
 
-  /** Runs the job's transaction again, in place, while it loses serialization races (bounded). */
-  async run(job: Job): Promise<Verdict> {
-    let conflicts = 0;
+  /**
+   * Runs the job's claim transaction, again in place while it loses serialization races
+   * (bounded; past that a database failure, answered 503), or while the key's row
+   * vanishes between the claim and its read (bounded).
+   */
+  run(job: Job): Promise<Verdict> {
+    let runs = 0;
     let vanished = 0;
-    for (let attempt = 1; ; attempt++) {
-      const verdict = await this.attempt(job, attempt);
-      if (verdict.kind === 'vanished') {
-        // The row was pruned between the claim and the read: claim again (bounded).
-        if (++vanished > 3)
-          return this.failed(new DatabaseError('claim', new Error('the key row kept vanishing')));
-        continue;
-      }
-      if (verdict.kind !== 'failed' || !verdict.conflict) return verdict;
-      if (conflicts >= this.cfg.serializationRetries || this.deps.hardStop.aborted)
-        return this.failed(new DatabaseError('transaction (serialization failure)', verdict.error));
-      conflicts++;
-      await sleep(conflictDelay(conflicts), this.deps.hardStop);
-      if (this.deps.hardStop.aborted)
-        return { kind: 'released', error: new ShutdownError(job.claim.key) };
-    }
+    return retryConflicts<Verdict>(
+      async () => {
+        for (;;) {
+          const end = await driveTransaction(this.transactions, this.plan(job, ++runs));
+          if (end.kind !== 'vanished') return end;
+          // The row was pruned between the claim and the read: claim again (bounded).
+          if (++vanished > 3)
+            return this.failed(new DatabaseError('claim', new Error('the key row kept vanishing')));
+        }
+      },
+      { retries: this.cfg.serializationRetries, exhausted: 'infrastructure' },
+      this.transactions.hardStop,
+      job.claim.key,
+    );
   }
 
-  /** One transaction: claim, then the handler or the stored response. */
-  private async attempt(job: Job, attempt: number): Promise<Verdict | { kind: 'vanished' }> {
+  /** One transaction's steps for a request: claim, then the handler or the stored response. */
+  private plan(job: Job, attempt: number): ClaimPlan<ClaimFound, Attempt, PoolClient> {
     const { claim } = job;
-    const conn = await ClaimConnection.open(this.deps, claim.key);
-    if (!(conn instanceof ClaimConnection)) return conn;
-    let released = false;
-    try {
-      let found;
-      const waitMs = job.waitMs ?? this.cfg.waitMs;
-      try {
-        // A claim waiting on a key another instance holds is cancelled at the hard stop,
-        // or close() would wait for it up to `waitMs`.
-        found = await conn.untilHardStop(this.statements.claim(conn.client, claim, waitMs));
-      } catch (cause) {
-        return await conn.claimFailed(cause, waitMs);
-      }
-      if (found === undefined) return { kind: 'released', error: new ShutdownError(claim.key) };
-      if (found.kind === 'stored') {
-        // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
-        // can change the answer: the row was committed by another transaction (its
-        // response stored in the COMMIT that made it visible, or `replay` refuses it),
-        // this transaction wrote nothing (ON CONFLICT DO NOTHING, a transaction-local
-        // setting), and the ROLLBACK's outcome was never looked at anyway. The connection
-        // goes back to the pool only once the ROLLBACK returned (see releaseLater).
-        released = true;
-        this.releaseLater(conn);
-        return this.replay(claim, found.record, job.contextOnly === true);
-      }
-      if (found.kind === 'vanished') {
-        await conn.rollback();
-        return found;
-      }
-      // Nothing starts past the hard stop: a claim that got the row only then (the lock
-      // an abandoned original held was freed by its destroyed connection) runs nothing.
-      if (this.deps.hardStop.aborted) {
-        await conn.rollback();
-        return { kind: 'released', error: new ShutdownError(claim.key) };
-      }
-      return await this.execute(conn, job, attempt, found.xid);
-    } finally {
-      if (!released) conn.close();
-    }
+    const waitMs = job.waitMs ?? this.cfg.waitMs;
+    const run: Run = { job, attempt, outcome: undefined, stored: undefined };
+    return {
+      key: claim.key,
+      claimWaitMs: waitMs,
+      // A claim waiting on a key another instance holds is cancelled at the hard stop (the
+      // driver runs it under untilHardStop), or close() would wait for it up to `waitMs`.
+      claim: (client) => this.statements.claim(client, claim, waitMs),
+      claimed: async (found, conn) => {
+        if (found.kind === 'stored') {
+          // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
+          // can change the answer: the row was committed by another transaction (its
+          // response stored in the COMMIT that made it visible, or `replay` refuses it),
+          // this transaction wrote nothing (ON CONFLICT DO NOTHING, a transaction-local
+          // setting), and the ROLLBACK's outcome was never looked at anyway. The connection
+          // goes back to the pool only once the ROLLBACK returned (see releaseLater).
+          this.releaseLater(conn);
+          return {
+            kind: 'done',
+            verdict: this.replay(claim, found.record, job.contextOnly === true),
+            keepOpen: true,
+          };
+        }
+        if (found.kind === 'vanished') {
+          await conn.rollback();
+          return { kind: 'done', verdict: found };
+        }
+        return { kind: 'run', xid: found.xid };
+      },
+      work: (conn, xid) => this.execute(run, conn, xid),
+      ended: (end, work, _durationMs, conn) => this.answered(run, end, work, conn),
+    };
   }
 
   /** Resolves once every connection a replay answered ahead of is back in the pool. */
@@ -181,7 +187,7 @@ export class Engine {
    * background. A ROLLBACK still out at the hard stop (a stalled socket) is abandoned,
    * its connection destroyed: close() waits for these, and must not wait past it.
    */
-  private releaseLater(conn: ClaimConnection): void {
+  private releaseLater(conn: ClaimTransaction): void {
     const done: Promise<void> = conn
       .untilHardStop(conn.rollback())
       .then(() => conn.close())
@@ -192,25 +198,30 @@ export class Engine {
     this.releasing.add(done);
   }
 
+  /**
+   * The handler on the guarded `ctx.tx`, its response's body read within its timeout,
+   * and what the COMMIT stores with the key; or the request's end when the handler
+   * rolled back by its answer or committed the claim's transaction itself.
+   */
   private async execute(
-    conn: ClaimConnection,
-    job: Job,
-    attempt: number,
+    run: Run,
+    conn: ClaimTransaction,
     xid: string,
-  ): Promise<Verdict> {
+  ): Promise<WorkResult | Done<Attempt>> {
+    const { job, attempt } = run;
     const { claim } = job;
-    let outcome: HandlerOutcome | undefined;
-    const tx = conn.guard.tx;
     // One copy per run, made when first asked for (an adapter's handler may never ask).
     let request: Request | undefined;
     const requestCopy = (): Request => (request ??= copyRequest(job.request(), job.body));
     const streamed = this.streamedResponses;
     const hooks: AdapterHooks = {
       maxBodyBytes: this.cfg.maxBodyBytes,
-      workDone: () => conn.guard.end(),
+      workDone: () => conn.sealTx(),
     };
-    const result = await guardedCall(
-      async (link) => {
+    const result = await runWork(
+      conn,
+      { timeoutMs: this.cfg.timeoutMs, hardStop: this.transactions.hardStop, attempt },
+      (tx, link) => {
         const ctx: IdempotencyContext & { [adapterHooks]: AdapterHooks } = {
           tx,
           key: claim.key,
@@ -229,63 +240,60 @@ export class Engine {
           },
           [adapterHooks]: hooks,
         };
-        let response: unknown;
-        try {
-          response = await job.handler(ctx, requestCopy);
-        } finally {
-          // The handler's work is over: a query it left floating is refused, not
-          // autocommitted, and what it left running counts against its timeout.
-          await conn.guard.finish();
-        }
+        return Promise.resolve(job.handler(ctx, requestCopy));
+      },
+      async (response: unknown) => {
         if (!isResponse(response))
           throw new TypeError('an idempotent handler must return a Response');
-        outcome = await this.settleBody(response);
-      },
-      {
-        timeoutMs: this.cfg.timeoutMs,
-        abandonOn: this.deps.hardStop,
-        timeoutReason: () => new HandlerTimeoutError(claim.key, this.cfg.timeoutMs),
+        run.outcome = await this.settleBody(response);
       },
     );
+    const { outcome } = run;
 
     // The handler failed (threw, or answered a 5xx) after committing the claim's
     // transaction itself: nothing is left to roll back, and the key row committed
     // without an answer. Store one now, or every retry meets an incomplete row.
-    const failed =
-      (result.kind === 'error' && !this.deps.hardStop.aborted) || outcome?.kind === 'rollback';
-    if (failed && (await committedByHandler(conn, xid)))
-      return this.failedAfterOwnCommit(
-        conn,
-        job,
-        result.kind === 'error' ? result.error : undefined,
-      );
-
-    let work: WorkResult;
-    /** What the COMMIT stores with the key. */
-    let stored: ResponseRecord | undefined;
-    if (result.kind === 'timeout') {
-      work = { kind: 'timeout', error: new HandlerTimeoutError(claim.key, this.cfg.timeoutMs) };
-    } else if (result.kind === 'error') {
-      work = this.deps.hardStop.aborted
-        ? { kind: 'stopped' }
-        : { kind: 'threw', error: result.error, attempt };
-    } else if (outcome?.kind === 'rollback') {
-      await conn.rollback();
-      return { kind: 'rolled-back', response: outcome.response };
-    } else if (outcome !== undefined) {
-      stored = recordOf(outcome.response, outcome.stored, outcome.omitted, this.cfg.storeHeaders);
-      const record = stored;
-      work = {
-        kind: 'ok',
-        beforeCommit: job.keyed
-          ? this.statements.storeResponse(claim, record)
-          : this.statements.forget(claim),
+    const failed = result.kind === 'threw' || outcome?.kind === 'rollback';
+    if (failed && (await conn.committedOutside(xid)))
+      return {
+        kind: 'done',
+        verdict: await this.failedAfterOwnCommit(
+          conn,
+          job,
+          result.kind === 'threw' ? result.error : undefined,
+        ),
       };
-    } else {
-      work = { kind: 'threw', error: new Error('the handler settled without a response'), attempt };
+    if (result.kind !== 'ok') return result;
+    if (outcome?.kind === 'rollback') {
+      await conn.rollback();
+      return { kind: 'done', verdict: { kind: 'rolled-back', response: outcome.response } };
     }
+    if (outcome === undefined)
+      return { kind: 'threw', error: new Error('the handler settled without a response'), attempt };
+    const record = recordOf(
+      outcome.response,
+      outcome.stored,
+      outcome.omitted,
+      this.cfg.storeHeaders,
+    );
+    run.stored = record;
+    return {
+      kind: 'ok',
+      beforeCommit: job.keyed
+        ? this.statements.storeResponse(claim, record)
+        : this.statements.forget(claim),
+    };
+  }
 
-    const end = await conn.finish(work, xid);
+  /** What the transaction's end means for the request: its answer. */
+  private async answered(
+    run: Run,
+    end: TransactionEnd,
+    work: WorkResult,
+    conn: ClaimTransaction,
+  ): Promise<Attempt> {
+    const { job, outcome, stored } = run;
+    const { claim } = job;
     if (end.kind === 'committed') {
       // The row as committed, response and all, unless the handler committed it itself.
       const record =
@@ -318,7 +326,7 @@ export class Engine {
     if (end.kind === 'failed' && work.kind === 'threw' && !end.infrastructure && !end.conflict)
       return { kind: 'threw', error: work.error };
     // A query the handler sent after settling was refused: its fault, for its error handler.
-    if (end.kind === 'failed' && end.error === conn.guard.lateUse)
+    if (end.kind === 'failed' && end.error === conn.lateUse)
       return { kind: 'threw', error: end.error };
     return end;
   }
@@ -354,7 +362,7 @@ export class Engine {
    * stays), so it is an execution, answered the same way first and on every replay.
    */
   private async failedAfterOwnCommit(
-    conn: ClaimConnection,
+    conn: ClaimTransaction,
     job: Job,
     error: unknown,
   ): Promise<Verdict> {
@@ -375,7 +383,7 @@ export class Engine {
 
   /** Runs the stored-response statement in autocommit, after a commit the handler made. */
   private async completeAfterCommit(
-    conn: ClaimConnection,
+    conn: ClaimTransaction,
     statement: string,
     key: string,
   ): Promise<void> {
@@ -443,28 +451,6 @@ export class Engine {
 
   private failed(error: EffectivelyOnceError): FailedAttempt {
     return { kind: 'failed', error, infrastructure: true, conflict: false };
-  }
-}
-
-/**
- * Whether the claim's transaction `xid` was committed by the handler, before the
- * runner's COMMIT. A connection still inside a transaction (pg's status 'T', or 'E'
- * after a failed statement) is asked nothing; otherwise Postgres says.
- */
-async function committedByHandler(conn: ClaimConnection, xid: string): Promise<boolean> {
-  const client = conn.client as { getTransactionStatus?: () => string | null };
-  const status = client.getTransactionStatus?.();
-  if (status === 'T' || status === 'E') return false;
-  try {
-    const { rows } = await conn.client.query<{ status: string | null }>(
-      'SELECT pg_xact_status($1::xid8) AS status',
-      [xid],
-    );
-    return rows[0]?.status === 'committed';
-  } catch {
-    // A lost connection, or an open failed transaction (an older pg, no status): the
-    // usual failure path handles both.
-    return false;
   }
 }
 

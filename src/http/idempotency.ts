@@ -4,7 +4,7 @@ import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } fr
 import { untilAborted } from '../deadline.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
-import type { ConnectionDeps } from '../tx/claim-connection.js';
+import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
 import { checkRequestBody, readRequestBody } from './body.js';
 import type { IdempotentHandler } from './context.js';
 import { committedRow, Engine, type Job, type JobHandler, type Verdict } from './engine.js';
@@ -94,7 +94,7 @@ class IdempotencyImpl implements Idempotency {
     this.engine = new Engine(
       cfg,
       new KeyStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs),
-      deps,
+      pgClaimTransactions(deps),
     );
     this.flights = new KeyFlights(this.hardStop.signal);
     const retention = cfg.retention;

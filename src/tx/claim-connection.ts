@@ -6,7 +6,6 @@ import {
   DatabaseError,
   EffectivelyOnceError,
   HandlerError,
-  HandlerTimeoutError,
   InvalidKeyError,
   ShutdownError,
   TransactionAbortedError,
@@ -27,55 +26,16 @@ import {
 import type { Logger } from '../types.js';
 import { acquireClient } from './acquire.js';
 import { cancelBackend } from './cancel.js';
+import type {
+  ClaimTransaction,
+  ClaimTransactions,
+  FailedAttempt,
+  Released,
+  TransactionEnd,
+  WorkResult,
+} from './claim-transaction.js';
 import { TransactionGuard } from './guard.js';
 import { settledStatus } from './xact-status.js';
-
-/** A failed attempt at a claim transaction, as both runners report it. */
-export interface FailedAttempt {
-  kind: 'failed';
-  error: EffectivelyOnceError;
-  /**
-   * Not the message's fault, so no attempt is spent: our connection died, the database
-   * is down, the claim is busy, the COMMIT's outcome is unknown.
-   */
-  infrastructure: boolean;
-  /** A serialization failure or deadlock: worth running again at once, in a fresh transaction. */
-  conflict: boolean;
-  /**
-   * The conflict was over the library's own row (an adapter hook's: the stored Kafka
-   * offset, which every transaction of a partition raises), not the message's work:
-   * past `serializationRetries` it stays infrastructure instead of spending an attempt.
-   */
-  ownRow?: boolean;
-}
-
-/** The delivery must go back untouched: the consumer is stopping. */
-export interface Released {
-  kind: 'released';
-  error: EffectivelyOnceError;
-}
-
-/** How a claim transaction ended, before the broker hears of it. */
-export type TransactionEnd =
-  | {
-      kind: 'committed';
-      /** Set when the commit happened, but not the way it should have (the handler committed). */
-      warning: EffectivelyOnceError | undefined;
-    }
-  | FailedAttempt
-  | Released;
-
-/** How the user's code inside the transaction (handler, then the adapter's hook) ended. */
-export type WorkResult =
-  | {
-      kind: 'ok';
-      /** A statement of the library's to run in the transaction right before COMMIT (see commitClaim). */
-      beforeCommit?: string;
-    }
-  | { kind: 'timeout'; error: HandlerTimeoutError }
-  | { kind: 'stopped' }
-  | { kind: 'threw'; error: unknown; attempt: number }
-  | { kind: 'hook-failed'; error: unknown };
 
 /** What a claim connection needs from its owner (a consumer, an HTTP endpoint, a relay). */
 export interface ConnectionDeps {
@@ -92,14 +52,23 @@ export interface ConnectionDeps {
 const CANCEL_TIMEOUT_MS = 5000;
 
 /**
- * One claim transaction's connection, from checkout to release. It owns what both
- * runners used to write out: the client-error listener, the handler's guarded `tx`,
- * the rollback that tells a live connection from a dead one, the verified COMMIT, and
- * the classification of every failure into "the message's fault" (spends an attempt),
- * "ours" (infrastructure: retried, no attempt) or "a conflict" (run again at once).
+ * The claim transactions of `deps.pool`: each on a pg client the library checks out,
+ * the transaction begun by the claim statement itself.
  */
-export class ClaimConnection {
-  readonly guard: TransactionGuard;
+export function pgClaimTransactions(deps: ConnectionDeps): ClaimTransactions<PoolClient> {
+  return { hardStop: deps.hardStop, open: (key) => ClaimConnection.open(deps, key) };
+}
+
+/**
+ * One claim transaction on a pg client of the library's pool, from checkout to release
+ * (the {@link ClaimTransaction} the library opens itself). It owns the client-error
+ * listener, the handler's guarded `tx`, the rollback that tells a live connection from a
+ * dead one, the verified COMMIT, and the classification of every failure into "the
+ * message's fault" (spends an attempt), "ours" (infrastructure: retried, no attempt) or
+ * "a conflict" (run again at once).
+ */
+export class ClaimConnection implements ClaimTransaction<PoolClient> {
+  private readonly guard: TransactionGuard;
   private lost: unknown;
   private broken: unknown;
   private abandoned = false;
@@ -111,7 +80,7 @@ export class ClaimConnection {
   private constructor(
     readonly client: PoolClient,
     private readonly deps: ConnectionDeps,
-    private readonly key: string,
+    readonly key: string,
   ) {
     // A checked-out client whose socket dies emits 'error'; unhandled, that kills the process.
     client.on('error', this.onError);
@@ -141,6 +110,48 @@ export class ClaimConnection {
         infrastructure: true,
         conflict: false,
       };
+    }
+  }
+
+  /** {@inheritDoc ClaimTransaction.tx} */
+  get tx(): PoolClient {
+    return this.guard.tx;
+  }
+
+  /** {@inheritDoc ClaimTransaction.lateUse} */
+  get lateUse(): TransactionControlError | undefined {
+    return this.guard.lateUse;
+  }
+
+  /** {@inheritDoc ClaimTransaction.sealTx} */
+  sealTx(): void {
+    this.guard.end();
+  }
+
+  /** {@inheritDoc ClaimTransaction.settleTx} */
+  settleTx(): Promise<void> {
+    return this.guard.finish();
+  }
+
+  /**
+   * Whether the claim's transaction `xid` was committed by the handler, before the
+   * library's COMMIT. A connection still inside a transaction (pg's status 'T', or 'E'
+   * after a failed statement) is asked nothing; otherwise Postgres says.
+   */
+  async committedOutside(xid: string): Promise<boolean> {
+    const client = this.client as { getTransactionStatus?: () => string | null };
+    const status = client.getTransactionStatus?.();
+    if (status === 'T' || status === 'E') return false;
+    try {
+      const { rows } = await this.client.query<{ status: string | null }>(
+        'SELECT pg_xact_status($1::xid8) AS status',
+        [xid],
+      );
+      return rows[0]?.status === 'committed';
+    } catch {
+      // A lost connection, or an open failed transaction (an older pg, no status): the
+      // usual failure path handles both.
+      return false;
     }
   }
 
@@ -486,17 +497,6 @@ export class ClaimConnection {
   private markDownIfUnavailable(cause: unknown): void {
     if (isUnavailable(cause)) this.deps.health.markDown(cause);
   }
-}
-
-/**
- * A serialization failure or deadlock still lost after the runner's in-place runs
- * (`serializationRetries`): it now fails like a handler error, an attempt spent,
- * wherever it came from in the claim, the handler or COMMIT (a claim's conflict is
- * otherwise filed as infrastructure). One over an adapter's own row is never the
- * message's: it stays infrastructure, retried with backoff.
- */
-export function conflictsExhausted(failed: FailedAttempt): FailedAttempt {
-  return { ...failed, infrastructure: failed.ownRow === true };
 }
 
 /** A failure the message's handling caused: it spends an attempt. */

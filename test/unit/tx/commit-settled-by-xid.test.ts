@@ -9,7 +9,8 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import type { Pool } from 'pg';
-import { ClaimConnection, type TransactionEnd } from '../../../src/tx/claim-connection.js';
+import { ClaimConnection } from '../../../src/tx/claim-connection.js';
+import type { TransactionEnd } from '../../../src/tx/claim-transaction.js';
 
 function fatal(code: string, message: string): Error {
   return Object.assign(new Error(message), { code, severity: 'FATAL' });

@@ -8,7 +8,8 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import type { Pool } from 'pg';
-import { ClaimConnection, type WorkResult } from '../../../src/tx/claim-connection.js';
+import { ClaimConnection } from '../../../src/tx/claim-connection.js';
+import type { WorkResult } from '../../../src/tx/claim-transaction.js';
 
 /** A FATAL ErrorResponse as pg hands it over. */
 function fatal(code: string, message: string): Error {

@@ -1,0 +1,94 @@
+/**
+ * A claim transaction that is no database (src/tx/claim-transaction.ts): it records what
+ * the driver asks of it, so a test can prove the driver, or a door on it, reaches the
+ * transaction only through the interface.
+ */
+import type { PoolClient } from 'pg';
+import { DatabaseError } from '../../src/errors.js';
+import type {
+  ClaimTransaction,
+  ClaimTransactions,
+  FailedAttempt,
+  TransactionEnd,
+  WorkResult,
+} from '../../src/tx/claim-transaction.js';
+
+/** What the handler gets as `ctx.tx` from the fake: no pg client at all. */
+export interface FakeTx {
+  readonly kind: 'fake-tx';
+}
+
+/** A claim transaction that is no database: it records what the driver asks of it. */
+export class FakeTransaction implements ClaimTransaction<FakeTx> {
+  readonly calls: string[] = [];
+  readonly tx: FakeTx = { kind: 'fake-tx' };
+  readonly client = { fake: 'library client' } as unknown as PoolClient;
+  lateUse = undefined;
+  finishWith: TransactionEnd = { kind: 'committed', warning: undefined };
+
+  constructor(
+    readonly key: string,
+    private readonly hardStop: AbortSignal,
+  ) {}
+
+  async untilHardStop<T>(work: Promise<T>): Promise<T | undefined> {
+    this.calls.push('untilHardStop');
+    if (this.hardStop.aborted) return undefined;
+    return work;
+  }
+  /** What claimFailed files a failed claim as; default an infrastructure DatabaseError. */
+  claimFailure: FailedAttempt | undefined;
+
+  async claimFailed(cause: unknown, waitMs: number): Promise<FailedAttempt> {
+    this.calls.push(`claimFailed(${waitMs})`);
+    if (this.claimFailure !== undefined) return this.claimFailure;
+    return {
+      kind: 'failed',
+      error: new DatabaseError('claim', cause),
+      infrastructure: true,
+      conflict: false,
+    };
+  }
+  sealTx(): void {
+    this.calls.push('sealTx');
+  }
+  async settleTx(): Promise<void> {
+    this.calls.push('settleTx');
+  }
+  async committedOutside(): Promise<boolean> {
+    this.calls.push('committedOutside');
+    return false;
+  }
+  async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
+    this.calls.push(`finish(${work.kind}, ${xid})`);
+    return this.finishWith;
+  }
+  async rollback(): Promise<void> {
+    this.calls.push('rollback');
+  }
+  close(): void {
+    this.calls.push('close');
+  }
+}
+
+export function fakeTransactions(
+  hardStop = new AbortController().signal,
+  configure: (conn: FakeTransaction) => void = () => undefined,
+): {
+  transactions: ClaimTransactions<FakeTx>;
+  opened: FakeTransaction[];
+} {
+  const opened: FakeTransaction[] = [];
+  return {
+    opened,
+    transactions: {
+      hardStop,
+      open: async (key) => {
+        const conn = new FakeTransaction(key, hardStop);
+        configure(conn);
+        opened.push(conn);
+        return conn;
+      },
+    },
+  };
+}
