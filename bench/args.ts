@@ -1,3 +1,4 @@
+import { runDir } from '../kit/results.js';
 import { parseArgs } from 'node:util';
 import { SCENARIO_IDS, type ScenarioId } from './scenarios.js';
 
@@ -43,7 +44,7 @@ export interface BenchOptions {
 const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--kafka-client kafkajs] [--dedup-rows 0]
-                         [--prune-while-consuming] [--memory-run] [--out bench/results] [--name variant]
+                         [--prune-while-consuming] [--memory-run] [--out .cache/runs/bench] [--name variant]
                          [--profile]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
@@ -64,7 +65,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       'dedup-rows': { type: 'string', default: '0' },
       'prune-while-consuming': { type: 'boolean', default: false },
       'memory-run': { type: 'boolean', default: false },
-      out: { type: 'string', default: 'bench/results' },
+      out: { type: 'string', default: runDir('bench') },
       name: { type: 'string' },
       profile: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },

@@ -4,9 +4,9 @@
  *
  *   npm run compare -- [--side http|consumer|all] [--contenders a,b] [--out prefix]
  *     http (the default): the Idempotency-Key middlewares on one Express 5 app
- *       [--payments 100] [--concurrent 20]      --out bench/results/compare-http
+ *       [--payments 100] [--concurrent 20]      --out .cache/runs/compare/compare-http
  *     consumer: plain sqs-consumer / kafkajs workers vs withDedup / exactlyOnceEachMessage
- *       [--messages 100]                        --out bench/results/compare-consumer
+ *       [--messages 100]                        --out .cache/runs/compare/compare-consumer
  *     all: both, each with its defaults (no --contenders / --out)
  *
  * Uses DATABASE_URL, SQS_ENDPOINT, KAFKA_BROKERS, or starts private ones
@@ -15,6 +15,7 @@
  * when effectively-once's figures are not 0 doubles / 0 stuck / 0 lost (or a run
  * failed); 130 on SIGINT.
  */
+import { runDir } from '../../kit/results.js';
 import { parseArgs } from 'node:util';
 import { runConsumerSide } from './consumer/side.js';
 import { runHttpSide } from './http-side.js';
@@ -44,13 +45,13 @@ try {
   const failures: string[] = [];
   if (side === 'http' || side === 'all')
     failures.push(
-      ...(await runHttpSide({ ...values, out: values.out ?? 'bench/results/compare-http' })),
+      ...(await runHttpSide({ ...values, out: values.out ?? `${runDir('compare')}/compare-http` })),
     );
   if (side === 'consumer' || side === 'all')
     failures.push(
       ...(await runConsumerSide({
         ...values,
-        out: values.out ?? 'bench/results/compare-consumer',
+        out: values.out ?? `${runDir('compare')}/compare-consumer`,
       })),
     );
   for (const failure of failures) say(`FAIL effectively-once: ${failure}`);

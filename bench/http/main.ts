@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --http [--no-fsync] [--duration 10] [--warmup 10] [--connections 16]
- * [--rounds 3] [--pool 16] [--keys 1000] [--modes a,b,c,d] [--cpu-prof] [--out bench/results]
+ * [--rounds 3] [--pool 16] [--keys 1000] [--modes a,b,c,d] [--cpu-prof] [--out .cache/runs/bench]
  * [--name x]`
  *
  * The Idempotency-Key middleware side by side with what it replaces, in one run, on
@@ -18,6 +18,7 @@
  * with `--modes c` that is mostly (c)) to `<out>/profiles/` when it exits.
  * Writes `<out>/latest-http[-no-fsync][-<name>].{json,md}`.
  */
+import { runDir } from '../../kit/results.js';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -67,7 +68,7 @@ function parse(argv: string[]): HttpBenchOptions {
       rounds: { type: 'string', default: '3' },
       pool: { type: 'string', default: '16' },
       keys: { type: 'string', default: '1000' },
-      out: { type: 'string', default: 'bench/results' },
+      out: { type: 'string', default: runDir('bench') },
       name: { type: 'string' },
     },
   });

@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --http-sql [--no-fsync] [--duration 5] [--rounds 3] [--clients 16]
- * [--claim-variants] [--out bench/results]`
+ * [--claim-variants] [--out .cache/runs/bench]`
  *
  * The HTTP bench's four modes with Node taken out: the SQL each one sends, replayed by
  * pgbench (Postgres's own load generator, simple protocol, one round trip per line as
@@ -19,6 +19,7 @@
  * CPU-bound run. Writes `<out>/latest-http-sql[-no-fsync].{json,md}`
  * (`latest-http-sql-variants[-no-fsync].*` with variants).
  */
+import { runDir } from '../../kit/results.js';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -77,7 +78,7 @@ function parse(argv: string[]): {
       duration: { type: 'string', default: '5' },
       rounds: { type: 'string', default: '3' },
       clients: { type: 'string', default: '16' },
-      out: { type: 'string', default: 'bench/results' },
+      out: { type: 'string', default: runDir('bench') },
       'claim-variants': { type: 'boolean', default: false },
     },
   });
