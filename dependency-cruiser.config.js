@@ -45,6 +45,14 @@ export default {
       from: { path: '^src/(store/|tx/|[^/]+[.]ts$)', pathNot: '^src/index[.]ts$' },
       to: { path: `^src/(${DOORS}|${AROUND})/` },
     },
+    {
+      name: 'tooling-imports-no-test',
+      comment:
+        'bench/, chaos/ and the kit they share (kit/) never import test/: what a harness and a test both need lives in kit/.',
+      severity: 'error',
+      from: { path: '^(bench|chaos|kit)/' },
+      to: { path: '^test/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

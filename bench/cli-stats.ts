@@ -30,7 +30,7 @@ if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run \`npm run build
 let stop = async (): Promise<void> => {};
 if (!process.env['DATABASE_URL']) {
   process.env['EO_SERVICES'] = 'postgres';
-  const services = await import('../test/helpers/services/index.js');
+  const services = await import('../kit/services/index.js');
   await services.startServices();
   stop = () => services.stopServices();
 }

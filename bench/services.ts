@@ -31,7 +31,7 @@ export async function ensureServices(broker: BrokerName | null): Promise<Running
       `[bench] starting ${missing.join(' and ')} (set ${broker === null ? 'DATABASE_URL' : `DATABASE_URL / ${brokerEnv}`} to use your own)`,
     );
     process.env['EO_SERVICES'] = missing.join(',');
-    const services = await import('../test/helpers/services/index.js');
+    const services = await import('../kit/services/index.js');
     await services.startServices();
     stop = () => services.stopServices();
   }

@@ -49,7 +49,7 @@ export async function ensureServices(
     ...(broker === null || process.env[brokerEnv ?? ''] ? [] : [broker]),
   ];
   const envNames = ['DATABASE_URL', ...(brokerEnv ? [brokerEnv] : [])].join(' / ');
-  const services = await import('../test/helpers/services/index.js');
+  const services = await import('../kit/services/index.js');
   let root: string | undefined;
   if (missing.length > 0) {
     log(`starting private ${missing.join(' and ')} (set ${envNames} to use your own)`);
@@ -109,7 +109,7 @@ async function startCluster(
   log: (line: string) => void,
 ): Promise<FailoverCluster> {
   const { FailoverCluster } = await import('./failover/cluster.js');
-  const { RUNS_DIR } = await import('../test/helpers/services/state.js');
+  const { RUNS_DIR } = await import('../kit/services/state.js');
   fs.mkdirSync(RUNS_DIR, { recursive: true });
   const root = servicesRoot ?? fs.mkdtempSync(path.join(RUNS_DIR, 'run-'));
   fs.chmodSync(root, 0o755); // the postgres user must reach the data dirs inside

@@ -10,7 +10,7 @@
  *     all: both, each with its defaults (no --contenders / --out)
  *
  * Uses DATABASE_URL, SQS_ENDPOINT, KAFKA_BROKERS, or starts private ones
- * (test/helpers/services) and stops them at the end, or on Ctrl-C. Prints each table as
+ * (kit/services) and stops them at the end, or on Ctrl-C. Prints each table as
  * markdown and writes it (with the raw figures as JSON) to `--out`.md/.json. Exits 1
  * when effectively-once's figures are not 0 doubles / 0 stuck / 0 lost (or a run
  * failed); 130 on SIGINT.

@@ -184,7 +184,7 @@ export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
       options.durability,
       services.started.includes('postgres'),
     );
-    const { findBindir } = await import('../../test/helpers/services/postgres.js');
+    const { findBindir } = await import('../../kit/services/postgres.js');
     const bin = path.join(await findBindir(), 'pgbench');
     if (!fs.existsSync(bin))
       throw new Error(

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { Framework } from '../../test/helpers/http/payments.js';
+import type { Framework } from '../../kit/payments/payments.js';
 import { failoverArgs, intOption, UsageError } from '../args.js';
 import type { Replication } from '../failover/node.js';
 import { HTTP_FAULT_KINDS, type HttpFaultKind } from './fault-plan.js';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { sleep } from '../../src/sleep.js';
-import { FaultProxy } from '../../test/helpers/fault-proxy.js';
-import { freePorts } from '../../test/helpers/services/ports.js';
+import { FaultProxy } from '../../kit/fault-proxy.js';
+import { freePorts } from '../../kit/services/ports.js';
 import { adminPool, dropChaosSchema } from '../db.js';
 import { Rng } from '../rng.js';
 import { openRunScope } from '../run-scope.js';

@@ -1,4 +1,4 @@
-import type { Fault } from '../../test/helpers/fault-proxy.js';
+import type { Fault } from '../../kit/fault-proxy.js';
 import { failoverFields, type RunResult } from '../summary.js';
 import type { HttpChaosArgs } from './args.js';
 import type { HttpVerdict } from './checker.js';

@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
-import { freePorts } from '../../test/helpers/services/ports.js';
+import { freePorts } from '../../kit/services/ports.js';
 import type { ChaosBroker } from '../broker-api.js';
 import { createBroker } from '../broker.js';
 import type { ChaosServices } from '../services.js';

@@ -4,7 +4,7 @@ import { FailoverCluster } from '../../../chaos/failover/cluster.js';
 import type { Replication } from '../../../chaos/failover/node.js';
 import type { Logger } from '../../../src/types.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
-import { RUNS_DIR } from '../../helpers/services/state.js';
+import { RUNS_DIR } from '../../../kit/services/state.js';
 
 /**
  * A private primary + standby (chaos/failover/cluster.ts) for one test file, under the

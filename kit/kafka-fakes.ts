@@ -9,9 +9,9 @@ import type {
   KafkaRunConfig,
   KafkaTopicPartitionOffset,
   KafkaTopicPartitions,
-} from '../../../adapters/kafka/index.js';
-import { HandlerError, type EffectivelyOnceError } from '../../../src/errors.js';
-import type { Delivery, DeliveryOutcome, Logger, SourceContext } from '../../../src/types.js';
+} from '../adapters/kafka/index.js';
+import { HandlerError, type EffectivelyOnceError } from '../src/errors.js';
+import type { Delivery, DeliveryOutcome, Logger, SourceContext } from '../src/types.js';
 
 type Listener = (event: unknown) => void;
 

@@ -1,5 +1,5 @@
 /**
- * `npx tsx test/helpers/services/prefetch.ts [--all]`: resolve (download on
+ * `npx tsx kit/services/prefetch.ts [--all]`: resolve (download on
  * first use) everything the native services need, so test timeouts are never
  * spent in Maven or pip, and report what was found. By default what the
  * default services need (Kafka 3.9, ElasticMQ); `--all` adds the alternative

@@ -71,7 +71,7 @@ logger.common.level=WARN
 /**
  * Broker lines we test against, chosen with EO_KAFKA_VERSION (a major
  * version; 3 by default). Each has its own dependency list under
- * test/services/ and its own logging setup: Kafka 4 removed log4j 1.
+ * kit/services/deps/ and its own logging setup: Kafka 4 removed log4j 1.
  */
 export const KAFKA_VERSIONS = {
   '3': {

@@ -9,7 +9,14 @@ import { run } from './process.js';
 import type { JavaServiceState } from './state.js';
 
 /** The pinned Python environment LocalStack runs from (see the comment at its top). */
-const REQUIREMENTS = path.join(repoRoot, 'test', 'services', 'localstack', 'requirements.txt');
+const REQUIREMENTS = path.join(
+  repoRoot,
+  'kit',
+  'services',
+  'deps',
+  'localstack',
+  'requirements.txt',
+);
 
 /** The Python that creates the venv; EO_PYTHON picks another one (3.8 or later). */
 function pythonBin(): string {

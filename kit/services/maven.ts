@@ -4,8 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run } from './process.js';
 
-/** Repository root (this file is test/helpers/services/maven.ts). */
-export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+/** Repository root (this file is kit/services/maven.ts). */
+export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The JVM to run services with; JAVA_HOME wins like it does for Maven. */
 export function javaBin(): string {
@@ -13,13 +13,13 @@ export function javaBin(): string {
 }
 
 /**
- * Runtime classpath for test/services/<name>/pom.xml. Java services come from
+ * Runtime classpath for kit/services/deps/<name>/pom.xml. Java services come from
  * Maven Central as plain jars (no Docker, no tarball downloads); Maven caches
  * the jars in ~/.m2 and we cache the resolved classpath in .cache/, keyed by
  * the pom's hash, so a warm start costs no Maven run at all.
  */
 export async function resolveClasspath(name: string): Promise<string> {
-  const pom = path.join(repoRoot, 'test', 'services', name, 'pom.xml');
+  const pom = path.join(repoRoot, 'kit', 'services', 'deps', name, 'pom.xml');
   const hash = createHash('sha256').update(fs.readFileSync(pom)).digest('hex').slice(0, 16);
   const cacheDir = path.join(repoRoot, '.cache', 'classpath');
   const cacheFile = path.join(cacheDir, `${name}-${hash}.txt`);
