@@ -53,6 +53,14 @@ export default {
       from: { path: '^(bench|chaos|kit)/' },
       to: { path: '^test/' },
     },
+    {
+      name: 'kit-imports-no-harness',
+      comment:
+        'kit/ is what the harnesses share: it imports no harness (bench/, chaos/), or it would not be shared.',
+      severity: 'error',
+      from: { path: '^kit/' },
+      to: { path: '^(bench|chaos)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

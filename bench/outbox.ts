@@ -15,6 +15,7 @@
  * (bench/durability.ts), `--no-fsync` for the CPU-bound run. Writes
  * `<out>/latest-outbox-<broker>[-no-fsync].md`.
  */
+import { choiceOption } from '../kit/args.js';
 import { runDir } from '../kit/results.js';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -72,11 +73,10 @@ function options(argv: string[]): Options {
       out: { type: 'string', default: runDir('bench') },
     },
   });
-  if (values.broker !== 'sqs' && values.broker !== 'kafka')
-    throw new Error('--broker must be sqs or kafka');
+  const broker = choiceOption('broker', values.broker, ['sqs', 'kafka'] as const, 'sqs');
   return {
     durability: values['no-fsync'] ? 'no-fsync' : 'durable',
-    broker: values.broker,
+    broker,
     rows: Number(values.rows),
     relays: Number(values.relays),
     batch: Number(values.batch),

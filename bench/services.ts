@@ -1,4 +1,4 @@
-import type { BrokerName } from './args.js';
+import type { BrokerName } from '../kit/services/private.js';
 
 export interface Endpoints {
   databaseUrl: string;

@@ -15,6 +15,7 @@
  * when effectively-once's figures are not 0 doubles / 0 stuck / 0 lost (or a run
  * failed); 130 on SIGINT.
  */
+import { choiceOption, UsageError } from '../../kit/args.js';
 import { runDir } from '../../kit/results.js';
 import { parseArgs } from 'node:util';
 import { runConsumerSide } from './consumer/side.js';
@@ -25,7 +26,7 @@ const SIDES = ['http', 'consumer', 'all'] as const;
 
 const { values } = parseArgs({
   options: {
-    side: { type: 'string', default: 'http' },
+    side: { type: 'string' },
     contenders: { type: 'string' },
     payments: { type: 'string', default: '100' },
     concurrent: { type: 'string', default: '20' },
@@ -33,11 +34,11 @@ const { values } = parseArgs({
     out: { type: 'string' },
   },
 });
-const side = values.side;
-if (!(SIDES as readonly string[]).includes(side))
-  throw new Error(`--side must be one of ${SIDES.join(', ')}, not ${side}`);
+const side = choiceOption('side', values.side, SIDES, 'http');
 if (side === 'all' && (values.contenders !== undefined || values.out !== undefined))
-  throw new Error('--side all runs every contender with the default --out: pick a side for those');
+  throw new UsageError(
+    '--side all runs every contender with the default --out: pick a side for those',
+  );
 
 stopOnSigint();
 let exitCode = 0;

@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrateKeyTable } from '../../src/http/store.js';
 import { DEFAULT_TABLE } from '../../src/http/options.js';
-import { integerOption } from '../args.js';
+import { intOption } from '../../kit/args.js';
 import { CLAIM_VARIANTS, claimVariantDdl, tableVariantDdl } from './claim-variants.js';
 import {
   baseScripts,
@@ -75,18 +75,18 @@ function parse(argv: string[]): {
     options: {
       'http-sql': { type: 'boolean' },
       'no-fsync': { type: 'boolean', default: false },
-      duration: { type: 'string', default: '5' },
-      rounds: { type: 'string', default: '3' },
-      clients: { type: 'string', default: '16' },
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+      clients: { type: 'string' },
       out: { type: 'string', default: runDir('bench') },
       'claim-variants': { type: 'boolean', default: false },
     },
   });
   return {
     durability: values['no-fsync'] ? 'no-fsync' : 'durable',
-    durationS: integerOption('duration', values.duration, 1, 600),
-    rounds: integerOption('rounds', values.rounds, 1, 20),
-    clients: integerOption('clients', values.clients, 1, 200),
+    durationS: intOption('duration', values.duration, 5, 1, 600),
+    rounds: intOption('rounds', values.rounds, 3, 1, 20),
+    clients: intOption('clients', values.clients, 16, 1, 200),
     out: values.out,
     claimVariants: values['claim-variants'],
   };

@@ -1,5 +1,5 @@
 import type { Fault } from '../../kit/fault-proxy.js';
-import { failoverFields, type RunResult } from '../summary.js';
+import { failoverFields, type RunResult } from '../consumer/summary.js';
 import type { HttpChaosArgs } from './args.js';
 import type { HttpVerdict } from './checker.js';
 import type { FaultVerdict } from './fault-checker.js';

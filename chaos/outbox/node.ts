@@ -13,8 +13,8 @@
  */
 import pg from 'pg';
 import type { Consumer } from 'effectively-once';
-import { WORKER_ENV, type FromWorker, type ToWorker } from '../protocol.js';
-import { stderrLogger } from '../stderr-logger.js';
+import { WORKER_ENV, type FromWorker, type ToWorker } from '../consumer/protocol.js';
+import { stderrLogger } from '../../kit/stderr-logger.js';
 import { chaosConsumer, inputSource, outputSource } from './consumers.js';
 import { startReceiver } from './receiver.js';
 import { startRelay } from './relay-node.js';

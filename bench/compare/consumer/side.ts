@@ -4,7 +4,7 @@
  * and the ack (scenario.ts), and their table. SQS contenders run with ElasticMQ,
  * Kafka ones with Kafka, one broker's services at a time.
  */
-import type { BrokerName } from '../../../chaos/args.js';
+import type { BrokerName } from '../../../kit/services/private.js';
 import {
   packageVersions,
   pickContenders,

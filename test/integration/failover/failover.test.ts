@@ -16,8 +16,8 @@
  * docs/failure-semantics.md ("Postgres failover") tells users to close.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import { query, type PgNode, type Replication } from '../../../chaos/failover/node.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
+import { query, type PgNode, type Replication } from '../../../kit/services/cluster/node.js';
 import { migrate, type Consumer, type ConsumerEvents } from '../../../src/index.js';
 import { sqlstateOf } from '../../../src/store/pg-errors.js';
 import type { TestDatabase } from '../../helpers/db.js';

@@ -10,8 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import type { CommitArm } from '../../../chaos/failover/pg-proxy.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
+import type { CommitArm } from '../../../kit/services/cluster/pg-proxy.js';
 import { createIdempotency, type Idempotency } from '../../../src/http/index.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { schemaOn, startCluster } from './support.js';

@@ -16,7 +16,7 @@ import {
   type RelayEvents,
 } from 'effectively-once/outbox';
 import { sqlstateOf } from '../../../src/store/pg-errors.js';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import { enqueueCommitted, Receiver } from '../outbox/support.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import type { Replication } from '../../../chaos/failover/node.js';
+import { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
+import type { Replication } from '../../../kit/services/cluster/node.js';
 import type { Logger } from '../../../src/types.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { RUNS_DIR } from '../../../kit/services/state.js';

@@ -1,16 +1,16 @@
-import type { FailoverReport } from './failover/cluster.js';
+import type { FailoverReport } from '../../kit/services/cluster/cluster.js';
 import {
   describeFailover,
   failoverArm,
   failoverPoints,
   failoverOptions,
   type FailoverArm,
-} from './failover/plan.js';
+} from '../failover/plan.js';
 import type { Fleet } from './fleet.js';
 import { FAULT_POINTS, type FaultPoint } from './protocol.js';
-import type { Rng } from './rng.js';
-import { sleep } from '../src/sleep.js';
-import type { ChaosServices } from './services.js';
+import type { Rng } from '../../kit/rng.js';
+import { sleep } from '../../src/sleep.js';
+import type { ChaosServices } from '../../kit/services/private.js';
 
 export type KillMode = 'random' | FaultPoint;
 

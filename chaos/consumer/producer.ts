@@ -1,5 +1,5 @@
 import type { ChaosArgs } from './args.js';
-import { sleep } from '../src/sleep.js';
+import { sleep } from '../../src/sleep.js';
 import type { ChaosBroker } from './broker-api.js';
 import type { Send } from './plan.js';
 

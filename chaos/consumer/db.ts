@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { quoteIdentifier } from '../src/store/identifiers.js';
+import { quoteIdentifier } from '../../src/store/identifiers.js';
 import { HOT_ROWS } from './handler-faults.js';
 
 /**

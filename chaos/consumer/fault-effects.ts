@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import pg from 'pg';
-import { sleep } from '../src/sleep.js';
+import { sleep } from '../../src/sleep.js';
 import type { ChaosTables } from './db.js';
 import { faultLabel, type HandlerFault } from './handler-faults.js';
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { pgStart, pgStop } from '../../kit/services/postgres.js';
-import { sleep } from '../../kit/services/process.js';
+import { pgStart, pgStop } from '../postgres.js';
+import { sleep } from '../process.js';
 import {
   createPrimary,
   killNode,

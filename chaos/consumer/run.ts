@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChaosArgs } from './args.js';
-import { sleep } from '../src/sleep.js';
+import { sleep } from '../../src/sleep.js';
 import { createBroker, type ChaosBroker } from './broker.js';
 import type { Verdict } from './checker.js';
 import {
@@ -24,7 +24,7 @@ import {
   failoverFindings,
   ledgerEffects,
   windowLosses,
-} from './failover/accounting.js';
+} from '../failover/accounting.js';
 import { Fleet } from './fleet.js';
 import { HOT_PAIR_ALONE } from './fault-effects.js';
 import { faultLabel } from './handler-faults.js';
@@ -32,11 +32,11 @@ import { Nemesis, planEvents } from './nemesis.js';
 import { makePlan, type Plan } from './plan.js';
 import type { IsolationLevel } from './protocol.js';
 import { defaultRate, produce } from './producer.js';
-import { Rng } from './rng.js';
-import { ensureServices, type ChaosServices } from './services.js';
+import { Rng } from '../../kit/rng.js';
+import { ensureServices, type ChaosServices } from '../../kit/services/private.js';
 import { migrateKafkaOffsets } from 'effectively-once/kafka';
 import type { HandlerFaultReport, RunResult } from './summary.js';
-import { openRunScope } from './run-scope.js';
+import { openRunScope } from '../../kit/run-scope.js';
 
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { freePorts, HOST } from '../../kit/services/ports.js';
+import { freePorts, HOST } from '../ports.js';
 import {
   PG_DATABASE,
   PG_USER,
@@ -12,9 +12,9 @@ import {
   pgStop,
   postgresNode,
   readPostmasterPid,
-} from '../../kit/services/postgres.js';
-import { isAlive, run, sleep, waitUntil } from '../../kit/services/process.js';
-import type { PostgresState } from '../../kit/services/state.js';
+} from '../postgres.js';
+import { isAlive, run, sleep, waitUntil } from '../process.js';
+import type { PostgresState } from '../state.js';
 
 /**
  * Synchronous: a COMMIT is acknowledged once the standby has flushed it

@@ -1,9 +1,10 @@
+import type { BrokerName } from '../../kit/services/private.js';
 import { parseArgs } from 'node:util';
+import { intOption, listOption, numberOption, UsageError } from '../../kit/args.js';
+import { failoverArgs } from '../failover/args.js';
 import { HANDLER_FAULT_KINDS, type HandlerFaultKind } from './handler-faults.js';
-import type { Replication } from './failover/node.js';
+import type { Replication } from '../../kit/services/cluster/node.js';
 import type { Control, IsolationLevel } from './protocol.js';
-
-export type BrokerName = 'sqs' | 'kafka';
 
 /** What one chaos run does; see `usage()`. */
 export interface ChaosArgs {
@@ -65,8 +66,8 @@ export interface ChaosArgs {
 }
 
 export function usage(): string {
-  return `usage: tsx chaos/main.ts --broker sqs|kafka [options]
-       tsx chaos/main.ts --target http [options]   (the HTTP side: --target http --help)
+  return `usage: tsx chaos/main.ts [--target consumer] --broker sqs|kafka [options]
+       tsx chaos/main.ts --target http|outbox [options]   (their options: --target T --help)
 
   --messages N        logical messages, each with its own idempotency key (default 1000)
   --workers W         worker processes (default 3)
@@ -171,10 +172,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       '--broker-restarts: ElasticMQ keeps messages in memory, a restart loses them by design; only Kafka restarts',
     );
   }
-  const duplicateRatio = values.duplicates === undefined ? 0.25 : Number(values.duplicates);
-  if (!Number.isFinite(duplicateRatio) || duplicateRatio < 0.2 || duplicateRatio > 10) {
-    throw new UsageError('--duplicates must be a number from 0.2 to 10');
-  }
+  const duplicateRatio = numberOption('duplicates', values.duplicates, 0.25, 0.2, 10);
   const control = values.control;
   if (control !== undefined && control !== 'doubles' && control !== 'losses')
     throw new UsageError('--control must be doubles or losses');
@@ -189,7 +187,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     0,
     Math.floor(messages / 2),
   );
-  const faultKinds = kindsOf(values['fault-kinds']);
+  const faultKinds = listOption('fault-kinds', values['fault-kinds'], HANDLER_FAULT_KINDS);
   const offsets = values.offsets ?? 'kafka';
   if (offsets !== 'kafka' && offsets !== 'postgres')
     throw new UsageError('--offsets must be kafka or postgres');
@@ -244,33 +242,6 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   };
 }
 
-export class UsageError extends Error {}
-
-/** `--failovers N` and `--replication sync|async`, as every target takes them. */
-export function failoverArgs(
-  rawFailovers: string | undefined,
-  rawReplication: string | undefined,
-): { failovers: number; replication: Replication } {
-  const failovers = intOption('failovers', rawFailovers, 0, 0, 100);
-  const replication = rawReplication ?? 'sync';
-  if (replication !== 'sync' && replication !== 'async')
-    throw new UsageError('--replication must be sync or async');
-  if (rawReplication !== undefined && failovers === 0)
-    throw new UsageError('--replication is for runs with --failovers');
-  if (failovers > 0 && process.env['DATABASE_URL'])
-    throw new UsageError('--failovers starts a Postgres cluster of its own: unset DATABASE_URL');
-  return { failovers, replication };
-}
-
-function kindsOf(raw: string | undefined): HandlerFaultKind[] {
-  if (raw === undefined) return [...HANDLER_FAULT_KINDS];
-  const kinds = raw.split(',').map((k) => k.trim());
-  const bad = kinds.filter((k) => !(HANDLER_FAULT_KINDS as readonly string[]).includes(k));
-  if (bad.length > 0 || kinds.length === 0)
-    throw new UsageError(`--fault-kinds: each must be one of ${HANDLER_FAULT_KINDS.join(', ')}`);
-  return kinds as HandlerFaultKind[];
-}
-
 const ISOLATION: Record<string, ChaosArgs['isolation']> = {
   default: 'default',
   mixed: 'mixed',
@@ -288,20 +259,4 @@ function isolationOf(
   if (level === undefined)
     throw new UsageError(`--isolation must be one of ${Object.keys(ISOLATION).join(', ')}`);
   return level;
-}
-
-/** `--name`'s value as an integer in [min, max], `fallback` when absent; UsageError otherwise. */
-export function intOption(
-  name: string,
-  raw: string | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
-  }
-  return value;
 }

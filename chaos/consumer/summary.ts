@@ -1,6 +1,6 @@
 import type { ChaosArgs } from './args.js';
 import type { Verdict } from './checker.js';
-import type { FailoverAccount } from './failover/accounting.js';
+import type { FailoverAccount } from '../failover/accounting.js';
 import type { NemesisReport } from './nemesis.js';
 
 /** Handler faults of a run (see handler-faults.ts). */

@@ -4,7 +4,7 @@ import {
   type HandlerFaultKind,
   type PlannedFault,
 } from './handler-faults.js';
-import type { Rng } from './rng.js';
+import type { Rng } from '../../kit/rng.js';
 
 /** Message body of a logical message, as the worker's handler receives it. */
 export interface ChaosBody {

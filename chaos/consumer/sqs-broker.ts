@@ -7,7 +7,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ERROR_ATTRIBUTE } from 'effectively-once/sqs';
-import { sleep } from '../src/sleep.js';
+import { sleep } from '../../src/sleep.js';
 import { IDEMPOTENCY_ATTRIBUTE, type ChaosBroker, type DeadLetter } from './broker-api.js';
 import type { Send } from './plan.js';
 

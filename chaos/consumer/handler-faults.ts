@@ -1,4 +1,4 @@
-import type { Rng } from './rng.js';
+import type { Rng } from '../../kit/rng.js';
 
 /**
  * Handler faults: handlers written the way people write them, failing the way real

@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Rng } from './rng.js';
+import type { Rng } from '../../kit/rng.js';
 import {
   WORKER_ENV,
   type FaultPoint,

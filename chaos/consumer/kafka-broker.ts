@@ -1,6 +1,6 @@
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { DEAD_LETTER_HEADERS } from 'effectively-once/kafka';
-import { sleep } from '../src/sleep.js';
+import { sleep } from '../../src/sleep.js';
 import { IDEMPOTENCY_HEADER, type ChaosBroker, type DeadLetter } from './broker-api.js';
 
 const CHUNK = 500;

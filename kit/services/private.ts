@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { BrokerName } from './args.js';
-import type { FailoverCluster, FailoverOptions, FailoverReport } from './failover/cluster.js';
-import type { Replication } from './failover/node.js';
+/** The brokers a run can start: ElasticMQ (SQS) or Kafka. */
+export type BrokerName = 'sqs' | 'kafka';
+import type { FailoverCluster, FailoverOptions, FailoverReport } from './cluster/cluster.js';
+import type { Replication } from './cluster/node.js';
 
 /** Postgres and the broker for a chaos run, with what may be restarted. */
 export interface ChaosServices {
@@ -49,7 +50,7 @@ export async function ensureServices(
     ...(broker === null || process.env[brokerEnv ?? ''] ? [] : [broker]),
   ];
   const envNames = ['DATABASE_URL', ...(brokerEnv ? [brokerEnv] : [])].join(' / ');
-  const services = await import('../kit/services/index.js');
+  const services = await import('./index.js');
   let root: string | undefined;
   if (missing.length > 0) {
     log(`starting private ${missing.join(' and ')} (set ${envNames} to use your own)`);
@@ -108,8 +109,8 @@ async function startCluster(
   replication: Replication,
   log: (line: string) => void,
 ): Promise<FailoverCluster> {
-  const { FailoverCluster } = await import('./failover/cluster.js');
-  const { RUNS_DIR } = await import('../kit/services/state.js');
+  const { FailoverCluster } = await import('./cluster/cluster.js');
+  const { RUNS_DIR } = await import('./state.js');
   fs.mkdirSync(RUNS_DIR, { recursive: true });
   const root = servicesRoot ?? fs.mkdtempSync(path.join(RUNS_DIR, 'run-'));
   fs.chmodSync(root, 0o755); // the postgres user must reach the data dirs inside

@@ -31,7 +31,7 @@ import {
   type ToWorker,
   type WorkerConfig,
 } from './protocol.js';
-import { stderrLogger } from './stderr-logger.js';
+import { stderrLogger } from '../../kit/stderr-logger.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (config === null)
