@@ -15,12 +15,7 @@ export function intOption(
   min: number,
   max: number,
 ): number {
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
-  }
-  return value;
+  return rangeOption('an integer', Number.isInteger, name, raw, fallback, min, max);
 }
 
 /** `--name`'s value as a number in [min, max], `fallback` when absent; UsageError otherwise. */
@@ -31,11 +26,22 @@ export function numberOption(
   min: number,
   max: number,
 ): number {
+  return rangeOption('a number', Number.isFinite, name, raw, fallback, min, max);
+}
+
+function rangeOption(
+  what: string,
+  valid: (value: number) => boolean,
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < min || value > max) {
-    throw new UsageError(`--${name} must be a number from ${min} to ${max}`);
-  }
+  if (!valid(value) || value < min || value > max)
+    throw new UsageError(`--${name} must be ${what} from ${min} to ${max}`);
   return value;
 }
 

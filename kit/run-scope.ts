@@ -1,3 +1,8 @@
+import pg from 'pg';
+import { quoteIdentifier } from '../src/store/identifiers.js';
+import type { Replication } from './services/cluster/node.js';
+import { ensureServices, type BrokerName, type ChaosServices } from './services/private.js';
+
 /**
  * What every chaos run holds for its lifetime: an abort signal for its loops, the
  * cleanups of what it started (run in reverse), and SIGINT/SIGTERM handling that stops
@@ -35,4 +40,55 @@ export function openRunScope(say: (line: string) => void, what: string): RunScop
       await cleanup();
     },
   };
+}
+
+/** A pool for the harness's own queries; Postgres restarts on purpose, so idle errors are expected. */
+export function adminPool(databaseUrl: string): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 3,
+    connectionTimeoutMillis: 5000,
+  });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+export async function dropChaosSchema(pool: pg.Pool, schema: string): Promise<void> {
+  await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
+}
+
+/**
+ * A run's services (a failover cluster for Postgres with `failovers` > 0) and an admin
+ * pool on them, stopped and ended when `scope` closes.
+ */
+export async function openRunServices(
+  scope: RunScope,
+  say: (line: string) => void,
+  broker: BrokerName | null,
+  failover: { failovers: number; replication: Replication },
+): Promise<{ services: ChaosServices; pool: pg.Pool }> {
+  const services = await ensureServices(
+    broker,
+    say,
+    failover.failovers > 0 ? { replication: failover.replication } : undefined,
+  );
+  scope.defer(() => services.stop());
+  if (services.root) say(`private services in ${services.root}`);
+  const pool = adminPool(services.databaseUrl);
+  scope.defer(() => pool.end());
+  return { services, pool };
+}
+
+/** When `scope` closes: drops `schema` if the run `passed()` and is not to be kept, else says it is kept. */
+export function dropSchemaAtClose(
+  scope: RunScope,
+  say: (line: string) => void,
+  pool: pg.Pool,
+  schema: string,
+  drop: () => boolean,
+): void {
+  scope.defer(async () => {
+    if (drop()) await dropChaosSchema(pool, schema);
+    else say(`kept schema ${schema}`);
+  });
 }

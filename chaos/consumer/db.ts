@@ -48,17 +48,6 @@ export interface ChaosTables {
   floatingLate: string;
 }
 
-export function adminPool(databaseUrl: string): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: databaseUrl,
-    max: 3,
-    connectionTimeoutMillis: 5000,
-  });
-  // Postgres restarts on purpose: idle clients report it here.
-  pool.on('error', () => undefined);
-  return pool;
-}
-
 export async function createChaosSchema(pool: pg.Pool, schema: string): Promise<void> {
   const t = tables(schema);
   await pool.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
@@ -93,10 +82,6 @@ export async function createChaosSchema(pool: pg.Pool, schema: string): Promise<
        code text, attempt int NOT NULL, worker int NOT NULL, pid int NOT NULL,
        at timestamptz NOT NULL DEFAULT clock_timestamp())`,
   );
-}
-
-export async function dropChaosSchema(pool: pg.Pool, schema: string): Promise<void> {
-  await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
 }
 
 /** Keys applied at least once so far (the run's progress); undefined while Postgres is down. */

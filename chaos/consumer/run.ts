@@ -7,10 +7,8 @@ import { sleep } from '../../src/sleep.js';
 import { createBroker, type ChaosBroker } from './broker.js';
 import type { Verdict } from './checker.js';
 import {
-  adminPool,
   appliedCount,
   createChaosSchema,
-  dropChaosSchema,
   floatingOutside,
   hotTotal,
   orderViolations,
@@ -33,10 +31,15 @@ import { makePlan, type Plan } from './plan.js';
 import type { IsolationLevel } from './protocol.js';
 import { defaultRate, produce } from './producer.js';
 import { Rng } from '../../kit/rng.js';
-import { ensureServices, type ChaosServices } from '../../kit/services/private.js';
+import type { ChaosServices } from '../../kit/services/private.js';
 import { migrateKafkaOffsets } from 'effectively-once/kafka';
 import type { HandlerFaultReport, RunResult } from './summary.js';
-import { openRunScope } from '../../kit/run-scope.js';
+import {
+  adminPool,
+  dropSchemaAtClose,
+  openRunScope,
+  openRunServices,
+} from '../../kit/run-scope.js';
 
 const say = (line: string): void => console.error(`[chaos] ${line}`);
 
@@ -77,24 +80,13 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
 
   let success = false;
   try {
-    const services = await ensureServices(
-      args.broker,
-      say,
-      args.failovers > 0 ? { replication: args.replication } : undefined,
-    );
-    scope.defer(() => services.stop());
-    if (services.root) say(`private services in ${services.root}`);
+    const { services, pool } = await openRunServices(scope, say, args.broker, args);
     const shortfalls = impossibleFaults(args, services);
-    const pool = adminPool(services.databaseUrl);
-    scope.defer(() => pool.end());
     const schema = `chaos_${runId}`;
     await createChaosSchema(pool, schema);
     if (args.broker === 'kafka' && args.offsets === 'postgres')
       await migrateKafkaOffsets(pool, { schema });
-    scope.defer(async () => {
-      if (success && !args.keep) await dropChaosSchema(pool, schema);
-      else say(`kept schema ${schema}`);
-    });
+    dropSchemaAtClose(scope, say, pool, schema, () => success && !args.keep);
     const broker = await createBroker(args, services.brokerEndpoint, runId);
     scope.defer(() => broker.close(success && !args.keep));
 

@@ -5,13 +5,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrateOutbox, outboxStats } from 'effectively-once/outbox';
 import { sleep } from '../../src/sleep.js';
-import { adminPool, dropChaosSchema } from '../consumer/db.js';
 import { Fleet } from '../consumer/fleet.js';
 import type { Send } from '../consumer/plan.js';
 import { produce } from '../consumer/producer.js';
 import { Rng } from '../../kit/rng.js';
-import { openRunScope } from '../../kit/run-scope.js';
-import { ensureServices } from '../../kit/services/private.js';
+import { dropSchemaAtClose, openRunScope, openRunServices } from '../../kit/run-scope.js';
 import type { OutboxChaosArgs } from './args.js';
 import { accountFailovers, failoverFindings, windowLosses } from '../failover/accounting.js';
 import type { RunResult } from '../consumer/summary.js';
@@ -71,22 +69,11 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   const { abort } = scope;
   let success = false;
   try {
-    const services = await ensureServices(
-      args.broker,
-      say,
-      args.failovers > 0 ? { replication: args.replication } : undefined,
-    );
-    scope.defer(() => services.stop());
-    if (services.root) say(`private services in ${services.root}`);
-    const pool = adminPool(services.databaseUrl);
-    scope.defer(() => pool.end());
+    const { services, pool } = await openRunServices(scope, say, args.broker, args);
     const schema = `chaos_outbox_${runId}`;
     await createOutboxChaosSchema(pool, schema);
     await migrateOutbox(pool, { schema });
-    scope.defer(async () => {
-      if (success && !args.keep) await dropChaosSchema(pool, schema);
-      else say(`kept schema ${schema}`);
-    });
+    dropSchemaAtClose(scope, say, pool, schema, () => success && !args.keep);
     const input = await createInput(args, services, runId);
     scope.defer(() => input.close(success && !args.keep));
     const output = await createOutput(args, services, runId, pool, schema);

@@ -14,6 +14,8 @@ export interface ChaosServices {
   canRestartPostgres: boolean;
   /** False when KAFKA_BROKERS was given (and always for SQS: ElasticMQ keeps messages in memory). */
   canRestartBroker: boolean;
+  /** The services this run started itself (`postgres`, `sqs`, `kafka`); the rest were given. */
+  started: string[];
   /** Where the private services live (state file, logs), when any were started. */
   root: string | undefined;
   /** Crash (immediate stop), stay down `downMs`, start again. */
@@ -73,6 +75,7 @@ export async function ensureServices(
   return {
     databaseUrl,
     brokerEndpoint,
+    started: missing,
     canRestartPostgres,
     canRestartBroker,
     root,
