@@ -24,14 +24,9 @@ import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from './kafka-source-timings.js
 import { HandlerFaults, type FloatingChain } from './fault-effects.js';
 import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
 import type { ChaosBody } from './plan.js';
-import {
-  WORKER_ENV,
-  type FromWorker,
-  type IsolationLevel,
-  type ToWorker,
-  type WorkerConfig,
-} from './protocol.js';
+import { WORKER_ENV, type FromWorker, type IsolationLevel, type WorkerConfig } from './protocol.js';
 import { stderrLogger } from '../../kit/stderr-logger.js';
+import { serveFleet } from './fleet-child.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (config === null)
@@ -214,31 +209,23 @@ async function main(): Promise<void> {
   consumer.on('processed', () => faults.at('after-commit'));
   const flushEvents = reportEvents(consumer);
 
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
+  const fleet = serveFleet(
+    async () => {
       await consumer.stop({ timeoutMs: 10_000 });
       flushEvents();
       await handlerFaults.close();
       await pool.end().catch(() => undefined);
-      process.exit(0);
-    })());
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
-  // The parent is gone (killed): do not outlive it.
-  process.on('disconnect', () => process.exit(1));
-  process.on('message', (message: ToWorker) => {
-    if (message.type === 'stop') void stop();
-    else if (message.type === 'arm') {
-      faults.arm(message.point);
-      send({ type: 'armed', point: message.point });
-    }
-  });
+    },
+    (point) => {
+      faults.arm(point);
+      send({ type: 'armed', point });
+    },
+  );
 
   await consumer.start();
   send({ type: 'ready' });
   await consumer.done;
-  if (stopping === undefined) {
+  if (!fleet.stopping()) {
     // The receive loop ended on its own (e.g. kafkajs gave up during a broker outage).
     console.error(tag, 'receive loop ended unexpectedly; exiting for a restart');
     process.exit(4);
