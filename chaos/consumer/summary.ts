@@ -1,6 +1,6 @@
 import type { ChaosArgs } from './args.js';
 import type { Verdict } from './checker.js';
-import type { FailoverAccount } from '../failover/accounting.js';
+import { failoverFields, type FailoverResult } from '../failover/summary.js';
 import type { NemesisReport } from './nemesis.js';
 
 /** Handler faults of a run (see handler-faults.ts). */
@@ -19,14 +19,8 @@ export interface RunResult {
   nemesis: NemesisReport;
   verdict: Verdict;
   handlerFaults: HandlerFaultReport;
-  /** With `--failovers`: what they did (chaos/failover/accounting.ts). */
-  failover?: {
-    account: FailoverAccount;
-    /** Lost keys that vanished with a dead primary under async replication (the documented window). */
-    windowLost: number;
-    /** The workers' EO_COMMIT_UNKNOWN events: each retried, so settled by the redelivery (broker runs only). */
-    commitUnknownRetries?: number;
-  };
+  /** With `--failovers`: what they did. */
+  failover?: FailoverResult;
   /** Not quiescent before the deadline. */
   timedOut: boolean;
   /** Planned faults that could not happen (given endpoints) or did not happen. */
@@ -59,25 +53,6 @@ export function summaryLine(r: RunResult): string {
     // Only a run that timed out has keys that may still be on their way.
     ...(r.timedOut ? [`unsettled=${r.verdict.unsettled}`] : []),
   ].join(' ');
-}
-
-/**
- * failovers=N replication=..., the unknown COMMITs and how they were settled, what
- * vanished: the same fields on every target's line.
- */
-export function failoverFields(f: NonNullable<RunResult['failover']>): string[] {
-  const u = f.account.unknown;
-  return [
-    `failovers=${f.account.failovers}`,
-    `replication=${f.account.replication}`,
-    `unknown_commits=${u.committed + u.aborted + u['in progress'] + u['never replicated']}`,
-    `pg_xact_status=committed:${u.committed},aborted:${u.aborted},never_replicated:${u['never replicated']}`,
-    ...(f.commitUnknownRetries === undefined
-      ? []
-      : [`commit_unknown_retries=${f.commitUnknownRetries}`]),
-    `vanished=${f.account.vanishedRows}`,
-    `window_lost=${f.windowLost}`,
-  ];
 }
 
 /**

@@ -12,7 +12,7 @@ import { Rng } from '../../kit/rng.js';
 import { dropSchemaAtClose, openRunScope, openRunServices } from '../../kit/run-scope.js';
 import type { OutboxChaosArgs } from './args.js';
 import { accountFailovers, failoverFindings, windowLosses } from '../failover/accounting.js';
-import type { RunResult } from '../consumer/summary.js';
+import type { FailoverResult } from '../failover/summary.js';
 import { checkOutbox, outboxEffects, progress, type OutboxVerdict } from './checker.js';
 import { ROLES, runOutboxNemesis, type OutboxFaults, type Role } from './nemesis.js';
 import { createInput, createOutput } from './outputs.js';
@@ -36,7 +36,7 @@ export interface OutboxRunResult extends OutboxFaults {
   republished: number | undefined;
   verdict: OutboxVerdict;
   /** With `--failovers`: what they did (chaos/failover/accounting.ts). */
-  failover?: RunResult['failover'];
+  failover?: FailoverResult;
   timedOut: boolean;
   unsettled: number;
   shortfalls: string[];
