@@ -21,7 +21,7 @@ let interrupted = false;
 let pending: Promise<unknown> | undefined;
 
 /**
- * Runs `fn` with Postgres and `broker` (chaos/services.ts: the given endpoints, else
+ * Runs `fn` with Postgres and `broker` (kit/services/private.ts: the given endpoints, else
  * private ones), and stops what was started afterwards, however `fn` ends.
  */
 export async function withServices<T>(

@@ -1,5 +1,5 @@
 /**
- * A primary with a synchronous standby (chaos/failover/cluster.ts), the consumer
+ * A primary with a synchronous standby (kit/services/cluster/cluster.ts), the consumer
  * reaching it through the proxy that a failover moves to the promoted standby. The
  * connection is lost at the worst moments: a switchover (fast shutdown: the backend
  * sends FATAL 57P01) while the handler holds the claim, and the primary dying with a

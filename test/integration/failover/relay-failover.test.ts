@@ -1,5 +1,5 @@
 /**
- * The outbox relay through a failover (chaos/failover/cluster.ts): the primary dies,
+ * The outbox relay through a failover (kit/services/cluster/cluster.ts): the primary dies,
  * the proxy points at the standby while it is still read-only (the relay's claims and
  * its LISTEN get SQLSTATE 25006 there), then at the promoted standby. The relay backs
  * off meanwhile instead of spinning, its LISTEN connection is established again on

@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { RUNS_DIR } from '../../../kit/services/state.js';
 
 /**
- * A private primary + standby (chaos/failover/cluster.ts) for one test file, under the
+ * A private primary + standby (kit/services/cluster/cluster.ts) for one test file, under the
  * services' runs directory (so CI's leak check sees its processes), on the machine's
  * Postgres binaries: killing and promoting it disturbs no other test file.
  */

@@ -2,7 +2,7 @@
  * The async failover window (chaos/failover/accounting.ts): under asynchronous
  * replication, lost keys that vanished with a dead primary are counted (lost=,
  * window_lost=) and raise no problem; any other loss, and any loss under synchronous
- * replication, still does (exit 1 in chaos/summary.ts).
+ * replication, still does (exit 1 in chaos/consumer/summary.ts).
  */
 import { describe, expect, it } from '@jest/globals';
 import type { FinalState } from '../../../chaos/consumer/checker.js';

@@ -1,6 +1,6 @@
 /**
- * The chaos harness's handler-fault plan and checker (chaos/handler-faults.ts,
- * chaos/plan.ts, chaos/checker.ts): every planned fault has an expected end, and the
+ * The chaos harness's handler-fault plan and checker (chaos/consumer/handler-faults.ts,
+ * chaos/consumer/plan.ts, chaos/consumer/checker.ts): every planned fault has an expected end, and the
  * checker calls a key lost when it ends neither applied nor dead-lettered with its code.
  */
 import { describe, expect, it } from '@jest/globals';
