@@ -45,6 +45,22 @@ export default {
       from: { path: '^src/(store/|tx/|[^/]+[.]ts$)', pathNot: '^src/index[.]ts$' },
       to: { path: `^src/(${DOORS}|${AROUND})/` },
     },
+    {
+      name: 'tooling-imports-no-test',
+      comment:
+        'bench/, chaos/ and the kit they share (kit/) never import test/: what a harness and a test both need lives in kit/.',
+      severity: 'error',
+      from: { path: '^(bench|chaos|kit)/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'kit-imports-no-harness',
+      comment:
+        'kit/ is what the harnesses share: it imports no harness (bench/, chaos/), or it would not be shared.',
+      severity: 'error',
+      from: { path: '^kit/' },
+      to: { path: '^(bench|chaos)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -1,7 +1,8 @@
+import type { BrokerName } from '../kit/services/private.js';
+import { choiceOption, intOption, listOption, UsageError } from '../kit/args.js';
+import { runDir } from '../kit/results.js';
 import { parseArgs } from 'node:util';
 import { SCENARIO_IDS, type ScenarioId } from './scenarios.js';
-
-export type BrokerName = 'sqs' | 'kafka';
 
 /** Everything a bench run is configured with; see `bench/README.md`. */
 export interface BenchOptions {
@@ -40,10 +41,10 @@ export interface BenchOptions {
   profile: boolean;
 }
 
-const USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
+export const BENCH_USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--kafka-client kafkajs] [--dedup-rows 0]
-                         [--prune-while-consuming] [--memory-run] [--out bench/results] [--name variant]
+                         [--prune-while-consuming] [--memory-run] [--out .cache/runs/bench] [--name variant]
                          [--profile]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
@@ -51,65 +52,60 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     args: [...argv],
     options: {
       broker: { type: 'string' },
-      messages: { type: 'string', default: '5000' },
-      concurrency: { type: 'string', default: '8' },
+      messages: { type: 'string' },
+      concurrency: { type: 'string' },
       'consumer-concurrency': { type: 'string' },
-      rounds: { type: 'string', default: '3' },
-      scenarios: { type: 'string', default: SCENARIO_IDS.join(',') },
-      'batch-size': { type: 'string', default: '100' },
-      'inbox-batch': { type: 'string', default: '10' },
+      rounds: { type: 'string' },
+      scenarios: { type: 'string' },
+      'batch-size': { type: 'string' },
+      'inbox-batch': { type: 'string' },
       partitions: { type: 'string' },
-      'key-concurrency': { type: 'string', default: '1' },
-      'kafka-client': { type: 'string', default: 'kafkajs' },
-      'dedup-rows': { type: 'string', default: '0' },
+      'key-concurrency': { type: 'string' },
+      'kafka-client': { type: 'string' },
+      'dedup-rows': { type: 'string' },
       'prune-while-consuming': { type: 'boolean', default: false },
       'memory-run': { type: 'boolean', default: false },
-      out: { type: 'string', default: 'bench/results' },
+      out: { type: 'string', default: runDir('bench') },
       name: { type: 'string' },
       profile: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
   });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
-  const broker = values.broker;
-  if (broker !== 'sqs' && broker !== 'kafka') fail(`--broker must be sqs or kafka\n${USAGE}`);
-  const concurrency = int('concurrency', values.concurrency, 1, 200);
-  const scenarios = values.scenarios
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  for (const s of scenarios) {
-    if (!(SCENARIO_IDS as readonly string[]).includes(s))
-      fail(`--scenarios: unknown scenario "${s}" (known: ${SCENARIO_IDS.join(',')})`);
-  }
-  if (scenarios.length === 0) fail('--scenarios: give at least one');
-  const kafkaClient = values['kafka-client'];
-  if (kafkaClient !== 'kafkajs' && kafkaClient !== 'platformatic')
-    fail('--kafka-client must be kafkajs or platformatic (@platformatic/kafka, Node >= 22.22)');
-  const dedupRows = int('dedup-rows', values['dedup-rows'], 0, 100_000_000);
+  if (values.help) throw new UsageError('');
+  const broker = choiceOption('broker', values.broker, ['sqs', 'kafka'] as const, 'sqs');
+  if (values.broker === undefined) throw new UsageError('--broker must be sqs or kafka');
+  const concurrency = intOption('concurrency', values.concurrency, 8, 1, 200);
+  const scenarios = listOption('scenarios', values.scenarios, SCENARIO_IDS);
+  const kafkaClient = choiceOption(
+    'kafka-client',
+    values['kafka-client'],
+    ['kafkajs', 'platformatic'] as const,
+    'kafkajs',
+  );
+  const dedupRows = intOption('dedup-rows', values['dedup-rows'], 0, 0, 100_000_000);
   const pruneWhileConsuming = values['prune-while-consuming'];
   if (pruneWhileConsuming && (dedupRows === 0 || !scenarios.some((s) => s === 'b' || s === 'c')))
-    fail('--prune-while-consuming prunes the --dedup-rows history in b and c: give both');
+    throw new UsageError(
+      '--prune-while-consuming prunes the --dedup-rows history in b and c: give both',
+    );
   return {
     broker,
-    messages: int('messages', values.messages, 1, 10_000_000),
+    messages: intOption('messages', values.messages, 5000, 1, 10_000_000),
     concurrency,
-    consumerConcurrency: int(
+    consumerConcurrency: intOption(
       'consumer-concurrency',
-      values['consumer-concurrency'] ?? String(concurrency),
+      values['consumer-concurrency'],
+      concurrency,
       1,
       1000,
     ),
-    rounds: int('rounds', values.rounds, 1, 50),
-    scenarios: scenarios as ScenarioId[],
-    batchSize: int('batch-size', values['batch-size'], 1, 10_000),
-    inboxBatch: int('inbox-batch', values['inbox-batch'], 1, 10_000),
-    partitions: int('partitions', values.partitions ?? String(concurrency), 1, 1000),
-    keyConcurrency: int('key-concurrency', values['key-concurrency'], 1, 1000),
+    rounds: intOption('rounds', values.rounds, 3, 1, 50),
+    scenarios,
+    batchSize: intOption('batch-size', values['batch-size'], 100, 1, 10_000),
+    inboxBatch: intOption('inbox-batch', values['inbox-batch'], 10, 1, 10_000),
+    partitions: intOption('partitions', values.partitions, concurrency, 1, 1000),
+    keyConcurrency: intOption('key-concurrency', values['key-concurrency'], 1, 1, 1000),
     kafkaClient,
     dedupRows,
     pruneWhileConsuming,
@@ -120,28 +116,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   };
 }
 
-/** `--name`'s value as an integer in [min, max]; throws an Error saying the range otherwise. */
-export function integerOption(name: string, raw: string, min: number, max: number): number {
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max)
-    throw new Error(`--${name} must be an integer from ${min} to ${max}`);
-  return value;
-}
-
-function int(name: string, raw: string, min: number, max: number): number {
-  try {
-    return integerOption(name, raw, min, max);
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-}
-
 function safeName(name: string): string {
-  if (!/^[a-z0-9][a-z0-9_-]{0,40}$/i.test(name)) fail('--name: letters, digits, - and _ only');
+  if (!/^[a-z0-9][a-z0-9_-]{0,40}$/i.test(name))
+    throw new UsageError('--name: letters, digits, - and _ only');
   return name;
-}
-
-function fail(message: string): never {
-  console.error(message);
-  process.exit(2);
 }

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { dropHistory, HISTORY_SCHEMA, preloadHistory } from './history.js';
+import { ensureServices } from './services.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = path.join(repoRoot, 'dist', 'src', 'cli', 'main.js');
@@ -27,14 +28,9 @@ const rows = Number(values.rows);
 if (!Number.isSafeInteger(rows) || rows < 1) throw new Error(`--rows ${values.rows}: not a count`);
 if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run \`npm run build\` first`);
 
-let stop = async (): Promise<void> => {};
-if (!process.env['DATABASE_URL']) {
-  process.env['EO_SERVICES'] = 'postgres';
-  const services = await import('../test/helpers/services/index.js');
-  await services.startServices();
-  stop = () => services.stopServices();
-}
-const databaseUrl = process.env['DATABASE_URL'] ?? '';
+const services = await ensureServices(null);
+const { databaseUrl } = services.endpoints;
+const stop = (): Promise<void> => services.stop();
 
 const commands = [
   ['--help'], // node's start and the CLI's imports, without a database: the floor of every time

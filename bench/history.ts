@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { migrate } from 'effectively-once';
-import type { BrokerName } from './args.js';
+import type { BrokerName } from '../kit/services/private.js';
 import { CONSUMER_NAME, createPool, RUN_ROWS } from './db.js';
 
 /**

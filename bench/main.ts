@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { parseBenchArgs, type BenchOptions } from './args.js';
+import { runCli } from '../kit/args.js';
+import { BENCH_USAGE, parseBenchArgs, type BenchOptions } from './args.js';
 import { BENCH_SCHEMA, createPool, createSchema } from './db.js';
 import { dropHistory, HISTORY_SCHEMA, preloadHistory } from './history.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
@@ -197,7 +198,11 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runCli(
+  'bench',
+  () => BENCH_USAGE,
+  async () => {
+    await main();
+    return Number(process.exitCode ?? 0);
+  },
+);

@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- --outbox [--no-fsync] [--broker sqs|kafka] [--rows 5000] [--relays 2]
  *  [--batch 50] [--latency-rows 200] [--writers 8] [--order-transactions 2000]
- *  [--out bench/results]`
+ *  [--out .cache/runs/bench]`
  *
  * The outbox relay, measured side by side in one run against one Postgres and broker:
  * 1. DB ceiling: relays doing the same claim + mark work with a publisher that returns
@@ -15,6 +15,8 @@
  * (bench/durability.ts), `--no-fsync` for the CPU-bound run. Writes
  * `<out>/latest-outbox-<broker>[-no-fsync].md`.
  */
+import { choiceOption } from '../kit/args.js';
+import { runDir } from '../kit/results.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -68,14 +70,13 @@ function options(argv: string[]): Options {
       'latency-rows': { type: 'string', default: '200' },
       writers: { type: 'string', default: '8' },
       'order-transactions': { type: 'string', default: '2000' },
-      out: { type: 'string', default: 'bench/results' },
+      out: { type: 'string', default: runDir('bench') },
     },
   });
-  if (values.broker !== 'sqs' && values.broker !== 'kafka')
-    throw new Error('--broker must be sqs or kafka');
+  const broker = choiceOption('broker', values.broker, ['sqs', 'kafka'] as const, 'sqs');
   return {
     durability: values['no-fsync'] ? 'no-fsync' : 'durable',
-    broker: values.broker,
+    broker,
     rows: Number(values.rows),
     relays: Number(values.relays),
     batch: Number(values.batch),

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
 import { createConsumer, type Delivery, type Source } from 'effectively-once';
 import { kafkaSource } from 'effectively-once/kafka';
-import { FakeConsumer, FakeProducer, messages } from '../test/unit/kafka/fakes.js';
+import { FakeConsumer, FakeProducer, messages } from '../kit/kafka-fakes.js';
 import { median } from './stats.js';
 
 type Mode = 'per-message' | 'batch';

@@ -1,4 +1,4 @@
-import type { BrokerName } from './args.js';
+import type { BrokerName } from '../kit/services/private.js';
 import type { EffectSummary } from './db.js';
 import type { MemorySeries } from './memory-series.js';
 import type { ScenarioId } from './scenarios.js';

@@ -70,7 +70,7 @@ export function renderMarkdown(report: Report): string {
         `${fmt(s.p50Ms)} | ${fmt(s.p99Ms)} | ${fmt(s.peakRssMb)} | ${s.problems.length === 0 ? 'ok' : s.problems.join('; ')} |`,
     );
   }
-  lines.push('', '| target (issue 7) | measured | | reachable? |', '|---|--:|---|---|');
+  lines.push('', '| target | measured | | reachable? |', '|---|--:|---|---|');
   for (const t of report.targets) {
     lines.push(
       `| (${t.numerator}) ≥ ${t.min}×(${t.denominator}): ${t.why} | ${t.ratio === null ? '–' : `${t.ratio.toFixed(2)}×`} | ` +

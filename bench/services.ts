@@ -1,4 +1,4 @@
-import type { BrokerName } from './args.js';
+import { ensureServices as ensureRunServices, type BrokerName } from '../kit/services/private.js';
 
 export interface Endpoints {
   databaseUrl: string;
@@ -14,36 +14,19 @@ export interface RunningServices {
 }
 
 /**
- * Uses DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set; starts what is missing
- * natively (no Docker) with the integration tests' service helpers, and stops it in `stop`.
+ * The bench's view of a run's services (kit/services/private.ts, the one provider):
+ * DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set, else started natively for
+ * this run and stopped in `stop`. `broker` null: Postgres alone (the HTTP bench).
  */
 export async function ensureServices(broker: BrokerName | null): Promise<RunningServices> {
-  // null: Postgres alone (the HTTP bench).
-  const brokerEnv =
-    broker === null ? 'DATABASE_URL' : broker === 'sqs' ? 'SQS_ENDPOINT' : 'KAFKA_BROKERS';
-  const missing = [
-    ...(process.env['DATABASE_URL'] ? [] : ['postgres']),
-    ...(broker === null || process.env[brokerEnv] ? [] : [broker]),
-  ];
-  let stop = async (): Promise<void> => {};
-  if (missing.length > 0) {
-    console.log(
-      `[bench] starting ${missing.join(' and ')} (set ${broker === null ? 'DATABASE_URL' : `DATABASE_URL / ${brokerEnv}`} to use your own)`,
-    );
-    process.env['EO_SERVICES'] = missing.join(',');
-    const services = await import('../test/helpers/services/index.js');
-    await services.startServices();
-    stop = () => services.stopServices();
-  }
-  const databaseUrl = process.env['DATABASE_URL'];
-  if (!databaseUrl) throw new Error('bench: DATABASE_URL is still unset after starting Postgres');
+  const services = await ensureRunServices(broker, (line) => console.log(`[bench] ${line}`));
   return {
     endpoints: {
-      databaseUrl,
-      sqsEndpoint: broker === 'sqs' ? process.env['SQS_ENDPOINT'] : undefined,
-      kafkaBrokers: broker === 'kafka' ? process.env['KAFKA_BROKERS'] : undefined,
+      databaseUrl: services.databaseUrl,
+      sqsEndpoint: broker === 'sqs' ? services.brokerEndpoint : undefined,
+      kafkaBrokers: broker === 'kafka' ? services.brokerEndpoint : undefined,
     },
-    started: missing,
-    stop,
+    started: services.started,
+    stop: () => services.stop(),
   };
 }

@@ -1,4 +1,4 @@
-import type { BrokerName } from './args.js';
+import type { BrokerName } from '../kit/services/private.js';
 import type { ScenarioId } from './scenarios.js';
 
 /** A throughput ratio issue 7 asks for: `numerator >= min x denominator`. */

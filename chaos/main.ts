@@ -1,80 +1,93 @@
 /**
- * The chaos harness: `tsx chaos/main.ts --broker sqs|kafka --messages N --workers W
- * [--kills K] [--poison P] [--seed S]`, or `--target http [--payments N ...]` for the
- * Idempotency-Key side (chaos/http/), or `--target outbox` for the outbox and its relay
- * between two services (chaos/outbox/). Prints one `chaos: ...` line on stdout (the
- * progress log goes to stderr) and exits non-zero on any double, loss or timeout.
+ * The chaos harness: `tsx chaos/main.ts [--target consumer|http|outbox] [options]`. Each
+ * target is a door of the library under its own faults (`--target T --help` lists
+ * them); Postgres failovers (`--failovers N`, chaos/failover/) are a fault every target
+ * takes. Prints one `chaos: ...` line on stdout (the progress log goes to stderr) and
+ * exits non-zero on any double, loss or timeout; 64 on a bad command line.
  */
-import { UsageError, parseChaosArgs, usage } from './args.js';
-import { httpUsage, parseHttpChaosArgs } from './http/args.js';
-import { runChaos } from './run.js';
-import { exitCode, summaryLine } from './summary.js';
+import { runCli, UsageError } from '../kit/args.js';
 
-async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  const target = argv.findIndex((a) => a === '--target' || a.startsWith('--target='));
-  if (target >= 0) {
-    const value = argv[target]?.startsWith('--target=')
-      ? argv[target].slice('--target='.length)
-      : argv[target + 1];
-    return value === 'outbox' ? outbox(argv) : http(argv);
-  }
-  let args;
-  try {
-    args = parseChaosArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
-    if (error.message) console.error(`chaos: ${error.message}`);
-    console.error(usage());
-    return error.message ? 64 : 0;
-  }
-  const result = await runChaos(args);
-  console.log(summaryLine(result));
-  return exitCode(result);
+/** One door under chaos: its options, its run, and the one line that sums a run up. */
+interface Target {
+  usage(): string;
+  run(argv: string[]): Promise<number>;
 }
 
-async function http(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parseHttpChaosArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
-    if (error.message) console.error(`chaos: ${error.message}`);
-    console.error(httpUsage());
-    return error.message ? 64 : 0;
-  }
-  const { runHttpChaos } = await import('./http/run.js');
-  const { httpExitCode, httpSummaryLine } = await import('./http/summary.js');
-  const result = await runHttpChaos(args);
-  console.log(httpSummaryLine(result));
-  return httpExitCode(result);
+/** Target name → its module, loaded only when named. */
+const TARGETS: Record<string, () => Promise<Target>> = {
+  /** The consumer over SQS or Kafka: chaos/consumer/. */
+  consumer: async () => {
+    const [args, { runChaos }, summary] = await Promise.all([
+      import('./consumer/args.js'),
+      import('./consumer/run.js'),
+      import('./consumer/summary.js'),
+    ]);
+    return {
+      usage: args.usage,
+      run: async (argv) => {
+        const result = await runChaos(args.parseChaosArgs(argv));
+        console.log(summary.summaryLine(result));
+        return summary.exitCode(result);
+      },
+    };
+  },
+  /** The Idempotency-Key side, behind a fault proxy: chaos/http/. */
+  http: async () => {
+    const [args, { runHttpChaos }, summary] = await Promise.all([
+      import('./http/args.js'),
+      import('./http/run.js'),
+      import('./http/summary.js'),
+    ]);
+    return {
+      usage: args.httpUsage,
+      run: async (argv) => {
+        const result = await runHttpChaos(args.parseHttpChaosArgs(argv));
+        console.log(summary.httpSummaryLine(result));
+        return summary.httpExitCode(result);
+      },
+    };
+  },
+  /** The outbox and its relay between two services: chaos/outbox/. */
+  outbox: async () => {
+    const [args, { runOutboxChaos }, summary] = await Promise.all([
+      import('./outbox/args.js'),
+      import('./outbox/run.js'),
+      import('./outbox/summary.js'),
+    ]);
+    return {
+      usage: args.outboxUsage,
+      run: async (argv) => {
+        const result = await runOutboxChaos(args.parseOutboxChaosArgs(argv));
+        console.log(summary.outboxSummaryLine(result));
+        return summary.outboxExitCode(result);
+      },
+    };
+  },
+};
+
+/** `--target T` / `--target=T`, default `consumer`; the consumer's parser takes no `--target`. */
+function targetOf(argv: string[]): { name: string; argv: string[] } {
+  const i = argv.findIndex((a) => a === '--target' || a.startsWith('--target='));
+  if (i < 0) return { name: 'consumer', argv };
+  const arg = argv[i] ?? '';
+  const name = arg.startsWith('--target=') ? arg.slice('--target='.length) : (argv[i + 1] ?? '');
+  if (name !== 'consumer') return { name, argv };
+  return { name, argv: argv.filter((_, j) => j !== i && (arg !== '--target' || j !== i + 1)) };
 }
 
-async function outbox(argv: string[]): Promise<number> {
-  const { outboxUsage, parseOutboxChaosArgs } = await import('./outbox/args.js');
-  let args;
-  try {
-    args = parseOutboxChaosArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
-    if (error.message) console.error(`chaos: ${error.message}`);
-    console.error(outboxUsage());
-    return error.message ? 64 : 0;
-  }
-  const { runOutboxChaos } = await import('./outbox/run.js');
-  const { outboxExitCode, outboxSummaryLine } = await import('./outbox/summary.js');
-  const result = await runOutboxChaos(args);
-  console.log(outboxSummaryLine(result));
-  return outboxExitCode(result);
-}
-
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(
-      '[chaos] failed:',
-      error instanceof Error ? (error.stack ?? error.message) : error,
-    );
-    process.exit(70);
+const usages: Record<string, string> = {};
+runCli(
+  'chaos',
+  (argv) =>
+    usages[targetOf(argv).name] ??
+    `usage: tsx chaos/main.ts --target ${Object.keys(TARGETS).join('|')} [options] (--help)`,
+  async (all) => {
+    const { name, argv } = targetOf(all);
+    const load = TARGETS[name];
+    if (load === undefined)
+      throw new UsageError(`--target must be one of ${Object.keys(TARGETS).join(', ')}`);
+    const target = await load();
+    usages[name] = target.usage();
+    return target.run(argv);
   },
 );

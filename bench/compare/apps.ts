@@ -15,7 +15,7 @@ import { MemoryStorageAdapter } from '@node-idempotency/storage-adapter-memory';
 import type pg from 'pg';
 import { createIdempotency } from 'effectively-once/http';
 import { idempotentExpress } from 'effectively-once/http/express';
-import { charge } from '../../test/helpers/http/payments.js';
+import { charge } from '../../kit/payments/payments.js';
 import type { Contender } from './contenders.js';
 import { PostgresDataAdapter } from './express-idempotency-pg.js';
 import { PostgresStorageAdapter } from './node-idempotency-pg.js';

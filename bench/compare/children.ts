@@ -1,4 +1,4 @@
-import type { PaymentProcess } from '../../test/helpers/http/spawn.js';
+import type { PaymentProcess } from '../../kit/payments/spawn.js';
 
 /** Every server or worker process the comparison has running, for an interrupted run. */
 const running = new Set<PaymentProcess>();

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { Socket } from 'node:net';
-import { emit } from '../../test/helpers/http/child-protocol.js';
+import { emit } from '../../kit/payments/child-protocol.js';
 import { ARM_HEADER, type ArmMode } from './contenders.js';
 
 /**

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { migrateKeyTable } from 'effectively-once/http';
-import { PAYMENT_TABLES } from '../../test/helpers/http/payments.js';
+import { PAYMENT_TABLES } from '../../kit/payments/payments.js';
 import { payOnce, type PaymentOutcome } from './client.js';
 import type { ArmMode, Contender } from './contenders.js';
 import { EXPRESS_IDEMPOTENCY_TABLE } from './express-idempotency-pg.js';

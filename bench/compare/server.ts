@@ -1,12 +1,12 @@
 /**
  * One payment server process for the comparison: Express 5, `POST /charges` behind the
- * contender named by COMPARE_CONTENDER (apps.ts). Speaks test/helpers/http/spawn.ts's
+ * contender named by COMPARE_CONTENDER (apps.ts). Speaks kit/payments/spawn.ts's
  * stdout protocol (`ready`, `committed`) and reads its EO_HTTP_* environment.
  */
 import http from 'node:http';
 import express from 'express';
-import { emit, env, envPool } from '../../test/helpers/http/child-protocol.js';
-import { portOf } from '../../test/helpers/http/payments.js';
+import { emit, env, envPool } from '../../kit/payments/child-protocol.js';
+import { portOf } from '../../kit/payments/payments.js';
 import { mountCharges } from './apps.js';
 import { isContender } from './contenders.js';
 import { CrashPoint } from './crash-point.js';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import type { BrokerName } from '../../chaos/args.js';
-import { ensureServices, type ChaosServices } from '../../chaos/services.js';
+import type { BrokerName } from '../../kit/services/private.js';
+import { ensureServices, type ChaosServices } from '../../kit/services/private.js';
 import { killChildren } from './children.js';
 
 /** What one side of the comparison runs with: Postgres (and a broker), and a pool on it. */
@@ -21,7 +21,7 @@ let interrupted = false;
 let pending: Promise<unknown> | undefined;
 
 /**
- * Runs `fn` with Postgres and `broker` (chaos/services.ts: the given endpoints, else
+ * Runs `fn` with Postgres and `broker` (kit/services/private.ts: the given endpoints, else
  * private ones), and stops what was started afterwards, however `fn` ends.
  */
 export async function withServices<T>(

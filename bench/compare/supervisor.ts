@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { spawnPaymentServer, type PaymentProcess } from '../../test/helpers/http/spawn.js';
+import { spawnPaymentServer, type PaymentProcess } from '../../kit/payments/spawn.js';
 import { track } from './children.js';
 
 /** The payment server, the default child. */

@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import express from 'express';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { integerOption } from '../args.js';
+import { intOption } from '../../kit/args.js';
 import { ensureServices } from '../services.js';
 import { createIdempotency } from '../../src/http/index.js';
 import { idempotentExpress } from '../../src/http/express.js';
@@ -48,9 +48,9 @@ function parse(argv: string[]): Settings & { serve: boolean } {
     strict: true,
     options: {
       framework: { type: 'string', default: 'express' },
-      mib: { type: 'string', default: '400' },
-      'bound-kib': { type: 'string', default: '1024' },
-      'chunk-kib': { type: 'string', default: '64' },
+      mib: { type: 'string' },
+      'bound-kib': { type: 'string' },
+      'chunk-kib': { type: 'string' },
       serve: { type: 'boolean', default: false },
     },
   });
@@ -59,9 +59,9 @@ function parse(argv: string[]): Settings & { serve: boolean } {
     throw new Error(`--framework: one of ${FRAMEWORKS.join(', ')}, not ${framework}`);
   return {
     framework: framework as Framework,
-    mib: integerOption('mib', values.mib, 1, 100_000),
-    boundKib: integerOption('bound-kib', values['bound-kib'], 1, 1_000_000),
-    chunkKib: integerOption('chunk-kib', values['chunk-kib'], 1, 65_536),
+    mib: intOption('mib', values.mib, 400, 1, 100_000),
+    boundKib: intOption('bound-kib', values['bound-kib'], 1024, 1, 1_000_000),
+    chunkKib: intOption('chunk-kib', values['chunk-kib'], 64, 1, 65_536),
     serve: values.serve,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --http [--no-fsync] [--duration 10] [--warmup 10] [--connections 16]
- * [--rounds 3] [--pool 16] [--keys 1000] [--modes a,b,c,d] [--cpu-prof] [--out bench/results]
+ * [--rounds 3] [--pool 16] [--keys 1000] [--modes a,b,c,d] [--cpu-prof] [--out .cache/runs/bench]
  * [--name x]`
  *
  * The Idempotency-Key middleware side by side with what it replaces, in one run, on
@@ -18,6 +18,7 @@
  * with `--modes c` that is mostly (c)) to `<out>/profiles/` when it exits.
  * Writes `<out>/latest-http[-no-fsync][-<name>].{json,md}`.
  */
+import { runDir } from '../../kit/results.js';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,7 +26,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { integerOption } from '../args.js';
+import { intOption } from '../../kit/args.js';
 import { ensureServices } from '../services.js';
 import { durabilitySuffix, ensureDurability } from '../durability.js';
 import { buildLibrary, cpuMs, startServer } from './server-process.js';
@@ -61,13 +62,13 @@ function parse(argv: string[]): HttpBenchOptions {
       'no-fsync': { type: 'boolean', default: false },
       modes: { type: 'string', default: 'a,b,c,d' },
       'cpu-prof': { type: 'boolean', default: false },
-      duration: { type: 'string', default: '10' },
-      warmup: { type: 'string', default: '10' },
-      connections: { type: 'string', default: '16' },
-      rounds: { type: 'string', default: '3' },
-      pool: { type: 'string', default: '16' },
-      keys: { type: 'string', default: '1000' },
-      out: { type: 'string', default: 'bench/results' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      rounds: { type: 'string' },
+      pool: { type: 'string' },
+      keys: { type: 'string' },
+      out: { type: 'string', default: runDir('bench') },
       name: { type: 'string' },
     },
   });
@@ -79,12 +80,12 @@ function parse(argv: string[]): HttpBenchOptions {
     durability: values['no-fsync'] ? 'no-fsync' : 'durable',
     modes: modes as ModeId[],
     cpuProf: values['cpu-prof'],
-    durationS: integerOption('duration', values.duration, 1, 600),
-    warmupS: integerOption('warmup', values.warmup, 0, 600),
-    connections: integerOption('connections', values.connections, 1, 1000),
-    rounds: integerOption('rounds', values.rounds, 1, 20),
-    pool: integerOption('pool', values.pool, 1, 200),
-    storedKeys: integerOption('keys', values.keys, 1, 1_000_000),
+    durationS: intOption('duration', values.duration, 10, 1, 600),
+    warmupS: intOption('warmup', values.warmup, 10, 0, 600),
+    connections: intOption('connections', values.connections, 16, 1, 1000),
+    rounds: intOption('rounds', values.rounds, 3, 1, 20),
+    pool: intOption('pool', values.pool, 16, 1, 200),
+    storedKeys: intOption('keys', values.keys, 1000, 1, 1_000_000),
     out: values.out,
     name: values.name === undefined ? undefined : values.name.replace(/[^A-Za-z0-9_-]/g, '-'),
   };

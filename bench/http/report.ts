@@ -144,7 +144,7 @@ export function renderHttpMarkdown(report: HttpReport, sql: SqlRatios | null): s
   };
   lines.push(
     '',
-    `| target (issue 24) | judged | median of rounds | needed | met here | p50 / p99 ms (num, den) | SQL only, same mode${sql === null ? '' : ` ([${sql.file}](${sql.file}))`} | HTTP ÷ SQL |`,
+    `| target | judged | median of rounds | needed | met here | p50 / p99 ms (num, den) | SQL only, same mode${sql === null ? '' : ` ([${sql.file}](${sql.file}))`} | HTTP ÷ SQL |`,
     '| --- | --- | ---: | ---: | --- | --- | ---: | ---: |',
   );
   for (const t of httpTargets(report)) {

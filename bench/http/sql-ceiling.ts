@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --http-sql [--no-fsync] [--duration 5] [--rounds 3] [--clients 16]
- * [--claim-variants] [--out bench/results]`
+ * [--claim-variants] [--out .cache/runs/bench]`
  *
  * The HTTP bench's four modes with Node taken out: the SQL each one sends, replayed by
  * pgbench (Postgres's own load generator, simple protocol, one round trip per line as
@@ -19,6 +19,7 @@
  * CPU-bound run. Writes `<out>/latest-http-sql[-no-fsync].{json,md}`
  * (`latest-http-sql-variants[-no-fsync].*` with variants).
  */
+import { runDir } from '../../kit/results.js';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,7 +28,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrateKeyTable } from '../../src/http/store.js';
 import { DEFAULT_TABLE } from '../../src/http/options.js';
-import { integerOption } from '../args.js';
+import { intOption } from '../../kit/args.js';
 import { CLAIM_VARIANTS, claimVariantDdl, tableVariantDdl } from './claim-variants.js';
 import {
   baseScripts,
@@ -74,18 +75,18 @@ function parse(argv: string[]): {
     options: {
       'http-sql': { type: 'boolean' },
       'no-fsync': { type: 'boolean', default: false },
-      duration: { type: 'string', default: '5' },
-      rounds: { type: 'string', default: '3' },
-      clients: { type: 'string', default: '16' },
-      out: { type: 'string', default: 'bench/results' },
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+      clients: { type: 'string' },
+      out: { type: 'string', default: runDir('bench') },
       'claim-variants': { type: 'boolean', default: false },
     },
   });
   return {
     durability: values['no-fsync'] ? 'no-fsync' : 'durable',
-    durationS: integerOption('duration', values.duration, 1, 600),
-    rounds: integerOption('rounds', values.rounds, 1, 20),
-    clients: integerOption('clients', values.clients, 1, 200),
+    durationS: intOption('duration', values.duration, 5, 1, 600),
+    rounds: intOption('rounds', values.rounds, 3, 1, 20),
+    clients: intOption('clients', values.clients, 16, 1, 200),
     out: values.out,
     claimVariants: values['claim-variants'],
   };
@@ -183,7 +184,7 @@ export async function runHttpSqlCeiling(argv: string[]): Promise<void> {
       options.durability,
       services.started.includes('postgres'),
     );
-    const { findBindir } = await import('../../test/helpers/services/postgres.js');
+    const { findBindir } = await import('../../kit/services/postgres.js');
     const bin = path.join(await findBindir(), 'pgbench');
     if (!fs.existsSync(bin))
       throw new Error(

@@ -6,7 +6,7 @@ import {
   SendMessageBatchCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { SQS_CREDENTIALS, SQS_REGION } from '../../test/helpers/services/index.js';
+import { SQS_CREDENTIALS, SQS_REGION } from '../../kit/services/index.js';
 import { encodeMessage, newMessage } from '../message.js';
 
 /** Visibility timeout of bench queues: far above any drain's per-message time, so nothing is redelivered. */

@@ -1,9 +1,13 @@
 import type pg from 'pg';
-import { check, type FinalState, type Verdict } from '../checker.js';
-import { tables } from '../db.js';
-import type { Plan } from '../plan.js';
-import type { FailoverCluster, FailoverReport, XactStatus } from './cluster.js';
-import type { Replication } from './node.js';
+import { check, type FinalState, type Verdict } from '../consumer/checker.js';
+import { tables } from '../consumer/db.js';
+import type { Plan } from '../consumer/plan.js';
+import type {
+  FailoverCluster,
+  FailoverReport,
+  XactStatus,
+} from '../../kit/services/cluster/cluster.js';
+import type { Replication } from '../../kit/services/cluster/node.js';
 
 /** What a run's failovers did, checked against the final state (see chaos/README.md). */
 export interface FailoverAccount {

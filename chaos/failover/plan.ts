@@ -1,5 +1,5 @@
-import type { Rng } from '../rng.js';
-import type { FailoverOptions, FailoverReport } from './cluster.js';
+import type { Rng } from '../../kit/rng.js';
+import type { FailoverOptions, FailoverReport } from '../../kit/services/cluster/cluster.js';
 
 /**
  * Where a failover fires: right after a claim's COMMIT was `answered` by the primary

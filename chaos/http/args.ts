@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
-import type { Framework } from '../../test/helpers/http/payments.js';
-import { failoverArgs, intOption, UsageError } from '../args.js';
-import type { Replication } from '../failover/node.js';
+import type { Framework } from '../../kit/payments/payments.js';
+import { intOption, listOption, numberOption, UsageError } from '../../kit/args.js';
+import { failoverArgs } from '../failover/args.js';
+import type { Replication } from '../../kit/services/cluster/node.js';
 import { HTTP_FAULT_KINDS, type HttpFaultKind } from './fault-plan.js';
 
 /** What one HTTP chaos run does; see `httpUsage()`. */
@@ -120,9 +121,9 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
   const payments = intOption('payments', values.payments, 1000, 1, 1_000_000);
   // Every kill is planned at a commit count below N, so each one can happen.
   const kills = intOption('kills', values.kills, 6, 0, Math.max(0, Math.floor(payments / 4)));
-  const drop = share('drop', values.drop, 0.1);
-  const reset = share('reset', values.reset, 0.05);
-  const delay = share('delay', values.delay, 0.03);
+  const drop = numberOption('drop', values.drop, 0.1, 0, 1);
+  const reset = numberOption('reset', values.reset, 0.05, 0, 1);
+  const delay = numberOption('delay', values.delay, 0.03, 0, 1);
   if (drop + reset + delay > 0.9) throw new UsageError('--drop + --reset + --delay must be <= 0.9');
   const handlerFaults = intOption(
     'handler-faults',
@@ -142,7 +143,7 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
     framework,
     payments,
     clients: intOption('clients', values.clients, 16, 1, 1000),
-    duplicateRatio: share('duplicates', values.duplicates, 0.1),
+    duplicateRatio: numberOption('duplicates', values.duplicates, 0.1, 0, 1),
     kills,
     pgTerminations: intOption('pg-terminations', values['pg-terminations'], 4, 0, 1000),
     pgRestarts: intOption('pg-restarts', values['pg-restarts'], 1, 0, 10),
@@ -151,27 +152,10 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
     delay,
     attemptTimeoutMs: intOption('attempt-timeout', values['attempt-timeout'], 1500, 100, 60_000),
     handlerFaults,
-    faultKinds: kindsOf(values['fault-kinds']),
+    faultKinds: listOption('fault-kinds', values['fault-kinds'], HTTP_FAULT_KINDS),
     seed: intOption('seed', values.seed, Math.floor(Math.random() * 2 ** 31), 0, 2 ** 32 - 1),
     timeoutMs:
       intOption('timeout', values.timeout, Math.ceil(120 + payments / 20), 1, 86_400) * 1000,
     keep: values.keep === true,
   };
-}
-
-function kindsOf(raw: string | undefined): HttpFaultKind[] {
-  if (raw === undefined || raw === 'all') return [...HTTP_FAULT_KINDS];
-  const kinds = raw.split(',').map((k) => k.trim());
-  const bad = kinds.filter((k) => !(HTTP_FAULT_KINDS as readonly string[]).includes(k));
-  if (bad.length > 0 || kinds.length === 0)
-    throw new UsageError(`--fault-kinds: each must be one of ${HTTP_FAULT_KINDS.join(', ')}`);
-  return kinds as HttpFaultKind[];
-}
-
-function share(name: string, raw: string | undefined, fallback: number): number {
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0 || value > 1)
-    throw new UsageError(`--${name} must be a number from 0 to 1`);
-  return value;
 }

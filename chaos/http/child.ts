@@ -1,8 +1,8 @@
 /**
- * The HTTP chaos server process: the payment API (test/helpers/http/payments.ts, the
+ * The HTTP chaos server process: the payment API (kit/payments/payments.ts, the
  * framework of EO_HTTP_FRAMEWORK) and, when EO_CHAOS_FAULT_PORT is set, the
  * handler-fault routes on Express and Fastify behind one port. It speaks
- * test/helpers/http/child.ts's stdout protocol and reads the same env (spawn.ts starts
+ * kit/payments/child.ts's stdout protocol and reads the same env (spawn.ts starts
  * it with `entry`): `ready` once both listen, `committed` after each COMMIT of either,
  * and the armed SIGKILL right after the Nth of them.
  */
@@ -11,8 +11,8 @@ import express from 'express';
 import Fastify from 'fastify';
 import pg from 'pg';
 import type { CommittedEvent } from 'effectively-once/http';
-import { emit, env } from '../../test/helpers/http/child-protocol.js';
-import { startPaymentServer, type Framework } from '../../test/helpers/http/payments.js';
+import { emit, env } from '../../kit/payments/child-protocol.js';
+import { startPaymentServer, type Framework } from '../../kit/payments/payments.js';
 import { createFaultEndpoints } from './fault-endpoints.js';
 import { expressFaultRoutes } from './fault-express.js';
 import { fastifyFaultRoutes } from './fault-fastify.js';

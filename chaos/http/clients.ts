@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import { idempotentFetch, RetriesExhaustedError } from 'effectively-once/client';
-import type { Rng } from '../rng.js';
+import type { Rng } from '../../kit/rng.js';
 
 /** One logical payment: its key, whose it is, and the bytes every attempt sends. */
 export interface Payment {

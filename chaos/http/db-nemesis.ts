@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { sleep } from '../../src/sleep.js';
-import type { FailoverReport } from '../failover/cluster.js';
+import type { FailoverReport } from '../../kit/services/cluster/cluster.js';
 import { failoverPoints, fireFailover } from '../failover/plan.js';
-import type { Rng } from '../rng.js';
-import type { ChaosServices } from '../services.js';
+import type { Rng } from '../../kit/rng.js';
+import type { ChaosServices } from '../../kit/services/private.js';
 import type { HttpChaosArgs } from './args.js';
 import { SERVER_APPLICATION } from './server.js';
 

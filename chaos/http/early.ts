@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { quoteIdentifier } from '../../src/store/identifiers.js';
-import type { ExchangeRecord } from '../../test/helpers/fault-proxy.js';
+import type { ExchangeRecord } from '../../kit/fault-proxy.js';
 import { sleep } from '../../src/sleep.js';
 import { faultTables } from './fault-db.js';
 

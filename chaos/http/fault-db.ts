@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { quoteIdentifier } from '../../src/store/identifiers.js';
-import { createChaosSchema, tables } from '../db.js';
+import { createChaosSchema, tables } from '../consumer/db.js';
 
 /**
  * The handler-fault routes' tables, beside the broker runs' (`createChaosSchema`: the

@@ -1,4 +1,4 @@
-import type { Rng } from '../rng.js';
+import type { Rng } from '../../kit/rng.js';
 import type { Call } from './clients.js';
 
 /**

@@ -3,8 +3,8 @@ import pg from 'pg';
 import type { IdempotencyContext } from 'effectively-once/http';
 import { sleep } from '../../src/sleep.js';
 import { guardNewClients } from '../../src/tx/acquire.js';
-import { tables, type ChaosTables } from '../db.js';
-import { HandlerFaults } from '../fault-effects.js';
+import { tables, type ChaosTables } from '../consumer/db.js';
+import { HandlerFaults } from '../consumer/fault-effects.js';
 import { faultTables } from './fault-db.js';
 import { FAULT_TIMEOUT_MS, type FaultSpec } from './fault-plan.js';
 

@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { sleep } from '../../src/sleep.js';
-import { FaultProxy } from '../../test/helpers/fault-proxy.js';
-import { freePorts } from '../../test/helpers/services/ports.js';
-import { adminPool, dropChaosSchema } from '../db.js';
-import { Rng } from '../rng.js';
-import { openRunScope } from '../run-scope.js';
-import { ensureServices } from '../services.js';
+import { FaultProxy } from '../../kit/fault-proxy.js';
+import { freePorts } from '../../kit/services/ports.js';
+import { Rng } from '../../kit/rng.js';
+import {
+  adminPool,
+  dropSchemaAtClose,
+  openRunScope,
+  openRunServices,
+} from '../../kit/run-scope.js';
 import type { HttpChaosArgs } from './args.js';
 import { accountFailovers, failoverFindings, windowLosses } from '../failover/accounting.js';
 import { checkHttp, httpEffects, readCharges, readStored, type ChargeRow } from './checker.js';
@@ -54,24 +57,13 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
 
   let success = false;
   try {
-    const services = await ensureServices(
-      null,
-      say,
-      args.failovers > 0 ? { replication: args.replication } : undefined,
-    );
-    scope.defer(() => services.stop());
-    if (services.root) say(`private services in ${services.root}`);
+    const { services, pool } = await openRunServices(scope, say, null, args);
     const shortfalls: string[] = [];
     if (args.pgRestarts > 0 && !services.canRestartPostgres)
       say('note: DATABASE_URL was given, so Postgres restarts are impossible (pg_restarts=0)');
-    const pool = adminPool(services.databaseUrl);
-    scope.defer(() => pool.end());
     const schema = `chaos_http_${runId}`;
     await createHttpChaosSchema(pool, schema);
-    scope.defer(async () => {
-      if (success && !args.keep) await dropChaosSchema(pool, schema);
-      else say(`kept schema ${schema}`);
-    });
+    dropSchemaAtClose(scope, say, pool, schema, () => success && !args.keep);
 
     const [faultPort = 0] = ops.length > 0 ? await freePorts(1) : [];
     const supervisor = new ServerSupervisor({

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { sleep } from '../../src/sleep.js';
-import type { Framework } from '../../test/helpers/http/payments.js';
-import { spawnPaymentServer, type PaymentProcess } from '../../test/helpers/http/spawn.js';
-import type { Rng } from '../rng.js';
+import type { Framework } from '../../kit/payments/payments.js';
+import { spawnPaymentServer, type PaymentProcess } from '../../kit/payments/spawn.js';
+import type { Rng } from '../../kit/rng.js';
 
 /** How a server incarnation is killed. */
 export type KillMode = 'after-commit' | 'random';

@@ -1,5 +1,5 @@
-import type { Fault } from '../../test/helpers/fault-proxy.js';
-import { failoverFields, type RunResult } from '../summary.js';
+import type { Fault } from '../../kit/fault-proxy.js';
+import { failoverFields, type FailoverResult } from '../failover/summary.js';
 import type { HttpChaosArgs } from './args.js';
 import type { HttpVerdict } from './checker.js';
 import type { FaultVerdict } from './fault-checker.js';
@@ -21,7 +21,7 @@ export interface HttpRunResult {
   /** 2xx answers that reached a caller before their COMMIT (early.ts), the async window's excepted. */
   earlyAnswers: number;
   /** With `--failovers`: what they did (chaos/failover/accounting.ts). */
-  failover?: RunResult['failover'];
+  failover?: FailoverResult;
   timedOut: boolean;
   shortfalls: string[];
   durationMs: number;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
-import { failoverArgs, intOption, UsageError } from '../args.js';
-import type { Replication } from '../failover/node.js';
+import { intOption, numberOption, UsageError } from '../../kit/args.js';
+import { failoverArgs } from '../failover/args.js';
+import type { Replication } from '../../kit/services/cluster/node.js';
 import {
   INPUT_BROKER,
   OUTBOX_CONTROLS,
@@ -145,9 +146,7 @@ export function parseOutboxChaosArgs(argv: string[]): OutboxChaosArgs {
       '--broker-restarts needs --publisher kafka (ElasticMQ keeps messages in memory)',
     );
   const operations = intOption('operations', values.operations, 2000, 1, 1_000_000);
-  const duplicates = Number(values.duplicates ?? '0.1');
-  if (!Number.isFinite(duplicates) || duplicates < 0 || duplicates > 1)
-    throw new UsageError('--duplicates must be a number from 0 to 1');
+  const duplicates = numberOption('duplicates', values.duplicates, 0.1, 0, 1);
   return {
     target: 'outbox',
     publisher,

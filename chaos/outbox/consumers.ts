@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { createConsumer, type Consumer, type Logger, type Source } from 'effectively-once';
 import { kafkaSource, type KafkaRecord } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
-import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from '../kafka-source-timings.js';
+import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from '../consumer/kafka-source-timings.js';
 import type { OutboxNodeConfig } from './shared.js';
 
 /** The process's Kafka client, for its sources and publisher. */

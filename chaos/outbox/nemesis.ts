@@ -6,12 +6,12 @@
  * right after an answered COMMIT, chaos/failover/plan.ts).
  */
 import { sleep } from '../../src/sleep.js';
-import type { FailoverReport } from '../failover/cluster.js';
+import type { FailoverReport } from '../../kit/services/cluster/cluster.js';
 import { fireFailover } from '../failover/plan.js';
-import type { Fleet } from '../fleet.js';
-import { planEvents } from '../nemesis.js';
-import type { Rng } from '../rng.js';
-import type { ChaosServices } from '../services.js';
+import type { Fleet } from '../consumer/fleet.js';
+import { planEvents } from '../consumer/nemesis.js';
+import type { Rng } from '../../kit/rng.js';
+import type { ChaosServices } from '../../kit/services/private.js';
 import type { OutboxChaosArgs } from './args.js';
 import type { OutboxNodeConfig } from './shared.js';
 

@@ -13,8 +13,9 @@
  */
 import pg from 'pg';
 import type { Consumer } from 'effectively-once';
-import { WORKER_ENV, type FromWorker, type ToWorker } from '../protocol.js';
-import { stderrLogger } from '../stderr-logger.js';
+import { serveFleet, type FleetChild } from '../consumer/fleet-child.js';
+import { WORKER_ENV, type FromWorker } from '../consumer/protocol.js';
+import { stderrLogger } from '../../kit/stderr-logger.js';
 import { chaosConsumer, inputSource, outputSource } from './consumers.js';
 import { startReceiver } from './receiver.js';
 import { startRelay } from './relay-node.js';
@@ -33,7 +34,7 @@ function send(message: FromWorker): void {
   process.send?.(message);
 }
 
-let stopping: Promise<void> | undefined;
+let fleet: FleetChild | undefined;
 
 /** Starts this process's role; resolves with how to stop it. */
 async function startRole(pool: pg.Pool): Promise<() => Promise<void>> {
@@ -45,7 +46,7 @@ async function startRole(pool: pg.Pool): Promise<() => Promise<void>> {
       : chaosConsumer<Downstream>(pool, cfg, 'service-b', outputSource(cfg), logger, serviceB(cfg));
   await c.start();
   void c.done.then(() => {
-    if (stopping === undefined) {
+    if (!fleet?.stopping()) {
       console.error(tag, 'receive loop ended unexpectedly; exiting for a restart');
       process.exit(4);
     }
@@ -61,20 +62,13 @@ async function main(): Promise<void> {
   });
   pool.on('error', () => undefined); // Postgres restarts on purpose
   const stopOne = await startRole(pool);
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
+  fleet = serveFleet(
+    async () => {
       await stopOne();
       await pool.end().catch(() => undefined);
-      process.exit(0);
-    })());
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
-  // The parent is gone (killed): do not outlive it.
-  process.on('disconnect', () => process.exit(1));
-  process.on('message', (message: ToWorker) => {
-    if (message.type === 'stop') void stop();
-    else if (message.type === 'arm') armed = true;
-  });
+    },
+    () => (armed = true),
+  );
   send({ type: 'ready' });
 }
 

@@ -11,10 +11,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
-import { freePorts } from '../../test/helpers/services/ports.js';
-import type { ChaosBroker } from '../broker-api.js';
-import { createBroker } from '../broker.js';
-import type { ChaosServices } from '../services.js';
+import { freePorts } from '../../kit/services/ports.js';
+import type { ChaosBroker } from '../consumer/broker-api.js';
+import { createBroker } from '../consumer/broker.js';
+import type { ChaosServices } from '../../kit/services/private.js';
 import type { OutboxChaosArgs } from './args.js';
 import { chaosSqs } from './consumers.js';
 import { outboxTables, type OutputConfig } from './shared.js';
@@ -50,7 +50,7 @@ export async function createOutput(
   schema: string,
 ): Promise<ChaosOutput> {
   if (args.publisher === 'kafka') {
-    const { createKafkaBroker } = await import('../kafka-broker.js');
+    const { createKafkaBroker } = await import('../consumer/kafka-broker.js');
     const brokers = services.brokerEndpoint.split(',');
     const out = await createKafkaBroker(brokers, `${runId}-b`, args.partitions);
     if (out.worker.kind !== 'kafka') throw new Error('a Kafka output');

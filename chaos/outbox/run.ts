@@ -5,16 +5,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrateOutbox, outboxStats } from 'effectively-once/outbox';
 import { sleep } from '../../src/sleep.js';
-import { adminPool, dropChaosSchema } from '../db.js';
-import { Fleet } from '../fleet.js';
-import type { Send } from '../plan.js';
-import { produce } from '../producer.js';
-import { Rng } from '../rng.js';
-import { openRunScope } from '../run-scope.js';
-import { ensureServices } from '../services.js';
+import { Fleet } from '../consumer/fleet.js';
+import type { Send } from '../consumer/plan.js';
+import { produce } from '../consumer/producer.js';
+import { Rng } from '../../kit/rng.js';
+import { dropSchemaAtClose, openRunScope, openRunServices } from '../../kit/run-scope.js';
 import type { OutboxChaosArgs } from './args.js';
 import { accountFailovers, failoverFindings, windowLosses } from '../failover/accounting.js';
-import type { RunResult } from '../summary.js';
+import type { FailoverResult } from '../failover/summary.js';
 import { checkOutbox, outboxEffects, progress, type OutboxVerdict } from './checker.js';
 import { ROLES, runOutboxNemesis, type OutboxFaults, type Role } from './nemesis.js';
 import { createInput, createOutput } from './outputs.js';
@@ -38,7 +36,7 @@ export interface OutboxRunResult extends OutboxFaults {
   republished: number | undefined;
   verdict: OutboxVerdict;
   /** With `--failovers`: what they did (chaos/failover/accounting.ts). */
-  failover?: RunResult['failover'];
+  failover?: FailoverResult;
   timedOut: boolean;
   unsettled: number;
   shortfalls: string[];
@@ -71,22 +69,11 @@ export async function runOutboxChaos(args: OutboxChaosArgs): Promise<OutboxRunRe
   const { abort } = scope;
   let success = false;
   try {
-    const services = await ensureServices(
-      args.broker,
-      say,
-      args.failovers > 0 ? { replication: args.replication } : undefined,
-    );
-    scope.defer(() => services.stop());
-    if (services.root) say(`private services in ${services.root}`);
-    const pool = adminPool(services.databaseUrl);
-    scope.defer(() => pool.end());
+    const { services, pool } = await openRunServices(scope, say, args.broker, args);
     const schema = `chaos_outbox_${runId}`;
     await createOutboxChaosSchema(pool, schema);
     await migrateOutbox(pool, { schema });
-    scope.defer(async () => {
-      if (success && !args.keep) await dropChaosSchema(pool, schema);
-      else say(`kept schema ${schema}`);
-    });
+    dropSchemaAtClose(scope, say, pool, schema, () => success && !args.keep);
     const input = await createInput(args, services, runId);
     scope.defer(() => input.close(success && !args.keep));
     const output = await createOutput(args, services, runId, pool, schema);

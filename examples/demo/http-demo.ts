@@ -10,7 +10,7 @@
 import pLimit from 'p-limit';
 import pg from 'pg';
 import { idempotentFetch } from 'effectively-once/client';
-import { FaultProxy, type Fault } from '../../test/helpers/fault-proxy.js';
+import { FaultProxy, type Fault } from '../../kit/fault-proxy.js';
 import { main as paymentApi } from '../http-payments.js';
 import { startDatabase } from './services.js';
 

@@ -1,6 +1,6 @@
 import { tsImport } from 'tsx/esm/api';
 
-type Services = typeof import('./services/index.js');
+type Services = typeof import('../../kit/services/index.js');
 
 /**
  * Integration project only: start Postgres, the SQS emulator and Kafka (or
@@ -12,6 +12,6 @@ type Services = typeof import('./services/index.js');
  * system loads). tsx compiles the services modules for this one import.
  */
 export default async function globalSetup(): Promise<void> {
-  const services = (await tsImport('./services/index.ts', import.meta.url)) as Services;
+  const services = (await tsImport('../../kit/services/index.ts', import.meta.url)) as Services;
   await services.startServices();
 }

@@ -18,7 +18,7 @@ import {
   startPostgres,
   stopKafka,
   stopPostgres,
-} from '../helpers/services/index.js';
+} from '../../kit/services/index.js';
 
 const TIMEOUT = 120_000;
 

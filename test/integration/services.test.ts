@@ -17,7 +17,7 @@ import {
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import pg from 'pg';
 import { databaseUrl, kafkaBrokers, sqsEndpoint } from '../helpers/env.js';
-import { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from '../helpers/services/index.js';
+import { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from '../../kit/services/index.js';
 
 // Explicit: a project-level testTimeout in jest.config.js is not applied (it is a global option).
 const TIMEOUT = 60_000;

@@ -4,7 +4,7 @@
  * the pool (autocommit) by a plain worker and through `ctx.tx` by effectively-once.
  */
 import type pg from 'pg';
-import { emit } from '../../../test/helpers/http/child-protocol.js';
+import { emit } from '../../../kit/payments/child-protocol.js';
 
 /** The effect's table and the crash points' bookkeeping, in the contender's schema. */
 export const CONSUMER_TABLES = `

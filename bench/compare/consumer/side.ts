@@ -4,7 +4,7 @@
  * and the ack (scenario.ts), and their table. SQS contenders run with ElasticMQ,
  * Kafka ones with Kafka, one broker's services at a time.
  */
-import type { BrokerName } from '../../../chaos/args.js';
+import type { BrokerName } from '../../../kit/services/private.js';
 import {
   packageVersions,
   pickContenders,
@@ -61,7 +61,7 @@ export async function runConsumerSide(values: ConsumerSideOptions): Promise<stri
   const command = `npm run compare -- --side consumer --messages ${messages}${all ? '' : ` --contenders ${contenders.join(',')}`}`;
   const killed = results[0]?.killed.messages ?? 0;
   const markdown = [
-    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Postgres ${postgres}, ElasticMQ (SQS) and Kafka from test/helpers/services.`,
+    `\`${command}\` — ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Postgres ${postgres}, ElasticMQ (SQS) and Kafka from kit/services.`,
     `Per contender: ${messages} payment messages sent one at a time, each waited for until deleted / its offset committed (up to ${SETTLE_MS / 1000} s); ${killed} of them SIGKILL the worker after the payment's commit and before the ack, and it is restarted. SQS visibility timeout ${VISIBILITY_TIMEOUT_S} s.`,
     '',
     consumerTable(results, versions),

@@ -1,11 +1,11 @@
 /**
  * One consumer worker process for the comparison: the contender named by
  * COMPARE_CONTENDER on the queue or topic in COMPARE_CHANNEL. Speaks
- * test/helpers/http/spawn.ts's stdout protocol (`ready`, `committed`) and reads its
+ * kit/payments/spawn.ts's stdout protocol (`ready`, `committed`) and reads its
  * EO_HTTP_DATABASE_URL / EO_HTTP_SCHEMA, so bench/compare/supervisor.ts runs it as it
  * runs a payment server; SIGTERM stops it gracefully.
  */
-import { emit, env, envPool } from '../../../test/helpers/http/child-protocol.js';
+import { emit, env, envPool } from '../../../kit/payments/child-protocol.js';
 import type { ChannelEnv } from './channel.js';
 import { isConsumerContender } from './contenders.js';
 import { startKafkaWorker } from './kafka-workers.js';

@@ -2,7 +2,7 @@
 # LocalStack init hook (runs inside the container once LocalStack is ready;
 # the testcontainers provider copies this folder to /etc/localstack/init/ready.d).
 # Creates the preset queues the native ElasticMQ config also declares
-# (test/helpers/services/elasticmq.ts, PRESET_QUEUES): a standard queue and a
+# (kit/services/elasticmq.ts, PRESET_QUEUES): a standard queue and a
 # FIFO queue, each redriving to its own dead-letter queue after 3 receives
 # (a FIFO queue's DLQ must itself be FIFO).
 set -euo pipefail

@@ -11,7 +11,7 @@ import { sqsSource } from '../../../adapters/sqs/index.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, badInputSuite, keyAttribute, observe, type Observed } from './harness.js';
-import { FaultProxy } from '../../helpers/fault-proxy.js';
+import { FaultProxy } from '../../../kit/fault-proxy.js';
 
 const suite = badInputSuite('pg_outage');
 const cleanups: Array<() => Promise<void>> = [];

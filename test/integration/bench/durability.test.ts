@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { durabilitySuffix, ensureDurability } from '../../../bench/durability.js';
 import { databaseUrl } from '../../helpers/env.js';
 
-// The test cluster runs fsync = off (test/helpers/services/postgres.ts): for the benches
+// The test cluster runs fsync = off (kit/services/postgres.ts): for the benches
 // it is a server given by DATABASE_URL, which they read and never change.
 describe('the benches’ durability check', () => {
   it('refuses a durable run on a server it did not start that does not flush', async () => {

@@ -1,5 +1,5 @@
 /**
- * idempotentFetch through the fault-injecting TCP proxy (test/helpers/fault-proxy.ts)
+ * idempotentFetch through the fault-injecting TCP proxy (kit/fault-proxy.ts)
  * to a real node:http server with an in-memory Idempotency-Key store: requests reset
  * on the way in, responses dropped after the server committed, responses held past the
  * client's timeout. N logical operations must give exactly N effects, none lost, and

@@ -8,7 +8,7 @@
 import net from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { RetriesExhaustedError, idempotentFetch, type RetryEvent } from 'effectively-once/client';
-import { freePorts } from '../../helpers/services/ports.js';
+import { freePorts } from '../../../kit/services/ports.js';
 import { FAST, cleanupAfterEach, onCleanup } from './support.js';
 
 cleanupAfterEach();

@@ -1,5 +1,5 @@
 import { afterEach } from '@jest/globals';
-import { FaultProxy, type FaultProxyOptions } from '../../helpers/fault-proxy.js';
+import { FaultProxy, type FaultProxyOptions } from '../../../kit/fault-proxy.js';
 import { IdempotencyServer, type IdempotencyServerOptions } from './idempotency-server.js';
 
 const cleanups: Array<() => Promise<void>> = [];

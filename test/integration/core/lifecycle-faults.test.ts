@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import pg from 'pg';
 import { createConsumer } from '../../../src/index.js';
 import { memorySource } from '../../../src/testing/index.js';
-import { FaultProxy } from '../../helpers/fault-proxy.js';
+import { FaultProxy } from '../../../kit/fault-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { ManualSource } from '../../helpers/manual-source.js';

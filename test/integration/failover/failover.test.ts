@@ -1,5 +1,5 @@
 /**
- * A primary with a synchronous standby (chaos/failover/cluster.ts), the consumer
+ * A primary with a synchronous standby (kit/services/cluster/cluster.ts), the consumer
  * reaching it through the proxy that a failover moves to the promoted standby. The
  * connection is lost at the worst moments: a switchover (fast shutdown: the backend
  * sends FATAL 57P01) while the handler holds the claim, and the primary dying with a
@@ -16,8 +16,8 @@
  * docs/failure-semantics.md ("Postgres failover") tells users to close.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import { query, type PgNode, type Replication } from '../../../chaos/failover/node.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
+import { query, type PgNode, type Replication } from '../../../kit/services/cluster/node.js';
 import { migrate, type Consumer, type ConsumerEvents } from '../../../src/index.js';
 import { sqlstateOf } from '../../../src/store/pg-errors.js';
 import type { TestDatabase } from '../../helpers/db.js';

@@ -1,6 +1,6 @@
 /**
  * The HTTP door when the primary dies with a request's COMMIT in flight, on a primary
- * with a synchronous standby (chaos/failover/cluster.ts). The server cannot know how the
+ * with a synchronous standby (kit/services/cluster/cluster.ts). The server cannot know how the
  * COMMIT ended: it answers 503 `outcome-unknown` with `Retry-After`, never 500 and never
  * the handler's 201. The caller's retry with the same key, on the promoted standby,
  * settles it: a replay of the stored 201 when the old primary had answered COMMIT (the
@@ -10,8 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import type { CommitArm } from '../../../chaos/failover/pg-proxy.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
+import type { CommitArm } from '../../../kit/services/cluster/pg-proxy.js';
 import { createIdempotency, type Idempotency } from '../../../src/http/index.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { schemaOn, startCluster } from './support.js';

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { schemaOn, startCluster } from './support.js';

@@ -1,5 +1,5 @@
 /**
- * The outbox relay through a failover (chaos/failover/cluster.ts): the primary dies,
+ * The outbox relay through a failover (kit/services/cluster/cluster.ts): the primary dies,
  * the proxy points at the standby while it is still read-only (the relay's claims and
  * its LISTEN get SQLSTATE 25006 there), then at the promoted standby. The relay backs
  * off meanwhile instead of spinning, its LISTEN connection is established again on
@@ -16,7 +16,7 @@ import {
   type RelayEvents,
 } from 'effectively-once/outbox';
 import { sqlstateOf } from '../../../src/store/pg-errors.js';
-import type { FailoverCluster } from '../../../chaos/failover/cluster.js';
+import type { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import { enqueueCommitted, Receiver } from '../outbox/support.js';

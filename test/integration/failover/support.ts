@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { FailoverCluster } from '../../../chaos/failover/cluster.js';
-import type { Replication } from '../../../chaos/failover/node.js';
+import { FailoverCluster } from '../../../kit/services/cluster/cluster.js';
+import type { Replication } from '../../../kit/services/cluster/node.js';
 import type { Logger } from '../../../src/types.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
-import { RUNS_DIR } from '../../helpers/services/state.js';
+import { RUNS_DIR } from '../../../kit/services/state.js';
 
 /**
- * A private primary + standby (chaos/failover/cluster.ts) for one test file, under the
+ * A private primary + standby (kit/services/cluster/cluster.ts) for one test file, under the
  * services' runs directory (so CI's leak check sees its processes), on the machine's
  * Postgres binaries: killing and promoting it disturbs no other test file.
  */

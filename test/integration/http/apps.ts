@@ -14,7 +14,7 @@ import type { Idempotency, IdempotencyContext, WebhookOptions } from 'effectivel
 import { idempotentExpress } from 'effectively-once/http/express';
 import { idempotencyPlugin } from 'effectively-once/http/fastify';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
-import { portOf, type Framework } from '../../helpers/http/payments.js';
+import { portOf, type Framework } from '../../../kit/payments/payments.js';
 
 /** What the endpoint's handler does, and what it answers. */
 export type Run = (

@@ -3,8 +3,8 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { idempotentFetch } from 'effectively-once/client';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
-import { FRAMEWORKS, PAYMENT_TABLES } from '../../helpers/http/payments.js';
-import { spawnPaymentServer, type PaymentProcess } from '../../helpers/http/spawn.js';
+import { FRAMEWORKS, PAYMENT_TABLES } from '../../../kit/payments/payments.js';
+import { spawnPaymentServer, type PaymentProcess } from '../../../kit/payments/spawn.js';
 
 let db: TestDatabase;
 const children: PaymentProcess[] = [];

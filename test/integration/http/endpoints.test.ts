@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { idempotentFetch } from 'effectively-once/client';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { answer, arrivals, gate, paymentFixture, post, stable } from './support.js';
 

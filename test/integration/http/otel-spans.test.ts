@@ -6,7 +6,7 @@ import {
   type Idempotency,
   type IdempotencyOptions,
 } from 'effectively-once/http';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { otelHarness, type OtelHarness } from '../../helpers/otel.js';
 import { otelIdempotencyTelemetry } from '../../../src/otel/index.js';
 import { appFixture, startApp, type App } from './apps.js';

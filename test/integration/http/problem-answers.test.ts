@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createIdempotency, type IdempotencyContext } from 'effectively-once/http';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { appFixture, startApp } from './apps.js';
 import { post } from './support.js';
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
-import { startPaymentServer, type PaymentServer } from '../../helpers/http/payments.js';
+import { startPaymentServer, type PaymentServer } from '../../../kit/payments/payments.js';
 import { within } from '../../helpers/wait-for.js';
 import { gate, post } from './support.js';
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
-import { FRAMEWORKS, startPaymentServer } from '../../helpers/http/payments.js';
+import { FRAMEWORKS, startPaymentServer } from '../../../kit/payments/payments.js';
 import { gate, post } from './support.js';
 
 let db: TestDatabase;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { paymentFixture, post } from './support.js';
 
 const fixture = paymentFixture('http_scope_text');

@@ -5,7 +5,7 @@ import {
   startPaymentServer,
   type PaymentServer,
   type PaymentServerOptions,
-} from '../../helpers/http/payments.js';
+} from '../../../kit/payments/payments.js';
 
 /** One schema per test file; servers started by a test are closed after it. */
 export function paymentFixture(prefix: string): {

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { blockUntilNoneIdleInTransaction } from '../../helpers/block-until-backend-gone.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
-import { FRAMEWORKS, startPaymentServer } from '../../helpers/http/payments.js';
+import { FRAMEWORKS, startPaymentServer } from '../../../kit/payments/payments.js';
 import { post } from './support.js';
 
 const APP = 'eo-http-idle-commit';

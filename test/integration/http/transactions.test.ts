@@ -7,7 +7,7 @@ import {
 } from 'effectively-once/http';
 import { idempotencyKeyTables } from '../../../src/http/store.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { gate, paymentFixture, post } from './support.js';
 
 const fixture = paymentFixture('http_tx');

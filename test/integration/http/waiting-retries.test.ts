@@ -14,7 +14,7 @@ import {
   startPaymentServer,
   type PaymentServer,
   type PaymentServerOptions,
-} from '../../helpers/http/payments.js';
+} from '../../../kit/payments/payments.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { startApp } from './apps.js';
 import { answer, arrivals, gate, post, type Answer } from './support.js';

@@ -8,7 +8,7 @@ import {
   webhookSources,
   type WebhookOptions,
 } from 'effectively-once/http';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { answer, paymentFixture, type Answer } from './support.js';
 
 const fixture = paymentFixture('http_webhook_presets');

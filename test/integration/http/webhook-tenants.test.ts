@@ -6,7 +6,7 @@ import {
   type WebhookOptions,
   webhookScope,
 } from 'effectively-once/http';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { appFixture, startApp, type App } from './apps.js';
 import { answer, type Answer } from './support.js';
 

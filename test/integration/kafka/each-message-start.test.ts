@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { EachMessagePayload, Kafka } from 'kafkajs';
 import pg from 'pg';
 import { exactlyOnceEachMessage } from '../../../adapters/kafka/index.js';
-import { FaultProxy } from '../../helpers/fault-proxy.js';
+import { FaultProxy } from '../../../kit/fault-proxy.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait-for.js';

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { IdempotencyTelemetry } from 'effectively-once/http';
-import { FRAMEWORKS } from '../../helpers/http/payments.js';
+import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { childrenOf, otelHarness, parentOf, type OtelHarness } from '../../helpers/otel.js';
 import { gate, paymentFixture, post } from '../http/support.js';
 import { HTTP_ATTR, HTTP_METRIC, otelIdempotencyTelemetry } from '../../../src/otel/index.js';

@@ -9,7 +9,7 @@ import {
 } from 'effectively-once/outbox';
 import type { TestDatabase } from '../../helpers/db.js';
 import { kafkaBrokers } from '../../helpers/env.js';
-import { FaultProxy } from '../../helpers/fault-proxy.js';
+import { FaultProxy } from '../../../kit/fault-proxy.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import {
   committedOffsets,

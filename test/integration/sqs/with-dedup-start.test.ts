@@ -9,7 +9,7 @@ import pg from 'pg';
 import { Consumer } from 'sqs-consumer';
 import type { Message } from '@aws-sdk/client-sqs';
 import { withDedup } from '../../../adapters/sqs/index.js';
-import { FaultProxy } from '../../helpers/fault-proxy.js';
+import { FaultProxy } from '../../../kit/fault-proxy.js';
 import { databaseUrl } from '../../helpers/env.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, recordEffect, sqsIntegration } from './harness.js';

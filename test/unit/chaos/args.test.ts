@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseChaosArgs, UsageError } from '../../../chaos/args.js';
+import { UsageError } from '../../../kit/args.js';
+import { parseChaosArgs } from '../../../chaos/consumer/args.js';
 
 describe('chaos args: --pipeline', () => {
   it('sets the Kafka pipeline, left to the workers (batch maxSize, else 1) when absent', () => {

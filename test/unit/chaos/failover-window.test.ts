@@ -2,19 +2,19 @@
  * The async failover window (chaos/failover/accounting.ts): under asynchronous
  * replication, lost keys that vanished with a dead primary are counted (lost=,
  * window_lost=) and raise no problem; any other loss, and any loss under synchronous
- * replication, still does (exit 1 in chaos/summary.ts).
+ * replication, still does (exit 1 in chaos/consumer/summary.ts).
  */
 import { describe, expect, it } from '@jest/globals';
-import type { FinalState } from '../../../chaos/checker.js';
+import type { FinalState } from '../../../chaos/consumer/checker.js';
 import {
   checkExcusing,
   windowLosses,
   type FailoverAccount,
 } from '../../../chaos/failover/accounting.js';
-import type { Replication } from '../../../chaos/failover/node.js';
-import { makePlan } from '../../../chaos/plan.js';
-import { Rng } from '../../../chaos/rng.js';
-import { exitCode, type RunResult } from '../../../chaos/summary.js';
+import type { Replication } from '../../../kit/services/cluster/node.js';
+import { makePlan } from '../../../chaos/consumer/plan.js';
+import { Rng } from '../../../kit/rng.js';
+import { exitCode, type RunResult } from '../../../chaos/consumer/summary.js';
 
 const plan = makePlan(new Rng(23), 50, 0.25, 0, { count: 0, kinds: [] });
 

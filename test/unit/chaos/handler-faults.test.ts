@@ -1,13 +1,13 @@
 /**
- * The chaos harness's handler-fault plan and checker (chaos/handler-faults.ts,
- * chaos/plan.ts, chaos/checker.ts): every planned fault has an expected end, and the
+ * The chaos harness's handler-fault plan and checker (chaos/consumer/handler-faults.ts,
+ * chaos/consumer/plan.ts, chaos/consumer/checker.ts): every planned fault has an expected end, and the
  * checker calls a key lost when it ends neither applied nor dead-lettered with its code.
  */
 import { describe, expect, it } from '@jest/globals';
-import { check, type FinalState } from '../../../chaos/checker.js';
-import { faultLabel, HANDLER_FAULT_KINDS } from '../../../chaos/handler-faults.js';
-import { makePlan, type ChaosBody, type Plan } from '../../../chaos/plan.js';
-import { Rng } from '../../../chaos/rng.js';
+import { check, type FinalState } from '../../../chaos/consumer/checker.js';
+import { faultLabel, HANDLER_FAULT_KINDS } from '../../../chaos/consumer/handler-faults.js';
+import { makePlan, type ChaosBody, type Plan } from '../../../chaos/consumer/plan.js';
+import { Rng } from '../../../kit/rng.js';
 
 const plan = (count: number, seed = 7): Plan =>
   makePlan(new Rng(seed), 400, 0.25, 4, { count, kinds: HANDLER_FAULT_KINDS });

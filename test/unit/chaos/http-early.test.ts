@@ -1,6 +1,6 @@
 /**
  * The early-answer check (chaos/http/early.ts) and the proxy hook it rides on
- * (test/helpers/fault-proxy.ts `beforeAnswer`): the client gets no byte of an answer
+ * (kit/fault-proxy.ts `beforeAnswer`): the client gets no byte of an answer
  * before the check has looked (so the look is after the server sent it and before the
  * client saw it), delayed answers are looked at when released, and only a 2xx whose
  * effect is not visible then counts. A real proxy and server on loopback; the database
@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import { EarlyAnswers, parseAnswerHead } from '../../../chaos/http/early.js';
-import { FaultProxy, type ExchangeRecord } from '../../../test/helpers/fault-proxy.js';
+import { FaultProxy, type ExchangeRecord } from '../../../kit/fault-proxy.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

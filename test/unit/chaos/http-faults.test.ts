@@ -5,7 +5,7 @@
  * another operation, a late answer) and passes a perfect run.
  */
 import { describe, expect, it } from '@jest/globals';
-import { Rng } from '../../../chaos/rng.js';
+import { Rng } from '../../../kit/rng.js';
 import { parseHttpChaosArgs } from '../../../chaos/http/args.js';
 import type { Answer, Call } from '../../../chaos/http/clients.js';
 import { checkFaultOps, type FaultState } from '../../../chaos/http/fault-checker.js';

@@ -4,7 +4,7 @@
  * really sends (so a change to commitClaimSql cannot silently blind the harness).
  */
 import { describe, expect, it } from '@jest/globals';
-import { FrameReader, claimCommitXid, queryText } from '../../../chaos/failover/pg-wire.js';
+import { FrameReader, claimCommitXid, queryText } from '../../../kit/services/cluster/pg-wire.js';
 import { commitClaimSql } from '../../../src/store/commit.js';
 
 function startup(): Buffer {

@@ -12,7 +12,7 @@ import { orderingKeyOf } from '../../../adapters/kafka/keys.js';
 import { Limiter } from '../../../adapters/kafka/limiter.js';
 import { toKafkaRecord } from '../../../adapters/kafka/record.js';
 import { BodyParseError, HandlerError } from '../../../src/errors.js';
-import { message } from './fakes.js';
+import { message } from '../../../kit/kafka-fakes.js';
 
 const record = (fields: Partial<Parameters<typeof message>[1]> = {}, offset = 42): KafkaRecord =>
   toKafkaRecord({ topic: 'orders', partition: 3, messages: [] }, message(offset, fields));

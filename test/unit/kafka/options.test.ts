@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { kafkaSource, type KafkaSourceOptions } from '../../../adapters/kafka/index.js';
 import { resolveKafkaOptions } from '../../../adapters/kafka/options.js';
 import { ConfigurationError } from '../../../src/errors.js';
-import { FakeConsumer, FakeProducer } from './fakes.js';
+import { FakeConsumer, FakeProducer } from '../../../kit/kafka-fakes.js';
 
 const kafka = { consumer: () => new FakeConsumer(), producer: () => new FakeProducer() };
 const base: KafkaSourceOptions = { kafka, groupId: 'g', topics: ['t'] };

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { kafkaSource, kafkaRecordOf } from '../../../adapters/kafka/index.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { FakeConsumer, FakeProducer, fakeRunner, messages, tick } from './fakes.js';
+import { FakeConsumer, FakeProducer, fakeRunner, messages, tick } from '../../../kit/kafka-fakes.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {

