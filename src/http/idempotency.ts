@@ -400,11 +400,11 @@ class IdempotencyImpl implements Idempotency {
   /**
    * Runs a keyed request in its key's single flight (see KeyFlights): behind the one
    * request of its key this process has at the database, answered from the row that one
-   * committed or found, or claiming in its turn with what is left of `waitMs`.
+   * committed or found, or claiming in its turn with what is left of `lockTimeoutMs`.
    */
   private async inTurn(job: Job): Promise<Verdict> {
     const { claim } = job;
-    const waitMs = this.cfg.waitMs;
+    const waitMs = this.cfg.lockTimeoutMs;
     const turn = await this.flights.enter(claim.scope, claim.key, waitMs);
     switch (turn.kind) {
       case 'stored':
