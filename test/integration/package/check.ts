@@ -59,7 +59,7 @@ export const consumers: Consumer[] = [
     source: sqsSource<Order>({
       client: new SQSClient({}),
       queueUrl: 'https://sqs.example/1/q',
-      keyAttribute: 'Idempotency-Key',
+      key: 'Idempotency-Key',
     }),
     handler,
     concurrency: 4,

@@ -17,7 +17,7 @@ describe('SQS exactly-once effect', () => {
       await it_.queues.send(url, JSON.stringify({ id: 'order-43' }), {
         MessageAttributes: { 'Idempotency-Key': { DataType: 'String', StringValue: 'order-43' } },
       });
-      const consumer = await it_.worker({ queueUrl: url, keyAttribute: 'Idempotency-Key' });
+      const consumer = await it_.worker({ queueUrl: url, key: 'Idempotency-Key' });
       await waitFor(() => consumer.stats().processed + consumer.stats().duplicates === 4, {
         what: '4 settled',
       });

@@ -83,8 +83,6 @@ describe('sqsSource default key and the FIFO deduplication scope', () => {
       deduplicationId: 'd-1',
       attributes: { 'Idempotency-Key': 'pay-1' },
     });
-    expect(await keysOf(sqs, { queueUrl: url, keyAttribute: 'Idempotency-Key' }, 1)).toEqual([
-      'pay-1',
-    ]);
+    expect(await keysOf(sqs, { queueUrl: url, key: 'Idempotency-Key' }, 1)).toEqual(['pay-1']);
   });
 });
