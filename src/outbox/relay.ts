@@ -10,7 +10,7 @@ import { NotifyListener } from './listener.js';
 import { outboxStats } from './stats.js';
 import { publishStep } from './publish.js';
 import { resolveRelayOptions, type RelayOptions } from './relay-options.js';
-import type { Relay, RelayMetrics } from './relay-types.js';
+import type { Relay, RelayStats } from './relay-types.js';
 import { settleBatch, type SettleContext } from './settle.js';
 import { RelayStatements, type ClaimedBatch } from './statements.js';
 import { pruneOutbox } from './table.js';
@@ -33,7 +33,7 @@ export function createRelay(options: RelayOptions): Relay {
   const logger = config.logger;
   const hub = new RelayEventHub(logger);
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  const counters: RelayMetrics = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
+  const counters: RelayStats = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
   const telemetry = config.telemetry;
   const destinations = Object.keys(options.publishers).sort();
   const settling: SettleContext = {
@@ -153,10 +153,17 @@ export function createRelay(options: RelayOptions): Relay {
       return stopping;
     },
     wake,
-    on: (event, fn) => hub.on(event, fn),
-    off: (event, fn) => hub.off(event, fn),
-    metrics: () => ({ ...counters }),
-    stats: (filter = {}) => outboxStats(options.pool, { ...ref, destination: filter.destination }),
+    on(event, fn) {
+      hub.on(event, fn);
+      return relay;
+    },
+    off(event, fn) {
+      hub.off(event, fn);
+      return relay;
+    },
+    stats: () => ({ ...counters }),
+    outboxStats: (filter = {}) =>
+      outboxStats(options.pool, { ...ref, destination: filter.destination }),
   };
   try {
     telemetry?.attach?.(relay);

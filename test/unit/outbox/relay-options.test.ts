@@ -35,7 +35,7 @@ describe('createRelay options', () => {
 
   it('accepts the defaults', () => {
     const relay = createRelay({ pool, publishers });
-    expect(relay.metrics()).toEqual({ published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 });
+    expect(relay.stats()).toEqual({ published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 });
     expect(relay.owner).toMatch(/:\d+:[0-9a-f]{8}$/);
   });
 });
