@@ -27,7 +27,7 @@ export interface CommittedEvent {
 
 /**
  * Options of {@link createIdempotency}; every one is checked when it is called. The
- * shared ones are {@link StoreOptions} and {@link TransactionOptions}: the key table
+ * shared ones are `StoreOptions` and `TransactionOptions`: the key table
  * defaults to `eo_idempotency_keys`; `retention` is on by default, keys expiring 24 h
  * after their claim (Stripe's lifetime; the IETF draft expects keys to expire), `false`
  * keeps them until `prune({ olderThan })` removes them; `handlerTimeoutMs` defaults to

@@ -11,7 +11,7 @@ import type { Publisher } from './record.js';
 import type { RelayTelemetry } from './telemetry.js';
 
 /**
- * Options of {@link createRelay}. The shared ones are {@link StoreOptions}: the pool the
+ * Options of {@link createRelay}. The shared ones are `StoreOptions`: the pool the
  * outbox table is in (the relay's claims and marks use it), the table (default
  * `public.eo_outbox`), `retention` of published rows (off by default: they are audit
  * history the dedup does not need, the id travels with the message), the logger (where
