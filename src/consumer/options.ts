@@ -53,7 +53,7 @@ export interface ConsumerOptions<T> extends StoreOptions<ConsumerTelemetry>, Tra
    * Refuse a delivery first sent longer ago than the dedup window keeps a claim: after
    * pruning, such a redelivery could not be told from a new message and would be applied
    * again. The floor reads when the broker says the message was first sent
-   * ({@link Delivery.firstSentAt}: SQS `SentTimestamp`, Kafka `LogAppendTime` with
+   * (`Delivery.firstSentAt`: SQS `SentTimestamp`, Kafka `LogAppendTime` with
    * kafkajs); a delivery first sent more than `window - marginMs` ago gets the `expired`
    * event and is dead-lettered (`EO_DELIVERY_EXPIRED`), before any claim. Default: on when
    * `retention` is set, for broker timestamps only; `false` turns it off; a delivery
