@@ -105,7 +105,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
     source: sqsSource<ReserveStock>({
       client,
       queueUrl: required(env, 'QUEUE_URL'),
-      keyAttribute: 'Idempotency-Key',
+      key: 'Idempotency-Key',
     }),
     handler: reserve,
   });

@@ -40,7 +40,7 @@ export async function main({
       audit,
     },
     batchSize: 50,
-    retention: { publishedMs: 3 * 86_400_000 },
+    retention: { olderThanMs: 3 * 86_400_000 },
   });
   relay.on('batch', (b) =>
     console.log(`published ${b.published}/${b.claimed} in ${b.latencyMs.toFixed(1)} ms`),

@@ -59,7 +59,7 @@ export function paymentsRelay(pool: pg.Pool, paymentsUrl: string) {
       }),
     },
     maxAttempts: 8,
-    retention: { publishedMs: 7 * 86_400_000 },
+    retention: { olderThanMs: 7 * 86_400_000 },
   });
   relay.on('parked', ({ id, error }) => console.error(`charge ${id} parked:`, error));
   return relay;

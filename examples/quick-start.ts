@@ -19,7 +19,7 @@ const consumer = createConsumer<OrderPlaced>({
   source: sqsSource<OrderPlaced>({
     client: new SQSClient({ endpoint: process.env.SQS_ENDPOINT }),
     queueUrl: process.env.QUEUE_URL!,
-    keyAttribute: 'Idempotency-Key', // one key per logical order, set by the producer
+    key: 'Idempotency-Key', // one key per logical order, set by the producer
   }),
   handler: async (order, { tx }) => {
     // Written through tx: commits together with the claim on the key, or not at all.

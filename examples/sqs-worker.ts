@@ -61,7 +61,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
     source: sqsSource<OrderPlaced>({
       client,
       queueUrl: required(env, 'QUEUE_URL'),
-      keyAttribute: 'Idempotency-Key',
+      key: 'Idempotency-Key',
       waitTimeSeconds: 20,
     }),
     handler: async (order, { tx }) => {

@@ -63,7 +63,7 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
   const dedup = withDedup(handleInvoice, {
     name: 'invoices',
     pool,
-    keyAttribute: 'Idempotency-Key',
+    key: 'Idempotency-Key',
     // Lets retries back off with ChangeMessageVisibility instead of waiting out the timeout.
     client: sqs,
     queueUrl,

@@ -1,7 +1,7 @@
 import { InvalidKeyError, describe } from './errors.js';
 
-/** Default longest key, in characters (the same bound as Stripe's Idempotency-Key). */
-export const DEFAULT_MAX_KEY_LENGTH = 255;
+// The default `maxKeyLength` is the shared options' (one owner for every door).
+export { DEFAULT_MAX_KEY_LENGTH } from './shared-options.js';
 
 /**
  * Longest key in UTF-8 bytes, whatever `maxKeyLength` allows: a btree entry holds at

@@ -23,7 +23,10 @@ export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Deco
     } catch (cause) {
       return {
         body: undefined,
-        rejection: new BodyParseError('the parse function threw', { cause, details: where(record) }),
+        rejection: new BodyParseError('the parse function threw', {
+          cause,
+          details: where(record),
+        }),
       };
     }
   }

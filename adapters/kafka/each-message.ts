@@ -7,7 +7,7 @@ import type { Delivery, HandlerContext } from '../../src/types.js';
 import type { KafkaMessageLike, KafkaProducerLike } from './client.js';
 import { DeadLetterPublisher } from './dead-letter.js';
 import { heartbeatWhile } from './heartbeat.js';
-import { DEFAULT_IDEMPOTENCY_HEADER, recordKey, type KafkaKeyFunction } from './keys.js';
+import { kafkaKeyOption, recordKey, type KafkaKey } from './keys.js';
 import { sleep } from '../../src/sleep.js';
 import { recordSentAt, recordSentBy, toKafkaRecord, type KafkaRecord } from './record.js';
 import { headerText, type Settlement } from './record-delivery.js';
@@ -40,10 +40,8 @@ export interface ExactlyOnceEachMessageOptions<
   producer: KafkaProducerLike;
   /** Dead-letter topic of a record. Default `${record.topic}.dlq`. */
   deadLetterTopic?: string | ((record: KafkaRecord) => string);
-  /** Header holding the dedup key; without it the key is `topic/partition/offset/timestamp`. Default `idempotency-key`. */
-  idempotencyHeader?: string;
-  /** Derives the dedup key from the record, replacing the header/offset rule. */
-  key?: KafkaKeyFunction;
+  /** Where the dedup key comes from, as `kafkaSource`'s `key`: a header's name or a function. Default `'idempotency-key'`. */
+  key?: KafkaKey;
   /** Delay before a record whose settlement failed (dead-letter topic down) runs again. Default 1000 ms. */
   redeliveryDelayMs?: number;
 }
@@ -85,8 +83,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
   const {
     producer,
     deadLetterTopic,
-    idempotencyHeader,
-    key,
+    key: keyOption,
     redeliveryDelayMs,
     ...consumerOptions
   } = options;
@@ -103,11 +100,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
       'must be a topic name or a function (record) => topic',
     );
   }
-  const header = idempotencyHeader ?? DEFAULT_IDEMPOTENCY_HEADER;
-  if (typeof header !== 'string' || header === '')
-    throw new ConfigurationError('idempotencyHeader', 'must be a non-empty header name');
-  if (key !== undefined && typeof key !== 'function')
-    throw new ConfigurationError('key', 'must be a function (record) => string');
+  const { header, key } = kafkaKeyOption(keyOption);
   const redeliveryMs = redeliveryDelayMs ?? 1000;
   if (!Number.isInteger(redeliveryMs) || redeliveryMs < 0 || redeliveryMs > 3_600_000) {
     throw new ConfigurationError('redeliveryDelayMs', 'must be an integer from 0 to 3600000', {

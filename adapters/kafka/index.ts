@@ -19,7 +19,7 @@ export type { KafkaOffsetsTableOptions } from './postgres-offsets.js';
 export { isKafkaDelivery, kafkaRecordOf } from './record.js';
 export type { KafkaRecord, KafkaTimestampType } from './record.js';
 export { DEFAULT_IDEMPOTENCY_HEADER, defaultKafkaKey, headerText } from './keys.js';
-export type { KafkaKeyFunction } from './keys.js';
+export type { KafkaKey, KafkaKeyFunction } from './keys.js';
 export type { KafkaParse } from './decode.js';
 export { DEAD_LETTER_HEADERS } from './dead-letter.js';
 export type {

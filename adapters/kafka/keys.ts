@@ -1,14 +1,32 @@
-import { InvalidKeyError } from '../../src/errors.js';
+import { ConfigurationError, InvalidKeyError } from '../../src/errors.js';
 import { keyFromFunction, type KeyResult } from '../../src/keys.js';
 import { OUTBOX_ID_HEADER } from '../../src/outbox/record.js';
 import type { KafkaHeaders } from './client.js';
 import type { KafkaRecord } from './record.js';
 
-/** Header read for the dedup key unless `idempotencyHeader` says otherwise. */
+/** Header read for the dedup key unless a string `key` option names another. */
 export const DEFAULT_IDEMPOTENCY_HEADER = 'idempotency-key';
 
 /** Derives the dedup key of a record; `undefined` or `''` gets the record dead-lettered. */
 export type KafkaKeyFunction = (record: KafkaRecord) => string | undefined;
+
+/**
+ * The `key` option of the Kafka adapters: the header holding the dedup key (a record
+ * without it falls back to `eo-outbox-id`, then its position), or a function of the record.
+ */
+export type KafkaKey = string | KafkaKeyFunction;
+
+/** Splits a `key` option (kafkaSource and exactlyOnceEachMessage) into a header or a function. */
+export function kafkaKeyOption(key: unknown): {
+  header: string;
+  key: KafkaKeyFunction | undefined;
+} {
+  if (key === undefined) return { header: DEFAULT_IDEMPOTENCY_HEADER, key: undefined };
+  if (typeof key === 'function')
+    return { header: DEFAULT_IDEMPOTENCY_HEADER, key: key as KafkaKeyFunction };
+  if (typeof key === 'string' && key !== '') return { header: key, key: undefined };
+  throw new ConfigurationError('key', 'must be a header name or a function (record) => string');
+}
 
 /**
  * The text of header `name`: an exact match first, else a case-insensitive one (HTTP

@@ -10,7 +10,7 @@ import type {
   KafkaProducerLike,
 } from './client.js';
 import type { KafkaParse } from './decode.js';
-import { DEFAULT_IDEMPOTENCY_HEADER, type KafkaKeyFunction } from './keys.js';
+import { kafkaKeyOption, type KafkaKey, type KafkaKeyFunction } from './keys.js';
 import { DEFAULT_OFFSETS_TABLE } from '../../src/store/kafka-offsets.js';
 import type { KafkaRecord } from './record.js';
 
@@ -40,13 +40,14 @@ export interface KafkaSourceOptions<T = unknown> {
   /** Extra settings for the dead-letter producer the adapter creates from `kafka`. Default `{}`. */
   producerConfig?: KafkaProducerConfig;
   /**
-   * Header holding the dedup key (matched exactly, else case-insensitively). A record
-   * without it is keyed by its `eo-outbox-id` header (set by effectively-once/outbox's
-   * relay), else `topic/partition/offset/timestamp`. Default `idempotency-key`.
+   * Where the dedup key comes from, the one place to choose it (see
+   * `docs/keys-and-the-dedup-window.md`): the name of the header holding it (matched
+   * exactly, else case-insensitively; a record without it is keyed by its `eo-outbox-id`
+   * header, set by effectively-once/outbox's relay, else
+   * `topic/partition/offset/timestamp`), or a function of the record, replacing that rule.
+   * Default `'idempotency-key'`.
    */
-  idempotencyHeader?: string;
-  /** Derives the dedup key from the record, replacing the header/offset rule. */
-  key?: KafkaKeyFunction;
+  key?: KafkaKey;
   /** How the value becomes the message: `'json'` (default), `'text'` (`'string'` is its older name), `'buffer'` or a function. */
   parse?: KafkaParse<T>;
   /**
@@ -107,7 +108,9 @@ export interface KafkaSourceConfig<T> {
   fromBeginning: boolean;
   consumerConfig: KafkaConsumerConfig;
   producerConfig: KafkaProducerConfig;
+  /** The header a string `key` names (default `idempotency-key`). */
   idempotencyHeader: string;
+  /** A function `key`. */
   key: KafkaKeyFunction | undefined;
   parse: KafkaParse<T>;
   partitionConcurrency: number;
@@ -183,13 +186,7 @@ export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSou
   ) {
     throw new ConfigurationError('topics', 'must be a non-empty array of topic names');
   }
-  const idempotencyHeader = options.idempotencyHeader ?? DEFAULT_IDEMPOTENCY_HEADER;
-  if (typeof idempotencyHeader !== 'string' || idempotencyHeader.length === 0) {
-    throw new ConfigurationError('idempotencyHeader', 'must be a non-empty header name');
-  }
-  if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new ConfigurationError('key', 'must be a function (record) => string');
-  }
+  const { header: idempotencyHeader, key } = kafkaKeyOption(options.key);
   const parse = options.parse ?? 'json';
   if (
     typeof parse !== 'function' &&
@@ -227,7 +224,7 @@ export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSou
     consumerConfig: { ...options.consumerConfig },
     producerConfig: { ...options.producerConfig },
     idempotencyHeader,
-    key: options.key,
+    key,
     parse,
     partitionConcurrency:
       options.partitionConcurrency === undefined || options.partitionConcurrency === Infinity

@@ -5,7 +5,13 @@
  * @module effectively-once/sqs
  */
 export { sqsSource, SqsSource } from './source.js';
-export type { SqsSourceOptions, BodyParser, DeduplicationScope } from './options.js';
+export type {
+  SqsSourceOptions,
+  SqsKey,
+  SqsKeyFunction,
+  BodyParser,
+  DeduplicationScope,
+} from './options.js';
 export { SQS_LIMITS } from './options.js';
 export type { SqsDelivery } from './delivery.js';
 export { DEAD_LETTER_ERROR_ATTRIBUTE } from './dead-letter.js';

@@ -9,14 +9,16 @@ export interface KeyOptions {
   fifo: boolean;
   /** The FIFO queue deduplicates per message group: a dedup id alone is not unique. */
   groupScoped?: boolean;
+  /** The attribute a string `key` option names. */
   keyAttribute: string | undefined;
+  /** A function `key` option. */
   key: ((message: Message) => string | undefined) | undefined;
 }
 
 /**
- * The dedup key of one SQS message:
- * - `key(message)` when given;
- * - the String (or Number) message attribute `keyAttribute` when given;
+ * The dedup key of one SQS message, as the source's `key` option says:
+ * - `key(message)` when `key` is a function;
+ * - the String (or Number) message attribute it names when `key` is a string;
  * - the String attribute `eo-outbox-id` when present: the message came from an outbox
  *   relay, and the outbox id names the logical message however often it was sent;
  * - otherwise {@link defaultKey}.

@@ -23,6 +23,12 @@ export type BodyParser<T> = 'json' | 'text' | ((body: string) => T);
  */
 export type DeduplicationScope = 'queue' | 'messageGroup';
 
+/** Derives the dedup key of an SQS message; `undefined` means no key (dead-lettered). */
+export type SqsKeyFunction = (message: Message) => string | undefined;
+
+/** The `key` option of {@link sqsSource}: a message attribute's name, or a function. */
+export type SqsKey = string | SqsKeyFunction;
+
 /** Options of {@link sqsSource}. */
 export interface SqsSourceOptions<T = unknown> {
   /** The SQS client to use (`new SQSClient({ region })`). The adapter never destroys it. */
@@ -57,14 +63,16 @@ export interface SqsSourceOptions<T = unknown> {
    */
   heartbeat?: boolean | number;
   /**
-   * Name of a String message attribute holding the dedup key, e.g. `Idempotency-Key`.
-   * A message without it has no key and goes the dead-letter way; use `key` for a fallback.
-   * Default: none (the `eo-outbox-id` attribute an outbox relay sets, else FIFO:
-   * `MessageDeduplicationId`, standard: `MessageId`).
+   * Where the dedup key comes from, the one place to choose it (see
+   * `docs/keys-and-the-dedup-window.md`):
+   * - the name of a String (or Number) message attribute holding it, e.g.
+   *   `'Idempotency-Key'`: a message without it has no key and goes the dead-letter way;
+   * - or a function of the SQS message; `undefined` means no key (dead-lettered).
+   *
+   * Default: the `eo-outbox-id` attribute an outbox relay sets, else FIFO:
+   * `MessageDeduplicationId`, standard: `MessageId`.
    */
-  keyAttribute?: string;
-  /** Derives the dedup key from the SQS message; `undefined` means no key (dead-lettered). Default: none. */
-  key?: (message: Message) => string | undefined;
+  key?: SqsKey;
   /**
    * How the `Body` string is decoded for the handler: `'json'` (default) `JSON.parse`,
    * `'text'` the string itself, or a function (throw to reject the body). A body that
@@ -108,8 +116,10 @@ export interface ResolvedSqsOptions<T> {
   waitTimeSeconds: number;
   visibilityTimeout: number | undefined;
   heartbeat: boolean | number;
+  /** The attribute named by a string `key`. */
   keyAttribute: string | undefined;
-  key: ((message: Message) => string | undefined) | undefined;
+  /** A function `key`. */
+  key: SqsKeyFunction | undefined;
   parse: BodyParser<T>;
   deadLetterQueueUrl: string | undefined;
   deleteBatchDelayMs: number;
@@ -169,21 +179,7 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
   } else if (typeof heartbeat !== 'boolean') {
     throw new ConfigurationError('heartbeat', 'must be a boolean or a positive number of seconds');
   }
-  if (options.keyAttribute !== undefined && options.key !== undefined) {
-    throw new ConfigurationError(
-      'keyAttribute',
-      'cannot be combined with "key"; derive the key in one place',
-    );
-  }
-  if (
-    options.keyAttribute !== undefined &&
-    (typeof options.keyAttribute !== 'string' || options.keyAttribute === '')
-  ) {
-    throw new ConfigurationError('keyAttribute', 'must be a non-empty message attribute name');
-  }
-  if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new ConfigurationError('key', 'must be a function (message) => string | undefined');
-  }
+  const { keyAttribute, key } = sqsKeyOption(options.key);
   const parse = options.parse ?? 'json';
   if (parse !== 'json' && parse !== 'text' && typeof parse !== 'function') {
     throw new ConfigurationError('parse', "must be 'json', 'text' or a function", {
@@ -202,8 +198,8 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     waitTimeSeconds,
     visibilityTimeout,
     heartbeat,
-    keyAttribute: options.keyAttribute,
-    key: options.key,
+    keyAttribute,
+    key,
     parse,
     deadLetterQueueUrl: options.deadLetterQueueUrl,
     deleteBatchDelayMs: intOption('deleteBatchDelayMs', options.deleteBatchDelayMs, 10, 0, 1000),
@@ -212,6 +208,20 @@ export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsO
     verifyQueue: options.verifyQueue ?? true,
     deduplicationScope: deduplicationScopeOption(options.deduplicationScope),
   };
+}
+
+/** Splits a `key` option (sqsSource and withDedup) into an attribute name or a function. */
+export function sqsKeyOption(key: unknown): {
+  keyAttribute: string | undefined;
+  key: SqsKeyFunction | undefined;
+} {
+  if (key === undefined) return { keyAttribute: undefined, key: undefined };
+  if (typeof key === 'function') return { keyAttribute: undefined, key: key as SqsKeyFunction };
+  if (typeof key === 'string' && key !== '') return { keyAttribute: key, key: undefined };
+  throw new ConfigurationError(
+    'key',
+    'must be a message attribute name or a function (message) => string | undefined',
+  );
 }
 
 /** Checks a `deduplicationScope` option (sqsSource and withDedup). */

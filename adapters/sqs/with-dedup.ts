@@ -19,7 +19,13 @@ import { sentTimestampOf, sqsMessaging } from './delivery.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import { isAccessDenied } from './aws-errors.js';
 import { defaultKey, groupScoped, messageKey } from './keys.js';
-import { deduplicationScopeOption, isFifoQueueUrl, type DeduplicationScope } from './options.js';
+import {
+  deduplicationScopeOption,
+  isFifoQueueUrl,
+  sqsKeyOption,
+  type DeduplicationScope,
+  type SqsKey,
+} from './options.js';
 import { PushSource } from '../../src/consumer/push-source.js';
 import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
 
@@ -37,13 +43,13 @@ export interface WithDedupOptions extends Omit<
   /** URL of the queue sqs-consumer polls; required with `client`. Default: none. */
   queueUrl?: string;
   /**
-   * Name of a String message attribute holding the dedup key, e.g. `Idempotency-Key`
-   * (list it in sqs-consumer's `messageAttributeNames`). Default: `MessageDeduplicationId`
-   * when present (FIFO, with `messageSystemAttributeNames: ['All']`), else `MessageId`.
+   * Where the dedup key comes from, as `sqsSource`'s `key`: the name of a String message
+   * attribute holding it, e.g. `'Idempotency-Key'` (list it in sqs-consumer's
+   * `messageAttributeNames`), or a function of the message (`undefined`: no key,
+   * dead-lettered). Default: `MessageDeduplicationId` when present (FIFO, with
+   * `messageSystemAttributeNames: ['All']`), else `MessageId`.
    */
-  keyAttribute?: string;
-  /** Derives the dedup key from the message; `undefined` means none (dead-lettered). Default: none. */
-  key?: (message: Message) => string | undefined;
+  key?: SqsKey;
   /**
    * Queue to move dead letters to (then sqs-consumer deletes the original). Requires
    * `client`. Default: none; the message is left on the queue for its redrive policy.
@@ -141,25 +147,19 @@ class Worker implements DedupWorker {
     private readonly options: WithDedupOptions,
     mode: Pick<ConsumerOptions<Message>, 'handler' | 'batchHandler' | 'batch'>,
   ) {
-    const { client, queueUrl, deadLetterQueueUrl, keyAttribute, key } = options;
+    const { client, queueUrl, deadLetterQueueUrl } = options;
     if (client !== undefined && queueUrl === undefined)
       throw new ConfigurationError('queueUrl', 'is required with "client"');
     if (deadLetterQueueUrl !== undefined && client === undefined) {
       throw new ConfigurationError('deadLetterQueueUrl', 'requires "client" to send to it');
     }
-    if (keyAttribute !== undefined && key !== undefined) {
-      throw new ConfigurationError(
-        'keyAttribute',
-        'cannot be combined with "key"; derive the key in one place',
-      );
-    }
+    sqsKeyOption(options.key);
     this.groupScoped = deduplicationScopeOption(options.deduplicationScope) === 'messageGroup';
     this.source = new PushSource<Message>(`sqs-consumer:${queueUrl ?? 'queue'}`);
     const {
       client: _c,
       queueUrl: _q,
       deadLetterQueueUrl: _d,
-      keyAttribute: _a,
       key: _k,
       deduplicationScope: _s,
       ...consumerOptions
@@ -245,8 +245,8 @@ class PushedDelivery implements Delivery<Message> {
     private readonly hardStop: AbortSignal | undefined,
   ) {
     const { key, rejection } =
-      options.keyAttribute !== undefined || options.key !== undefined
-        ? messageKey(raw, { fifo: false, keyAttribute: options.keyAttribute, key: options.key })
+      options.key !== undefined
+        ? messageKey(raw, { fifo: false, ...sqsKeyOption(options.key) })
         : { key: defaultKey(raw, true, groupScoped), rejection: undefined };
     this.key = key;
     this.rejection = rejection;

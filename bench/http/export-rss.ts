@@ -84,7 +84,7 @@ async function serve(settings: Settings, databaseUrl: string): Promise<void> {
     scope: 'bench',
     schema: SCHEMA,
     maxBodyBytes: settings.boundKib * 1024,
-    timeoutMs: 0,
+    handlerTimeoutMs: 0,
     retention: false,
   });
   const effect = (tx: pg.PoolClient) =>

@@ -56,7 +56,7 @@ async function source(pool: pg.Pool): Promise<Source<ChaosBody>> {
     return sqsSource<ChaosBody>({
       client,
       queueUrl: b.queueUrl,
-      keyAttribute: 'Idempotency-Key',
+      key: 'Idempotency-Key',
       deadLetterQueueUrl: b.deadLetterQueueUrl,
       // Short, so a killed worker's messages come back quickly; the heartbeat keeps live ones.
       visibilityTimeout: 5,

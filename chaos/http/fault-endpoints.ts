@@ -59,7 +59,7 @@ export function createFaultEndpoints(options: {
       // The route a key is bound to: the two long-name endpoints are one API's, per tenant.
       route: (request) => new URL(request.url).pathname.replace(/\/long\/(alpha|bravo)$/, '/long'),
       storeHeaders: [...DEFAULT_STORED_HEADERS, ANSWER_HEADER],
-      timeoutMs: FAULT_TIMEOUT_MS,
+      handlerTimeoutMs: FAULT_TIMEOUT_MS,
       onCommitted,
     });
   const main = endpoint(FAULT_KEY_TABLE, pool);

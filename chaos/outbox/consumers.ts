@@ -42,7 +42,7 @@ export function inputSource<T>(cfg: OutboxNodeConfig): Source<T> {
     return sqsSource<T>({
       client: chaosSqs(input.endpoint),
       queueUrl: input.queueUrl,
-      keyAttribute: 'Idempotency-Key',
+      key: 'Idempotency-Key',
       deadLetterQueueUrl: input.deadLetterQueueUrl,
       ...SQS_TIMINGS,
     });

@@ -95,7 +95,7 @@ export function sqsWorkerSource(env: BrokerEnv) {
   const source = sqsSource<Charge>({
     client,
     queueUrl: required(env['DEMO_QUEUE_URL'], 'DEMO_QUEUE_URL'),
-    keyAttribute: IDEMPOTENCY_KEY,
+    key: IDEMPOTENCY_KEY,
     waitTimeSeconds: 1,
     // Off on purpose: a slow handler then outlives the visibility timeout and SQS
     // delivers its message again while it runs. Keep it on in production.

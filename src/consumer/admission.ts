@@ -7,7 +7,7 @@ import {
   describe,
 } from '../errors.js';
 import { payloadHash } from './hash.js';
-import { keyFromFunction, validateKey } from '../keys.js';
+import { validateKey } from '../keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
 import type { Delivery, DeliveryOutcome } from '../types.js';
@@ -38,12 +38,10 @@ export function admit<T>(
   if (delivery.rejection !== undefined) {
     return { outcome: settler.deadLetter(delivery, delivery.key, delivery.rejection) };
   }
-  const derived = cfg.key ? keyFromFunction(cfg.key, delivery, {}) : { key: delivery.key };
-  if (derived.rejection !== undefined)
-    return { outcome: settler.deadLetter(delivery, undefined, derived.rejection) };
+  // The source derived the key (its `key` option); a failed derivation is a rejection.
   let key: string;
   try {
-    key = validateKey(derived.key, cfg.maxKeyLength);
+    key = validateKey(delivery.key, cfg.maxKeyLength);
   } catch (error) {
     const reason =
       error instanceof EffectivelyOnceError ? error : new InvalidKeyError(describe(error));

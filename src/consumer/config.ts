@@ -1,43 +1,26 @@
-import type { Pool } from 'pg';
 import { resolveBackoff, type BackoffFn } from '../backoff.js';
 import { ConfigurationError } from '../errors.js';
-import { fractionOption, intOption } from '../option-checks.js';
-import { silentLogger } from '../logger.js';
-import { DEFAULT_MAX_KEY_LENGTH, isWellFormedText } from '../keys.js';
+import { intOption } from '../option-checks.js';
+import { isWellFormedText } from '../keys.js';
+import { DOOR_DEFAULTS, resolveSharedOptions, type SharedConfig } from '../shared-options.js';
 import type { ConsumerOptions } from './options.js';
-import type { IsolationLevel } from '../store/claim.js';
-import { quoteIdentifier, tableRef, type TableRef } from '../store/identifiers.js';
 import type { ConsumerTelemetry } from './telemetry.js';
-import type { BatchHandler, Delivery, Handler, Logger, MismatchPolicy, Source } from '../types.js';
+import type { BatchHandler, Handler, MismatchPolicy, Source } from '../types.js';
 
 /** {@link ConsumerOptions} with every default filled in and every bound checked. */
-export interface ConsumerConfig<T> {
+export interface ConsumerConfig<T> extends SharedConfig<ConsumerTelemetry> {
   name: string;
   source: Source<T>;
-  pool: Pool;
   handler: Handler<T> | undefined;
   batchHandler: BatchHandler<T> | undefined;
   /** Batch mode settings; undefined for one transaction per message. */
   batch: { maxSize: number; maxWaitMs: number } | undefined;
-  table: TableRef;
   concurrency: number;
-  key: ((delivery: Delivery<T>) => string | undefined) | undefined;
-  maxKeyLength: number;
   payloadHash: boolean;
   onMismatch: MismatchPolicy;
   maxAttempts: number;
   backoff: BackoffFn;
-  lockTimeoutMs: number;
-  isolationLevel: IsolationLevel | undefined;
-  serializationRetries: number;
-  acquireTimeoutMs: number;
-  handlerTimeoutMs: number;
   busyRetryDelayMs: number;
-  logger: Logger;
-  migrate: boolean;
-  retention:
-    { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
-  telemetry: ConsumerTelemetry | undefined;
   /** The admission floor; undefined when off (no window, or `admissionFloor: false`). */
   admissionFloor: AdmissionFloor | undefined;
 }
@@ -52,12 +35,6 @@ export interface AdmissionFloor {
 
 /** The default margin: a tenth of the window, at most an hour. */
 const MAX_DEFAULT_MARGIN_MS = 3_600_000;
-
-const ISOLATION_LEVELS: readonly IsolationLevel[] = [
-  'read committed',
-  'repeatable read',
-  'serializable',
-];
 
 /** Validates options at construction so a typo fails at deploy time, not at 3 a.m. */
 export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T> {
@@ -85,9 +62,6 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
       'must be a Source (e.g. sqsSource(), kafkaSource(), memorySource())',
     );
   }
-  if (typeof options.pool?.connect !== 'function') {
-    throw new ConfigurationError('pool', 'must be a pg Pool');
-  }
   const { handler, batchHandler } = options;
   if ((handler === undefined) === (batchHandler === undefined)) {
     throw new ConfigurationError('handler', 'give exactly one of handler or batchHandler');
@@ -102,41 +76,18 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     );
   }
   const batched = options.batch !== undefined || batchHandler !== undefined;
-  const table = tableRef(options);
-  quoteIdentifier(table.schema, 'schema');
-  quoteIdentifier(table.table, 'table');
   const onMismatch = options.onMismatch ?? 'dead-letter';
   if (onMismatch !== 'dead-letter' && onMismatch !== 'ack') {
     throw new ConfigurationError('onMismatch', "must be 'dead-letter' or 'ack'", { onMismatch });
   }
-  const isolationLevel = options.isolationLevel;
-  if (isolationLevel !== undefined && !ISOLATION_LEVELS.includes(isolationLevel)) {
-    throw new ConfigurationError(
-      'isolationLevel',
-      `must be one of ${ISOLATION_LEVELS.join(', ')}`,
-      {
-        isolationLevel,
-      },
-    );
-  }
-  if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new ConfigurationError('key', 'must be a function (delivery) => string');
-  }
-  const telemetry = options.telemetry;
-  if (
-    telemetry !== undefined &&
-    (typeof telemetry?.startDelivery !== 'function' || typeof telemetry.startBatch !== 'function')
-  ) {
-    throw new ConfigurationError(
-      'telemetry',
-      'must be a ConsumerTelemetry (e.g. otelTelemetry() from effectively-once/otel)',
-    );
-  }
+  const shared = resolveSharedOptions(options, DOOR_DEFAULTS.consumer, {
+    type: 'ConsumerTelemetry',
+    methods: ['startDelivery', 'startBatch'],
+  });
   return {
+    ...shared,
     name: options.name,
-    telemetry,
     source,
-    pool: options.pool,
     handler,
     batchHandler,
     batch: batched
@@ -145,54 +96,14 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
           maxWaitMs: intOption('batch.maxWaitMs', options.batch?.maxWaitMs, 5, 0, 60_000),
         }
       : undefined,
-    table,
     concurrency: intOption('concurrency', options.concurrency, 10, 1, 1000),
-    key: options.key,
-    maxKeyLength: intOption('maxKeyLength', options.maxKeyLength, DEFAULT_MAX_KEY_LENGTH, 1, 8192),
     payloadHash: options.payloadHash ?? true,
     onMismatch,
     maxAttempts: intOption('maxAttempts', options.maxAttempts, 5, 1, 1000),
     backoff: resolveBackoff(options.backoff),
-    lockTimeoutMs: intOption('lockTimeoutMs', options.lockTimeoutMs, 5000, 1, 3_600_000),
-    isolationLevel,
-    serializationRetries: intOption(
-      'serializationRetries',
-      options.serializationRetries,
-      3,
-      0,
-      100,
-    ),
-    acquireTimeoutMs: intOption('acquireTimeoutMs', options.acquireTimeoutMs, 10_000, 1, 3_600_000),
-    handlerTimeoutMs: intOption(
-      'handlerTimeoutMs',
-      options.handlerTimeoutMs,
-      60_000,
-      0,
-      43_200_000,
-    ),
     busyRetryDelayMs: intOption('busyRetryDelayMs', options.busyRetryDelayMs, 2000, 0, 43_200_000),
-    logger: options.logger ?? silentLogger,
-    migrate: options.migrate ?? true,
-    retention: options.retention && {
-      olderThanMs: intOption(
-        'retention.olderThanMs',
-        options.retention.olderThanMs,
-        0,
-        1,
-        Number.MAX_SAFE_INTEGER,
-      ),
-      intervalMs: intOption(
-        'retention.intervalMs',
-        options.retention.intervalMs,
-        60_000,
-        100,
-        86_400_000,
-      ),
-      batchSize: intOption('retention.batchSize', options.retention.batchSize, 1000, 1, 100_000),
-      dutyCycle: fractionOption('retention.dutyCycle', options.retention.dutyCycle, 0.5),
-    },
-    // After retention: its olderThanMs is checked by then.
-    admissionFloor: resolveFloor(options.admissionFloor, options.retention?.olderThanMs),
+    // From the resolved retention: its olderThanMs is checked by then.
+    admissionFloor: resolveFloor(options.admissionFloor, shared.retention?.olderThanMs),
   };
 }
 

@@ -1,5 +1,5 @@
-import type { ConsumerEventName, ConsumerStats } from '../types.js';
-import type { Listener } from './events.js';
+import type { Observable } from '../event-hub.js';
+import type { ConsumerEvents, ConsumerStats } from '../types.js';
 
 /** Options of {@link Consumer.stop}. */
 export interface StopOptions {
@@ -12,8 +12,11 @@ export interface StopOptions {
   timeoutMs?: number;
 }
 
-/** A running consumer: one source, one handler, one dedup namespace. */
-export interface Consumer {
+/**
+ * A running consumer: one source, one handler, one dedup namespace. Observed like every
+ * door: `on(event, listener)` / `off` (returning the consumer) and `stats()`.
+ */
+export interface Consumer extends Observable<ConsumerEvents, ConsumerStats, Consumer> {
   /** Migrates the dedup table (unless `migrate: false`) and starts receiving. */
   start(): Promise<void>;
   /**
@@ -21,12 +24,6 @@ export interface Consumer {
    * grace period), acks what committed, releases what never started, then resolves.
    */
   stop(options?: StopOptions): Promise<void>;
-  /** Subscribes to an event; returns the consumer for chaining. */
-  on<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer;
-  /** Unsubscribes a listener. */
-  off<E extends ConsumerEventName>(event: E, listener: Listener<E>): Consumer;
-  /** A snapshot of the counters. */
-  stats(): ConsumerStats;
   /** Resolves when the source's receive loop ends on its own (or after `stop`). */
   readonly done: Promise<void>;
   /** `await using consumer = createConsumer(...)` stops it at scope exit. */

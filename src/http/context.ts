@@ -15,7 +15,7 @@ export interface IdempotencyContext {
   /** The scope the key was claimed in (tenant, principal, webhook sender). */
   readonly scope: string;
   /**
-   * Aborts when the handler runs past `timeoutMs` or the endpoint closes; the
+   * Aborts when the handler runs past `handlerTimeoutMs` or the endpoint closes; the
    * transaction then rolls back. A client that disconnects does not abort it: the
    * effect commits (and its retry replays) or rolls back, cleanly either way.
    */

@@ -70,7 +70,7 @@ export interface Job {
    * answered (the handler's, replays) may be carriers, whose bytes it sends itself.
    */
   contextOnly?: boolean;
-  /** How long the claim may wait on the key's row lock; default `waitMs`. */
+  /** How long the claim may wait on the key's row lock; default `lockTimeoutMs`. */
   waitMs?: number;
 }
 
@@ -143,13 +143,13 @@ export class Engine {
   /** One transaction's steps for a request: claim, then the handler or the stored response. */
   private plan(job: Job, attempt: number): ClaimPlan<ClaimFound, Attempt, PoolClient> {
     const { claim } = job;
-    const waitMs = job.waitMs ?? this.cfg.waitMs;
+    const waitMs = job.waitMs ?? this.cfg.lockTimeoutMs;
     const run: Run = { job, attempt, outcome: undefined, stored: undefined };
     return {
       key: claim.key,
       claimWaitMs: waitMs,
       // A claim waiting on a key another instance holds is cancelled at the hard stop (the
-      // driver runs it under untilHardStop), or close() would wait for it up to `waitMs`.
+      // driver runs it under untilHardStop), or close() would wait for it up to `lockTimeoutMs`.
       claim: (client) => this.statements.claim(client, claim, waitMs),
       claimed: async (found, conn) => {
         if (found.kind === 'stored') {
@@ -220,7 +220,7 @@ export class Engine {
     };
     const result = await runWork(
       conn,
-      { timeoutMs: this.cfg.timeoutMs, hardStop: this.transactions.hardStop, attempt },
+      { timeoutMs: this.cfg.handlerTimeoutMs, hardStop: this.transactions.hardStop, attempt },
       (tx, link) => {
         const ctx: IdempotencyContext & { [adapterHooks]: AdapterHooks } = {
           tx,

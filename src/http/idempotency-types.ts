@@ -3,6 +3,8 @@
  * returns, what a request's handling reports) and the adapters' way in; the
  * implementation is in idempotency.ts.
  */
+import type { EffectivelyOnceError } from '../errors.js';
+import type { Observable } from '../event-hub.js';
 import type { IdempotencyContext, IdempotentHandler } from './context.js';
 import type { FingerprintMode } from './fingerprint.js';
 import type { PruneKeysOptions } from './store.js';
@@ -85,6 +87,32 @@ export interface IdempotencyStats {
   failed: number;
 }
 
+/** Payloads of an endpoint's events, one per counter of {@link IdempotencyStats}. */
+export interface IdempotencyEvents {
+  /** A handler ran and its response committed with the effect (before it is sent). */
+  executed: { status: number };
+  /** A stored response was replayed. */
+  replayed: { status: number };
+  /** A handler's response rolled the effect back (at or above `rollbackOn`); sent unstored. */
+  'rolled-back': { status: number };
+  /** A key came back with another request, or on another endpoint (422 by default). */
+  mismatch: { status: number; error: EffectivelyOnceError };
+  /** A retry found the original still running past the wait (409). */
+  busy: { status: number; error: EffectivelyOnceError };
+  /** Any other problem answer (400, 413, 5xx), or a handler that threw (`status` 500). */
+  failed: { status: number; error: unknown };
+  /** A background `retention` run deleted keys (runs that deleted none stay quiet). */
+  pruned: { deleted: number; durationMs: number };
+  /**
+   * Database trouble outside a request (a background prune failed). With no listener it
+   * is logged as before.
+   */
+  error: EffectivelyOnceError;
+}
+
+/** Name of an endpoint event. */
+export type IdempotencyEventName = keyof IdempotencyEvents;
+
 /** Options of {@link Idempotency.close}. */
 export interface CloseOptions {
   /**
@@ -99,8 +127,9 @@ export interface CloseOptions {
 /**
  * Idempotency-Key handling on one Postgres table, for any number of endpoints. Create
  * one per process with {@link createIdempotency} and wrap each endpoint's handler.
+ * Observed like every door: `on(event, listener)` / `off` (returning it) and `stats()`.
  */
-export interface Idempotency {
+export interface Idempotency extends Observable<IdempotencyEvents, IdempotencyStats, Idempotency> {
   /**
    * A fetch-style endpoint (`(request) => Promise<Response>`): a Next.js route handler,
    * a Hono handler (`(c) => endpoint(c.req.raw)`), Deno.serve, Bun.serve …
@@ -141,8 +170,6 @@ export interface Idempotency {
   prune(
     options?: Partial<Pick<PruneKeysOptions, 'olderThan' | 'scope' | 'batchSize' | 'signal'>>,
   ): Promise<number>;
-  /** A snapshot of the counters. */
-  stats(): IdempotencyStats;
   /**
    * Stops pruning and refuses new requests (503), lets in-flight ones finish (aborting
    * them after the grace period), then resolves. Does not end the pool.

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { untilAborted } from '../deadline.js';
+import { EventHub } from '../event-hub.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
@@ -16,6 +17,8 @@ import {
   type ContextHandler,
   type Execution,
   type Idempotency,
+  type IdempotencyEventName,
+  type IdempotencyEvents,
   type IdempotencyStats,
   type RequestHead,
   type RequestOverrides,
@@ -74,10 +77,12 @@ class IdempotencyImpl implements Idempotency {
     busy: 0,
     failed: 0,
   };
+  private readonly hub: EventHub<IdempotencyEvents>;
   private ready: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly cfg: IdempotencyConfig) {
+    this.hub = new EventHub<IdempotencyEvents>(cfg.logger, 'idempotency');
     // Every request waiting for a connection listens to it: as many as the server takes.
     setMaxListeners(0, this.hardStop.signal);
     const deps: ConnectionDeps = {
@@ -101,10 +106,14 @@ class IdempotencyImpl implements Idempotency {
     this.pruner =
       retention &&
       new RetentionPruner(retention.intervalMs, (signal) => this.prune({ signal }), {
-        pruned: (deleted, durationMs) =>
-          cfg.logger.debug({ deleted, durationMs }, 'effectively-once: pruned idempotency keys'),
-        error: (err) =>
-          cfg.logger.warn({ err }, 'effectively-once: pruning idempotency keys failed'),
+        pruned: (deleted, durationMs) => {
+          cfg.logger.debug({ deleted, durationMs }, 'effectively-once: pruned idempotency keys');
+          if (this.hub.listens('pruned')) this.hub.emit('pruned', { deleted, durationMs });
+        },
+        error: (err) => {
+          if (this.hub.listens('error')) this.hub.emit('error', err);
+          else cfg.logger.warn({ err }, 'effectively-once: pruning idempotency keys failed');
+        },
       });
   }
 
@@ -191,6 +200,22 @@ class IdempotencyImpl implements Idempotency {
 
   stats(): IdempotencyStats {
     return { ...this.counters };
+  }
+
+  on<E extends IdempotencyEventName>(
+    event: E,
+    listener: (payload: IdempotencyEvents[E]) => void,
+  ): Idempotency {
+    this.hub.on(event, listener);
+    return this;
+  }
+
+  off<E extends IdempotencyEventName>(
+    event: E,
+    listener: (payload: IdempotencyEvents[E]) => void,
+  ): Idempotency {
+    this.hub.off(event, listener);
+    return this;
   }
 
   close(options: CloseOptions = {}): Promise<void> {
@@ -400,11 +425,11 @@ class IdempotencyImpl implements Idempotency {
   /**
    * Runs a keyed request in its key's single flight (see KeyFlights): behind the one
    * request of its key this process has at the database, answered from the row that one
-   * committed or found, or claiming in its turn with what is left of `waitMs`.
+   * committed or found, or claiming in its turn with what is left of `lockTimeoutMs`.
    */
   private async inTurn(job: Job): Promise<Verdict> {
     const { claim } = job;
-    const waitMs = this.cfg.waitMs;
+    const waitMs = this.cfg.lockTimeoutMs;
     const turn = await this.flights.enter(claim.scope, claim.key, waitMs);
     switch (turn.kind) {
       case 'stored':
@@ -437,6 +462,8 @@ class IdempotencyImpl implements Idempotency {
     switch (verdict.kind) {
       case 'executed':
         this.counters.executed++;
+        if (this.hub.listens('executed'))
+          this.hub.emit('executed', { status: verdict.response.status });
         return {
           kind: 'response',
           response: verdict.response,
@@ -445,6 +472,8 @@ class IdempotencyImpl implements Idempotency {
         };
       case 'replayed':
         this.counters.replayed++;
+        if (this.hub.listens('replayed'))
+          this.hub.emit('replayed', { status: verdict.response.status });
         return {
           kind: 'response',
           response: verdict.response,
@@ -453,6 +482,8 @@ class IdempotencyImpl implements Idempotency {
         };
       case 'rolled-back':
         this.counters.rolledBack++;
+        if (this.hub.listens('rolled-back'))
+          this.hub.emit('rolled-back', { status: verdict.response.status });
         // The handler's own response, its body unread: it may be anything.
         return {
           kind: 'response',
@@ -493,9 +524,17 @@ class IdempotencyImpl implements Idempotency {
 
   private problem(error: EffectivelyOnceError, outcome: 'refused' | 'failed'): Execution {
     const response = problemResponse(error, this.cfg);
-    if (response.status === 409) this.counters.busy++;
-    else if (error.code === 'EO_IDEMPOTENCY_KEY_REUSED') this.counters.mismatched++;
-    else this.counters.failed++;
+    const status = response.status;
+    if (status === 409) {
+      this.counters.busy++;
+      this.hub.emit('busy', { status, error });
+    } else if (error.code === 'EO_IDEMPOTENCY_KEY_REUSED') {
+      this.counters.mismatched++;
+      this.hub.emit('mismatch', { status, error });
+    } else {
+      this.counters.failed++;
+      this.hub.emit('failed', { status, error });
+    }
     if (response.status >= 500)
       this.cfg.logger.warn({ err: error }, 'effectively-once: request not applied');
     return { kind: 'response', response, outcome, streaming: false };
@@ -503,6 +542,7 @@ class IdempotencyImpl implements Idempotency {
 
   private threw(error: unknown): Execution {
     this.counters.failed++;
+    this.hub.emit('failed', { status: 500, error });
     this.cfg.logger.error({ err: error }, 'effectively-once: handler failed, rolled back');
     return { kind: 'threw', error, response: handlerFailedResponse(this.cfg), streaming: false };
   }

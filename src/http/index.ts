@@ -7,6 +7,8 @@ export type {
   CloseOptions,
   Execution,
   Idempotency,
+  IdempotencyEventName,
+  IdempotencyEvents,
   IdempotencyStats,
   Outcome,
   RequestOverrides,

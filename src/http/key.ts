@@ -1,7 +1,8 @@
+import { DEFAULT_MAX_KEY_LENGTH } from '../shared-options.js';
 import { IdempotencyKeyInvalidError } from './errors.js';
 
-/** The IETF draft's and Stripe's limit, and this library's default `maxKeyLength`. */
-export const DEFAULT_MAX_KEY_LENGTH = 255;
+// The IETF draft's and Stripe's limit: every door's default `maxKeyLength`.
+export { DEFAULT_MAX_KEY_LENGTH };
 
 // Printable ASCII, space included (a Structured Field String's alphabet).
 const PRINTABLE = /^[\x20-\x7e]*$/;

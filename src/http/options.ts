@@ -1,13 +1,14 @@
-import type { Pool } from 'pg';
 import { ConfigurationError } from '../errors.js';
 import { isWellFormedText } from '../keys.js';
-import { silentLogger } from '../logger.js';
-import { fractionOption, intOption } from '../option-checks.js';
-import type { IsolationLevel } from '../store/claim.js';
-import { quoteIdentifier, type TableRef } from '../store/identifiers.js';
-import type { Logger } from '../types.js';
+import { intOption } from '../option-checks.js';
+import {
+  DOOR_DEFAULTS,
+  resolveSharedOptions,
+  type SharedConfig,
+  type StoreOptions,
+  type TransactionOptions,
+} from '../shared-options.js';
 import type { FingerprintMode } from './fingerprint.js';
-import { DEFAULT_MAX_KEY_LENGTH } from './key.js';
 import type { IdempotencyTelemetry } from './telemetry.js';
 
 /** What {@link IdempotencyOptions.onCommitted} is told. */
@@ -24,10 +25,16 @@ export interface CommittedEvent {
   status: number;
 }
 
-/** Options of {@link createIdempotency}; every one is checked when it is called. */
-export interface IdempotencyOptions {
-  /** pg pool of the database that holds both the key table and the handlers' effects. */
-  pool: Pool;
+/**
+ * Options of {@link createIdempotency}; every one is checked when it is called. The
+ * shared ones are `StoreOptions` and `TransactionOptions`: the key table
+ * defaults to `eo_idempotency_keys`; `retention` is on by default, keys expiring 24 h
+ * after their claim (Stripe's lifetime; the IETF draft expects keys to expire), `false`
+ * keeps them until `prune({ olderThan })` removes them; `handlerTimeoutMs` defaults to
+ * 30 000 (a client is waiting; past it the answer is 503, reading the response body
+ * included); `lockTimeoutMs` is how long a retry waits on its running original.
+ */
+export interface IdempotencyOptions extends StoreOptions<IdempotencyTelemetry>, TransactionOptions {
   /**
    * Whose keys these are: the tenant or authenticated principal of a request. Keys are
    * unique per scope, so a key sent by tenant A never replays tenant B's response. A
@@ -43,8 +50,6 @@ export interface IdempotencyOptions {
    * transaction of their own, nothing stored. Default `['POST', 'PATCH']`.
    */
   methods?: readonly string[];
-  /** Longest key accepted, in characters: 1 to 1024. Default 255 (the draft's and Stripe's). */
-  maxKeyLength?: number;
   /**
    * The endpoint a key belongs to, compared (with the method) when a key comes back:
    * reusing a key on another endpoint is answered like a body mismatch, never replayed.
@@ -57,15 +62,13 @@ export interface IdempotencyOptions {
   mismatchStatus?: number;
   /**
    * A retry that arrives while the original is running: `'wait'` (default) waits for
-   * it, up to `waitMs`, then replays its committed response (or runs, if the original
+   * it, up to `lockTimeoutMs`, then replays its committed response (or runs, if the original
    * rolled back), however many retries come: those of one key in this process wait
    * behind one pool connection, in memory, and are all answered from the row the
    * original committed. `'reject'` answers 409 at once, as the IETF draft and Stripe do.
    * Either way, past the wait it is 409 with `Retry-After`.
    */
   concurrent?: 'wait' | 'reject';
-  /** Longest wait on a running original, in ms: 1 to 3 600 000. Default 5000. */
-  waitMs?: number;
   /** `Retry-After` of 409 and 503 answers, in seconds: 0 to 3600. Default 1. */
   retryAfterSeconds?: number;
   /**
@@ -90,48 +93,11 @@ export interface IdempotencyOptions {
   /** Largest request body read, in bytes: 0 to 1 GiB. Default 1 MiB; larger is 413. */
   maxRequestBytes?: number;
   /**
-   * Abort and roll back a handler (reading its response body included) that runs
-   * longer than this, in ms; the client gets 503. Default 30 000; 0 disables.
-   */
-  timeoutMs?: number;
-  /**
-   * How many times a transaction that hit a serialization failure or deadlock (40001,
-   * 40P01) is rolled back and run again at once, handler included. Default 3, 0..100.
-   */
-  serializationRetries?: number;
-  /** Isolation level of the claim's transaction. Default: the database's default. */
-  isolationLevel?: IsolationLevel;
-  /** Longest wait for a pool connection, in ms; past it the answer is 503. Default 10 000. */
-  acquireTimeoutMs?: number;
-  /** Schema of the key table. Default `public`. */
-  schema?: string;
-  /** Name of the key table. Default `eo_idempotency_keys`. */
-  table?: string;
-  /** Create the key table (if missing) before the first request. Default true. */
-  migrate?: boolean;
-  /**
-   * Key lifetime: each key's row carries its expiry, `olderThanMs` (default 24 h,
-   * Stripe's) after its claim, and expired rows are pruned in the background every
-   * `intervalMs` (default 60 000), `batchSize` rows per DELETE (default 1000), busy at
-   * most `dutyCycle` of the time (default 0.5). A key stays valid at least that long,
-   * whatever other configurations sharing the table prune. `false`: the keys never
-   * expire and nothing is pruned here; only `prune({ olderThan })` removes them.
-   */
-  retention?:
-    { olderThanMs?: number; intervalMs?: number; batchSize?: number; dutyCycle?: number } | false;
-  /**
    * Called after a response was stored and its transaction committed, before it is
    * handed back to be sent. For metrics, and for tests that kill the process there.
    * It cannot change the response; if it throws, the error is logged.
    */
   onCommitted?: (event: CommittedEvent) => void | Promise<void>;
-  /** pino-compatible logger. Default: silent. */
-  logger?: Logger;
-  /**
-   * Tracing and metrics hooks: `otelIdempotencyTelemetry()` from `effectively-once/otel`
-   * gives each request a span with its outcome and counts replays and 409s.
-   */
-  telemetry?: IdempotencyTelemetry;
   /**
    * Prefix of the `type` URI of problem+json answers (`<prefix>key-missing` …). Default
    * `urn:effectively-once:problem:`; point it at your API's documentation.
@@ -140,44 +106,31 @@ export interface IdempotencyOptions {
 }
 
 /** Options with defaults applied and bounds checked. */
-export interface IdempotencyConfig {
-  pool: Pool;
+export interface IdempotencyConfig extends SharedConfig<IdempotencyTelemetry> {
   scope: (request: Request) => string | Promise<string>;
   /** The scope when it is a constant: no Request needs building to ask for it. */
   constantScope: string | undefined;
   header: string;
   methods: ReadonlySet<string>;
-  maxKeyLength: number;
   route: (request: Request) => string;
   /** `route` is the default, the URL's path: no Request needs building to ask for it. */
   routeIsPath: boolean;
   fingerprint: FingerprintMode;
   mismatchStatus: number;
   concurrent: 'wait' | 'reject';
-  waitMs: number;
   retryAfterSeconds: number;
   rollbackOn: (status: number) => boolean;
   storeHeaders: ReadonlySet<string>;
   maxBodyBytes: number;
   maxRequestBytes: number;
-  timeoutMs: number;
-  serializationRetries: number;
-  isolationLevel: IsolationLevel | undefined;
-  acquireTimeoutMs: number;
-  table: TableRef;
-  migrate: boolean;
-  retention:
-    { olderThanMs: number; intervalMs: number; batchSize: number; dutyCycle: number } | undefined;
   onCommitted: ((event: CommittedEvent) => void | Promise<void>) | undefined;
-  logger: Logger;
-  telemetry: IdempotencyTelemetry | undefined;
   problemTypeBase: string;
 }
 
 /** Default name of the key table. */
-export const DEFAULT_TABLE = 'eo_idempotency_keys';
+export const DEFAULT_TABLE = DOOR_DEFAULTS.http.table;
 /** Default key lifetime (`retention.olderThanMs`): 24 h, as Stripe keeps keys. */
-export const DEFAULT_KEY_LIFETIME_MS = 24 * 3600_000;
+export const DEFAULT_KEY_LIFETIME_MS = DOOR_DEFAULTS.http.retentionMs;
 const MIB = 1024 * 1024;
 
 /** Headers worth replaying: they describe the stored body or the resource created. */
@@ -210,13 +163,14 @@ const REFUSED_HEADERS = new Set([
   'proxy-connection',
 ]);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const ISOLATION: readonly IsolationLevel[] = ['read committed', 'repeatable read', 'serializable'];
 
 export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError('options', 'must be an object');
-  if (typeof options.pool?.connect !== 'function')
-    throw new ConfigurationError('pool', 'must be a pg Pool');
+  const shared = resolveSharedOptions(options, DOOR_DEFAULTS.http, {
+    type: 'IdempotencyTelemetry',
+    methods: ['startRequest'],
+  });
   const scope = options.scope;
   if (typeof scope !== 'string' && typeof scope !== 'function')
     throw new ConfigurationError(
@@ -234,11 +188,6 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     if (value !== undefined && typeof value !== 'function')
       throw new ConfigurationError(name, 'must be a function');
   }
-  if (
-    options.telemetry !== undefined &&
-    typeof (options.telemetry as Partial<IdempotencyTelemetry> | null)?.startRequest !== 'function'
-  )
-    throw new ConfigurationError('telemetry', 'must have a startRequest function');
   const fp = options.fingerprint ?? 'raw';
   if (fp !== 'raw' && fp !== 'json' && typeof fp !== 'function')
     throw new ConfigurationError('fingerprint', "must be 'raw', 'json' or a function");
@@ -247,50 +196,25 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     throw new ConfigurationError('concurrent', "must be 'wait' or 'reject'", {
       value: concurrent,
     });
-  if (options.isolationLevel !== undefined && !ISOLATION.includes(options.isolationLevel))
-    throw new ConfigurationError('isolationLevel', `must be one of ${ISOLATION.join(', ')}`);
-  const table = {
-    schema: options.schema ?? 'public',
-    table: options.table ?? DEFAULT_TABLE,
-  };
-  quoteIdentifier(table.schema, 'schema');
-  quoteIdentifier(table.table, 'table');
-  const waitMs = intOption('waitMs', options.waitMs, 5000, 1, 3_600_000);
   return {
-    pool: options.pool,
+    ...shared,
     scope: typeof scope === 'string' ? constantScope(scope) : scope,
     constantScope: typeof scope === 'string' ? scope : undefined,
     header,
     methods: new Set(methods.map((m: string) => m.toUpperCase())),
-    maxKeyLength: intOption('maxKeyLength', options.maxKeyLength, DEFAULT_MAX_KEY_LENGTH, 1, 1024),
     route: options.route ?? ((request) => new URL(request.url).pathname),
     routeIsPath: options.route === undefined,
     fingerprint: fp,
     mismatchStatus: intOption('mismatchStatus', options.mismatchStatus, 422, 400, 499),
     concurrent,
     // 'reject' still waits a millisecond: lock_timeout 0 would mean "wait forever".
-    waitMs: concurrent === 'reject' ? 1 : waitMs,
+    lockTimeoutMs: concurrent === 'reject' ? 1 : shared.lockTimeoutMs,
     retryAfterSeconds: intOption('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 3600),
     rollbackOn: options.rollbackOn ?? ((status) => status >= 500),
     storeHeaders: storedHeaders(options.storeHeaders),
     maxBodyBytes: intOption('maxBodyBytes', options.maxBodyBytes, MIB, 0, 64 * MIB),
     maxRequestBytes: intOption('maxRequestBytes', options.maxRequestBytes, MIB, 0, 1024 * MIB),
-    timeoutMs: intOption('timeoutMs', options.timeoutMs, 30_000, 0, 86_400_000),
-    serializationRetries: intOption(
-      'serializationRetries',
-      options.serializationRetries,
-      3,
-      0,
-      100,
-    ),
-    isolationLevel: options.isolationLevel,
-    acquireTimeoutMs: intOption('acquireTimeoutMs', options.acquireTimeoutMs, 10_000, 1, 3_600_000),
-    table,
-    migrate: options.migrate ?? true,
-    retention: resolveRetention(options.retention),
     onCommitted: options.onCommitted,
-    logger: options.logger ?? silentLogger,
-    telemetry: options.telemetry,
     problemTypeBase: options.problemTypeBase ?? 'urn:effectively-once:problem:',
   };
 }
@@ -360,24 +284,4 @@ function storedHeaders(list: readonly string[] | undefined): ReadonlySet<string>
     out.add(lower);
   }
   return out;
-}
-
-function resolveRetention(
-  retention: IdempotencyOptions['retention'],
-): IdempotencyConfig['retention'] {
-  if (retention === false) return undefined;
-  if (retention !== undefined && (typeof retention !== 'object' || retention === null))
-    throw new ConfigurationError('retention', 'must be an object or false');
-  return {
-    olderThanMs: intOption(
-      'retention.olderThanMs',
-      retention?.olderThanMs,
-      DEFAULT_KEY_LIFETIME_MS,
-      1000,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    intervalMs: intOption('retention.intervalMs', retention?.intervalMs, 60_000, 100, 86_400_000),
-    batchSize: intOption('retention.batchSize', retention?.batchSize, 1000, 1, 100_000),
-    dutyCycle: fractionOption('retention.dutyCycle', retention?.dutyCycle, 0.5),
-  };
 }

@@ -269,7 +269,7 @@ export class KeyStatements {
 
   /**
    * Opens the transaction and claims the key. The INSERT blocks while another open
-   * transaction holds the key, up to `waitMs` (then 55P03); once it may go on, a key
+   * transaction holds the key, up to `lockTimeoutMs` (then 55P03); once it may go on, a key
    * the other committed is read back in the same round trip.
    */
   async claim(client: PoolClient, claim: KeyClaim, waitMs: number): Promise<ClaimFound> {

@@ -10,7 +10,7 @@ export type Turn =
   | { kind: 'claim'; waitedMs: number; done: (record: StoredRecord | undefined) => void }
   /** The one ahead ended with the key's committed row: answer from it (replay or mismatch). */
   | { kind: 'stored'; record: StoredRecord }
-  /** Still waiting after `waitMs`: 409, as a claim that waited that long. */
+  /** Still waiting after `lockTimeoutMs`: 409, as a claim that waited that long. */
   | { kind: 'timeout' }
   /** The shutdown's hard stop came first: nothing starts. */
   | { kind: 'stopped' };
@@ -31,7 +31,7 @@ interface Waiter {
  * waits on a key's row lock, whatever the size of the burst.
  *
  * Only this process's requests are known here: a key another instance runs is found by
- * the claim itself, which waits on its row lock (bounded by `waitMs` and the hard stop).
+ * the claim itself, which waits on its row lock (bounded by `lockTimeoutMs` and the hard stop).
  */
 export class KeyFlights {
   /** Keys with a request at the database; the waiters behind it, in arrival order. */
@@ -41,7 +41,7 @@ export class KeyFlights {
 
   /**
    * The request's turn at `(scope, key)`: at once when nobody of this process is ahead,
-   * else when the one ahead hands over, `waitMs` runs out or the hard stop comes. A
+   * else when the one ahead hands over, `lockTimeoutMs` runs out or the hard stop comes. A
    * `claim` turn must be handed over with `done`, whatever happens.
    */
   enter(scope: string, key: string, waitMs: number): Promise<Turn> {

@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventHub } from '../event-hub.js';
 import type { EffectivelyOnceError } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { OutboxStats } from './stats.js';
@@ -40,33 +40,9 @@ export interface RelayEvents {
 /** Name of a relay event. */
 export type RelayEventName = keyof RelayEvents;
 
-/** Typed hub; an `error` with no listener is logged, a throwing listener too. */
-export class RelayEventHub {
-  private readonly emitter = new EventEmitter();
-
-  constructor(private readonly logger: Logger) {}
-
-  on<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void {
-    this.emitter.on(event, listener);
-  }
-
-  off<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void {
-    this.emitter.off(event, listener);
-  }
-
-  listens(event: RelayEventName): boolean {
-    return this.emitter.listenerCount(event) > 0;
-  }
-
-  emit<E extends RelayEventName>(event: E, payload: RelayEvents[E]): void {
-    if (event === 'error' && !this.listens('error')) {
-      this.logger.error({ err: payload }, 'effectively-once: unhandled outbox relay error');
-      return;
-    }
-    try {
-      this.emitter.emit(event, payload);
-    } catch (err) {
-      this.logger.error({ err, event }, 'effectively-once: relay event listener threw');
-    }
+/** The relay's typed event hub (the shared {@link EventHub}). */
+export class RelayEventHub extends EventHub<RelayEvents> {
+  constructor(logger: Logger) {
+    super(logger, 'outbox relay');
   }
 }

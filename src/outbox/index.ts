@@ -10,7 +10,7 @@ export { enqueue, CONTENT_TYPES } from './enqueue.js';
 export type { EnqueueOptions, OutboxMessage, Queryable } from './enqueue.js';
 export { createRelay } from './relay.js';
 export type { RelayOptions } from './relay-options.js';
-export type { Relay, RelayMetrics } from './relay-types.js';
+export type { Relay, RelayStats } from './relay-types.js';
 export type { RelayPublishScope, RelayTelemetry } from './telemetry.js';
 export type { RelayEventName, RelayEvents } from './events.js';
 export { OUTBOX_ID_HEADER } from './record.js';

@@ -1,15 +1,25 @@
-import type { Pool, ClientConfig } from 'pg';
+import type { ClientConfig } from 'pg';
 import { ConfigurationError } from '../errors.js';
 import { intOption } from '../option-checks.js';
-import type { Logger } from '../types.js';
+import {
+  DOOR_DEFAULTS,
+  resolveSharedOptions,
+  type SharedConfig,
+  type StoreOptions,
+} from '../shared-options.js';
 import type { Publisher } from './record.js';
-import type { OutboxTableOptions } from './table.js';
 import type { RelayTelemetry } from './telemetry.js';
 
-/** Options of {@link createRelay}. */
-export interface RelayOptions extends OutboxTableOptions {
-  /** The pool the outbox table is in; the relay's claims and marks use it. */
-  pool: Pool;
+/**
+ * Options of {@link createRelay}. The shared ones are `StoreOptions`: the pool the
+ * outbox table is in (the relay's claims and marks use it), the table (default
+ * `public.eo_outbox`), `retention` of published rows (off by default: they are audit
+ * history the dedup does not need, the id travels with the message), the logger (where
+ * `error` events nobody listens for go) and telemetry. No `migrate`: `enqueue` writes the
+ * table from the application's transactions before any relay runs, so it is created at
+ * deploy (`migrateOutbox`, or the command line), not by a relay.
+ */
+export interface RelayOptions extends Omit<StoreOptions<RelayTelemetry>, 'migrate'> {
   /** The publisher of each destination (the `destination` given to `enqueue`). */
   publishers: Readonly<Record<string, Publisher>>;
   /** Rows claimed at once, 1 to 1000. Default 20. */
@@ -41,23 +51,17 @@ export interface RelayOptions extends OutboxTableOptions {
    * connects with the pool's settings, a `ClientConfig` with those, `false` polls only.
    */
   listen?: boolean | ClientConfig;
-  /** Delete published rows older than `publishedMs`, every `intervalMs` (1 000 to 86 400 000, default 60 000). */
-  retention?: { publishedMs: number; intervalMs?: number };
   /** How often the `lag` event fires while it has a listener, in ms. Default 10 000. */
   lagIntervalMs?: number;
   /** Names this relay in `lease_owner`. Default `host:pid:random`. */
   owner?: string;
-  /** Where `error` events nobody listens for go (and the start line). Default: nowhere. */
-  logger?: Logger;
-  /**
-   * Tracing and metrics hooks: `otelRelayTelemetry()` from `effectively-once/otel`
-   * gives each published row a producer span and counts the relay's outcomes.
-   */
-  telemetry?: RelayTelemetry;
 }
 
 /** The relay's settings, validated, defaults filled in. */
-export interface ResolvedRelayOptions {
+export interface ResolvedRelayOptions extends Omit<
+  SharedConfig<RelayTelemetry>,
+  keyof TransactionConfig | 'migrate'
+> {
   batchSize: number;
   leaseMs: number;
   publishTimeoutMs: number;
@@ -65,37 +69,40 @@ export interface ResolvedRelayOptions {
   maxAttempts: number;
   backoff: { initialMs: number; maxMs: number };
   lagIntervalMs: number;
-  retention: { publishedMs: number; intervalMs: number } | undefined;
 }
+
+/** The shared settings of a claim transaction, which the relay does not run. */
+type TransactionConfig = Pick<
+  SharedConfig<unknown>,
+  | 'isolationLevel'
+  | 'serializationRetries'
+  | 'acquireTimeoutMs'
+  | 'lockTimeoutMs'
+  | 'handlerTimeoutMs'
+  | 'maxKeyLength'
+>;
 
 /** Validates `options`; throws a `ConfigurationError` naming the first bad one. */
 export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
-  if (options.pool === undefined || options.pool === null)
-    throw new ConfigurationError('pool', 'is required');
+  const { pool, table, retention, logger, telemetry } = resolveSharedOptions(
+    { ...options, migrate: false },
+    DOOR_DEFAULTS.relay,
+    { type: 'RelayTelemetry', methods: ['startPublish'] },
+  );
   if (options.publishers === null || typeof options.publishers !== 'object')
     throw new ConfigurationError('publishers', 'must map each destination to a publisher');
-  if (
-    options.telemetry !== undefined &&
-    typeof (options.telemetry as Partial<RelayTelemetry> | null)?.startPublish !== 'function'
-  )
-    throw new ConfigurationError('telemetry', 'must have a startPublish function');
   for (const [destination, publisher] of Object.entries(options.publishers)) {
     if (typeof (publisher as Partial<Publisher> | undefined)?.publish !== 'function')
       throw new ConfigurationError('publishers', `"${destination}" has no publish function`);
   }
-  const retention = options.retention;
-  if (
-    retention !== undefined &&
-    !(
-      typeof retention?.publishedMs === 'number' &&
-      Number.isFinite(retention.publishedMs) &&
-      retention.publishedMs >= 0
-    )
-  )
-    throw new ConfigurationError('retention.publishedMs', 'must be a number of ms >= 0');
   const leaseMs = intOption('leaseMs', options.leaseMs, 30_000, 1000, 3_600_000);
   const initialMs = intOption('backoff.initialMs', options.backoff?.initialMs, 1000, 0, 86_400_000);
   return {
+    pool,
+    table,
+    retention,
+    logger,
+    telemetry,
     batchSize: intOption('batchSize', options.batchSize, 20, 1, 1000),
     leaseMs,
     publishTimeoutMs: intOption(
@@ -118,18 +125,5 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
       ),
     },
     lagIntervalMs: intOption('lagIntervalMs', options.lagIntervalMs, 10_000, 100, 86_400_000),
-    retention:
-      retention === undefined
-        ? undefined
-        : {
-            publishedMs: retention.publishedMs,
-            intervalMs: intOption(
-              'retention.intervalMs',
-              retention.intervalMs,
-              60_000,
-              1000,
-              86_400_000,
-            ),
-          },
   };
 }

@@ -1,11 +1,12 @@
-import type { RelayEventName, RelayEvents } from './events.js';
+import type { Observable } from '../event-hub.js';
+import type { RelayEvents } from './events.js';
 import type { OutboxStats } from './stats.js';
 
 // The relay's public face, in a module of its own: `createRelay` (relay.ts) builds one
 // and the telemetry hooks (telemetry.ts) are handed one, so both import it from here.
 
 /** Counters of one relay since it was created; monotonic. */
-export interface RelayMetrics {
+export interface RelayStats {
   /** Rows marked published. */
   published: number;
   /** Failed publish attempts (retried or parked). */
@@ -18,8 +19,11 @@ export interface RelayMetrics {
   batches: number;
 }
 
-/** A running (or startable) relay. */
-export interface Relay {
+/**
+ * A running (or startable) relay. Observed like every door: `on(event, listener)` /
+ * `off` (returning the relay) and `stats()`, its counters.
+ */
+export interface Relay extends Observable<RelayEvents, RelayStats, Relay> {
   /** This relay's `lease_owner`. */
   readonly owner: string;
   /**
@@ -38,15 +42,10 @@ export interface Relay {
   stop(): Promise<void>;
   /** Looks for due rows now, as a notification would. */
   wake(): void;
-  /** Subscribes to an event. */
-  on<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void;
-  /** Unsubscribes. */
-  off<E extends RelayEventName>(event: E, listener: (payload: RelayEvents[E]) => void): void;
-  /** This relay's counters. */
-  metrics(): RelayMetrics;
   /**
    * The table's pending and parked counts and its lag, in all and per destination (a
-   * query); `destination` narrows them to one (whether this relay publishes it or not).
+   * query, as {@link outboxStats}); `destination` narrows them to one (whether this
+   * relay publishes it or not). The relay's own counters are `stats()`.
    */
-  stats(options?: { destination?: string }): Promise<OutboxStats>;
+  outboxStats(options?: { destination?: string }): Promise<OutboxStats>;
 }

@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import type { ClientConfig } from 'pg';
 import { retryDelay } from '../backoff.js';
 import { DatabaseError, EffectivelyOnceError, StateError } from '../errors.js';
-import { silentLogger } from '../logger.js';
 import { Doorbell } from './doorbell.js';
 import { outboxChannel } from './enqueue.js';
 import { RelayEventHub } from './events.js';
@@ -11,10 +10,10 @@ import { NotifyListener } from './listener.js';
 import { outboxStats } from './stats.js';
 import { publishStep } from './publish.js';
 import { resolveRelayOptions, type RelayOptions } from './relay-options.js';
-import type { Relay, RelayMetrics } from './relay-types.js';
+import type { Relay, RelayStats } from './relay-types.js';
 import { settleBatch, type SettleContext } from './settle.js';
 import { RelayStatements, type ClaimedBatch } from './statements.js';
-import { outboxRef, pruneOutbox } from './table.js';
+import { pruneOutbox } from './table.js';
 
 /**
  * Creates a relay that publishes committed outbox rows: it claims due rows in small
@@ -29,13 +28,13 @@ import { outboxRef, pruneOutbox } from './table.js';
  */
 export function createRelay(options: RelayOptions): Relay {
   const config = resolveRelayOptions(options);
-  const ref = outboxRef(options);
+  const ref = config.table;
   const statements = new RelayStatements(options.pool, ref);
-  const logger = options.logger ?? silentLogger;
+  const logger = config.logger;
   const hub = new RelayEventHub(logger);
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  const counters: RelayMetrics = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
-  const telemetry = options.telemetry;
+  const counters: RelayStats = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
+  const telemetry = config.telemetry;
   const destinations = Object.keys(options.publishers).sort();
   const settling: SettleContext = {
     publish: publishStep({
@@ -102,9 +101,12 @@ export function createRelay(options: RelayOptions): Relay {
     const retention = config.retention;
     if (retention !== undefined) {
       const prune = (): void =>
-        void pruneOutbox(options.pool, { ...ref, olderThan: retention.publishedMs }).catch(
-          (error: unknown) => fail(error, 'outbox retention'),
-        );
+        void pruneOutbox(options.pool, {
+          ...ref,
+          olderThan: retention.olderThanMs,
+          batchSize: retention.batchSize,
+          dutyCycle: retention.dutyCycle,
+        }).catch((error: unknown) => fail(error, 'outbox retention'));
       timers.push(setInterval(prune, retention.intervalMs));
     }
     timers.push(
@@ -151,10 +153,17 @@ export function createRelay(options: RelayOptions): Relay {
       return stopping;
     },
     wake,
-    on: (event, fn) => hub.on(event, fn),
-    off: (event, fn) => hub.off(event, fn),
-    metrics: () => ({ ...counters }),
-    stats: (filter = {}) => outboxStats(options.pool, { ...ref, destination: filter.destination }),
+    on(event, fn) {
+      hub.on(event, fn);
+      return relay;
+    },
+    off(event, fn) {
+      hub.off(event, fn);
+      return relay;
+    },
+    stats: () => ({ ...counters }),
+    outboxStats: (filter = {}) =>
+      outboxStats(options.pool, { ...ref, destination: filter.destination }),
   };
   try {
     telemetry?.attach?.(relay);

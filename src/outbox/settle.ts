@@ -3,7 +3,7 @@ import { EffectivelyOnceError, describe } from '../errors.js';
 import type { RelayEventHub } from './events.js';
 import type { PublishStep } from './publish.js';
 import type { OutboxRecord } from './record.js';
-import type { RelayMetrics } from './relay-types.js';
+import type { RelayStats } from './relay-types.js';
 import type { ClaimedBatch, Failure, RelayStatements } from './statements.js';
 
 /** What {@link settleBatch} needs from the relay. */
@@ -12,7 +12,7 @@ export interface SettleContext {
   statements: RelayStatements;
   hub: RelayEventHub;
   /** The relay's counters, added to. */
-  counters: RelayMetrics;
+  counters: RelayStats;
   maxAttempts: number;
   backoff: { initialMs: number; maxMs: number };
 }

@@ -58,7 +58,7 @@ export async function startKafkaWorker(
         pool: db.pool,
         schema: db.schema,
         producer,
-        idempotencyHeader: KEY_ATTRIBUTE,
+        key: KEY_ATTRIBUTE,
       },
     );
     eachMessage = async (payload) => {

@@ -41,7 +41,7 @@ export async function startSqsWorker(
       name: 'payments',
       pool: db.pool,
       schema: db.schema,
-      keyAttribute: KEY_ATTRIBUTE,
+      key: KEY_ATTRIBUTE,
       client: sqs,
       queueUrl,
     });

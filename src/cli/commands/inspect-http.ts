@@ -7,11 +7,12 @@ import { storedAnswer, type InFlight, type StoredAnswer } from '../key-status.js
 import { flag } from '../args.js';
 import { EXIT, type CommandContext, type CommandOutput } from '../command.js';
 import type { SelectedFamily } from '../families.js';
+import { MAX_KEY_LENGTH } from '../../shared-options.js';
 import { formatBytes, formatFields } from '../output.js';
 import { describeInFlight, inFlightOf } from './in-flight.js';
 
 /** The longest `maxKeyLength` an endpoint accepts: no stored key is longer. */
-const LONGEST_KEY = 1024;
+const LONGEST_KEY = MAX_KEY_LENGTH;
 
 /**
  * `inspect --family http-keys`: what was answered to one key of one scope, and when.

@@ -86,7 +86,7 @@ describe('Postgres unreachable', () => {
             source: sqsSource({
               client: suite.queues.client,
               queueUrl: url,
-              keyAttribute: 'Idempotency-Key',
+              key: 'Idempotency-Key',
               waitTimeSeconds: 1,
             }),
           }),
@@ -118,7 +118,7 @@ describe('Postgres unreachable', () => {
           source: sqsSource({
             client: suite.queues.client,
             queueUrl: url,
-            keyAttribute: 'Idempotency-Key',
+            key: 'Idempotency-Key',
             waitTimeSeconds: 1,
           }),
         }),
@@ -179,7 +179,7 @@ describe('Postgres unreachable', () => {
           source: sqsSource<{ id: string }>({
             client: suite.queues.client,
             queueUrl: url,
-            keyAttribute: 'Idempotency-Key',
+            key: 'Idempotency-Key',
             waitTimeSeconds: 1,
           }),
         }),

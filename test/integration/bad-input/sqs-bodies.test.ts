@@ -35,7 +35,7 @@ describe('bad bodies on SQS', () => {
       });
       const worker = await suite.sqsWorker({
         queueUrl: url,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         deadLetterQueueUrl: dlq,
       });
       await settled(worker, 2, suite.empty(url));
@@ -54,7 +54,7 @@ describe('bad bodies on SQS', () => {
       await suite.queues.send(textUrl, ' ', { MessageAttributes: keyAttribute('blank-text') });
       const text = await suite.sqsWorker<string>({
         queueUrl: textUrl,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         parse: 'text',
       });
       await waitFor(() => text.consumer.stats().processed === 1, { what: 'blank text handled' });
@@ -84,7 +84,7 @@ describe('bad bodies on SQS', () => {
 
       const worker = await suite.sqsWorker({
         queueUrl: url,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         deadLetterQueueUrl: dlq,
       });
       await settled(worker, 4, suite.empty(url));

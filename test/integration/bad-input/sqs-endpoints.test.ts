@@ -48,7 +48,7 @@ describe('wrong SQS endpoints and queue URLs', () => {
     'a queue that does not exist: the start-up check fails the receive loop fast with a non-retryable EO_BROKER error',
     async () => {
       const queueUrl = missingQueueUrl('missing');
-      const worker = await suite.sqsWorker({ queueUrl, keyAttribute: 'Idempotency-Key' });
+      const worker = await suite.sqsWorker({ queueUrl, key: 'Idempotency-Key' });
       await expect(worker.consumer.done).resolves.toBeUndefined();
       expect(worker.errors.map((e) => [e.code, e.retryable, e.details])).toEqual([
         [
@@ -73,7 +73,7 @@ describe('wrong SQS endpoints and queue URLs', () => {
       const deadLetterQueueUrl = missingQueueUrl('missing-dlq');
       const worker = await suite.sqsWorker({
         queueUrl: url,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         deadLetterQueueUrl,
       });
       await expect(worker.consumer.done).resolves.toBeUndefined();
@@ -91,7 +91,7 @@ describe('wrong SQS endpoints and queue URLs', () => {
       const queueUrl = `${sqsEndpoint()}/000000000000/${name}`;
       const worker = await suite.sqsWorker({
         queueUrl,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         verifyQueue: false,
         pollErrorBackoff: { initialMs: 50, maxMs: 200 },
       });

@@ -36,7 +36,7 @@ describe('bad keys on SQS', () => {
       });
       const worker = await suite.sqsWorker({
         queueUrl: url,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         deadLetterQueueUrl: dlq,
       });
       await settled(worker, 2, suite.empty(url));
@@ -70,7 +70,7 @@ describe('bad keys on SQS', () => {
           });
       }
       const worker = await suite.sqsWorker(
-        { queueUrl: url, keyAttribute: 'Idempotency-Key' },
+        { queueUrl: url, key: 'Idempotency-Key' },
         { concurrency: 4 },
       );
       await settled(worker, 23, suite.empty(url));
@@ -129,7 +129,7 @@ describe('bad keys on SQS', () => {
       });
       const worker = await suite.sqsWorker({
         queueUrl: url,
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
         deadLetterQueueUrl: dlq,
       });
       await settled(worker, 2, suite.empty(url));
@@ -157,12 +157,16 @@ describe('bad keys on SQS', () => {
    * is dead-lettered as EO_INVALID_KEY instead of failing its claim on every attempt.
    */
   it(
-    'a long random key within maxKeyLength (8192) but beyond what the unique index holds ends in the dead-letter queue',
+    'a random key within maxKeyLength (1024) but beyond what the unique index holds ends in the dead-letter queue',
     async () => {
       const { url } = await suite.queues.create('indexkey', { visibilityTimeout: 10 });
       const { url: dlq } = await suite.queues.create('indexkey-dlq');
-      // Random, so Postgres cannot compress it under the btree limit (2704 bytes per entry).
-      const key = randomBytes(3000).toString('hex').slice(0, 5000);
+      // Random, so Postgres cannot compress it under the btree limit (2704 bytes per entry):
+      // 1000 CJK characters, 3000 UTF-8 bytes, within maxKeyLength's characters.
+      const random = randomBytes(2000);
+      const key = Array.from({ length: 1000 }, (_, i) =>
+        String.fromCharCode(0x4e00 + (random.readUInt16BE(i * 2) % 0x5000)),
+      ).join('');
       await suite.queues.send(url, JSON.stringify({ id: 'huge-key' }), {
         MessageAttributes: keyAttribute(key),
       });
@@ -170,8 +174,8 @@ describe('bad keys on SQS', () => {
         MessageAttributes: keyAttribute('ok'),
       });
       const worker = await suite.sqsWorker(
-        { queueUrl: url, keyAttribute: 'Idempotency-Key', deadLetterQueueUrl: dlq },
-        { maxKeyLength: 8192, maxAttempts: 2 },
+        { queueUrl: url, key: 'Idempotency-Key', deadLetterQueueUrl: dlq },
+        { maxKeyLength: 1024, maxAttempts: 2 },
       );
       await waitFor(() => worker.consumer.stats().processed === 1, { what: 'the good message' });
       await waitFor(async () => (await suite.queues.depth(dlq)).total === 1, {

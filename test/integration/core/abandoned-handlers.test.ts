@@ -80,8 +80,8 @@ describe('a timed-out handler, with every other pool connection taken', () => {
       scope: 'abandon',
       schema: db.schema,
       retention: false,
-      timeoutMs: 300,
-      waitMs: 3000,
+      handlerTimeoutMs: 300,
+      lockTimeoutMs: 3000,
     });
     cleanups.push(() => idempotency.close({ timeoutMs: 1000 }));
     const key = randomUUID();
@@ -93,7 +93,7 @@ describe('a timed-out handler, with every other pool connection taken', () => {
     });
     expect(first.status).toBe(503);
     expect(await first.json()).toMatchObject({ code: 'EO_HANDLER_TIMEOUT' });
-    // The retry waits up to waitMs on the key's row lock: freed only when the backend stops.
+    // The retry waits up to lockTimeoutMs on the key's row lock: freed only when the backend stops.
     const retry = await idempotency.handle(request(key), async (_r, { tx }) => {
       await tx.query('INSERT INTO effects (k) VALUES ($1)', [key]);
       return new Response('done', { status: 201 });
@@ -142,8 +142,8 @@ describe.each(stuck)('timeouts off, a handler that ignores its signal, stuck %s'
       scope: `stop-${how}`,
       schema: db.schema,
       retention: false,
-      timeoutMs: 0,
-      waitMs: 3000,
+      handlerTimeoutMs: 0,
+      lockTimeoutMs: 3000,
     });
     const key = randomUUID();
     const pids: number[] = [];
@@ -168,7 +168,7 @@ describe.each(stuck)('timeouts off, a handler that ignores its signal, stuck %s'
       scope: `stop-${how}`,
       schema: db.schema,
       retention: false,
-      waitMs: 3000,
+      lockTimeoutMs: 3000,
     });
     cleanups.push(() => next.close());
     const retry = await next.handle(request(key), async () => new Response('ok', { status: 201 }));

@@ -30,7 +30,7 @@ describe('close() with a prune tick queued behind busy connections', () => {
       pool,
       schema: db.schema,
       scope: 'public',
-      timeoutMs: 0,
+      handlerTimeoutMs: 0,
       retention: { intervalMs: 100 },
     });
     const release = gate();

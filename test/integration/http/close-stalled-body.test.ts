@@ -1,6 +1,6 @@
 /**
  * docs/http.md (Shutdown): "`close()` resolves within `timeoutMs` and the round trips of
- * the cancels, whatever `waitMs` is." A request whose body is still arriving (a slow or
+ * the cancels, whatever `lockTimeoutMs` is." A request whose body is still arriving (a slow or
  * stalled upload: a mobile client, a slowloris) is in flight while the core reads its
  * body, and so is one whose own hooks before the claim (`scope`, a webhook's `verify`)
  * have not settled. The hard stop ends both: the request is answered 503 `unavailable`

@@ -85,11 +85,11 @@ describe.each(FRAMEWORKS)('%s: Idempotency-Key endpoints against a real server',
     expect(again.headers['idempotent-replayed']).toBe('true');
   });
 
-  it('waits at most waitMs for a running original, then 409 + Retry-After; never a 5xx', async () => {
+  it('waits at most lockTimeoutMs for a running original, then 409 + Retry-After; never a 5xx', async () => {
     const hold = gate();
     const server = await fixture.start({
       framework,
-      idempotency: { waitMs: 200 },
+      idempotency: { lockTimeoutMs: 200 },
       hooks: { beforeEffect: () => hold.wait },
     });
     const key = randomUUID();

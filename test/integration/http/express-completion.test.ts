@@ -172,7 +172,7 @@ describe('Express: the handler’s completion ends the transaction', () => {
   });
 
   it('abandoned on timeout, its late res.write()/res.end() reach nothing and crash nothing', async () => {
-    const idempotency = fixture.endpoint({ timeoutMs: 150 });
+    const idempotency = fixture.endpoint({ handlerTimeoutMs: 150 });
     let late: unknown = 'not yet';
     const url = `${await serve(idempotency, (_req, res) => {
       setTimeout(() => {

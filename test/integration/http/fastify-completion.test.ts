@@ -134,7 +134,7 @@ describe('Fastify: a callback-style handler (reply.send later, not async)', () =
   });
 
   it('abandoned on timeout, its late reply.send sends no second answer and crashes nothing', async () => {
-    const fastify = await app(fixture.endpoint({ timeoutMs: 150 }));
+    const fastify = await app(fixture.endpoint({ handlerTimeoutMs: 150 }));
     let late: unknown;
     fastify.post('/slow', function (_request, reply) {
       setTimeout(() => {

@@ -42,7 +42,7 @@ describe('Fastify: the head of a reply the handler keeps after the answer', () =
     const fastify = Fastify();
     fixture.later(() => fastify.close());
     await fastify.register(idempotencyPlugin, {
-      idempotency: fixture.endpoint({ timeoutMs: 300 }),
+      idempotency: fixture.endpoint({ handlerTimeoutMs: 300 }),
     });
     const sending = holdingOnSend(fastify, handlerActed);
     fastify.post('/charges', async (request, reply) => {

@@ -21,7 +21,7 @@ describe.each(FRAMEWORKS)('%s: a statement left running when the handler answere
       await startApp({
         framework,
         idempotency: fixture.track(
-          createIdempotency({ pool: db.pool, schema: db.schema, scope: 't', timeoutMs: 500 }),
+          createIdempotency({ pool: db.pool, schema: db.schema, scope: 't', handlerTimeoutMs: 500 }),
         ),
         run: async (ctx) => {
           await ctx.tx.query('INSERT INTO effects (key) VALUES ($1)', [ctx.key]);

@@ -25,7 +25,7 @@ const fixture = appFixture(
 
 async function endpoint(
   run: Run,
-  options: { waitMs?: number } = {},
+  options: { lockTimeoutMs?: number } = {},
 ): Promise<{ idempotency: Idempotency; app: App; arrived: () => number }> {
   const db = fixture.db();
   const seen = arrivals();
@@ -96,7 +96,7 @@ describe('close() and the requests in flight at its hard stop', () => {
         ran++;
         return { status: 201, body: { by: 'waiter' } };
       },
-      { waitMs: 3_600_000 },
+      { lockTimeoutMs: 3_600_000 },
     );
     const key = randomUUID();
     const original = post(`${holder.app.url}/run`, key, { n: 1 });

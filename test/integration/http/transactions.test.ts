@@ -99,7 +99,7 @@ describe('the core, called directly', () => {
     (await db.pool.query('SELECT 1 FROM effects WHERE k = $1', [k])).rowCount ?? -1;
 
   it('a handler past timeoutMs is rolled back: 503 + Retry-After; the retry applies once', async () => {
-    const idempotency = endpoint({ timeoutMs: 300 });
+    const idempotency = endpoint({ handlerTimeoutMs: 300 });
     const key = randomUUID();
     let runs = 0;
     const handler = async (
@@ -283,7 +283,7 @@ describe.each(FRAMEWORKS)('%s: a handler past timeoutMs', (framework) => {
     const hold = gate();
     const server = await fixture.start({
       framework,
-      idempotency: { timeoutMs: 300 },
+      idempotency: { handlerTimeoutMs: 300 },
       hooks: { beforeEffect: () => hold.wait },
     });
     const key = randomUUID();

@@ -58,7 +58,7 @@ describe('OpenTelemetry on the outbox through SQS', () => {
       });
       await relay.start();
       try {
-        await waitFor(() => relay.metrics().published === 1, { what: 'the row published' });
+        await waitFor(() => relay.stats().published === 1, { what: 'the row published' });
       } finally {
         await relay.stop();
       }

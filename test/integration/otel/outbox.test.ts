@@ -97,7 +97,7 @@ describe('OpenTelemetry on the outbox', () => {
     });
     await relay.start();
     try {
-      await waitFor(() => relay.metrics().published === 2, { what: 'both rows published' });
+      await waitFor(() => relay.stats().published === 2, { what: 'both rows published' });
     } finally {
       await relay.stop();
       await publisher.close();
@@ -173,7 +173,7 @@ describe('OpenTelemetry on the outbox', () => {
     });
     await relay.start();
     try {
-      await waitFor(() => relay.metrics().parked === 1, { what: 'the row parked' });
+      await waitFor(() => relay.stats().parked === 1, { what: 'the row parked' });
       // The lag gauge is recorded by the relay's `lag` event, every lagIntervalMs.
       await waitFor(async () => (await otel.points(OUTBOX_METRIC.lag)).length > 0, {
         what: 'a lag point',
@@ -238,12 +238,12 @@ describe('OpenTelemetry on the outbox', () => {
       });
       await relay.start();
       try {
-        await waitFor(() => relay.metrics().published === 1, { what: 'the row published' });
+        await waitFor(() => relay.stats().published === 1, { what: 'the row published' });
       } finally {
         await relay.stop();
       }
       expect(sent.filter((s) => s === id)).toHaveLength(1);
-      expect(relay.metrics()).toMatchObject({ published: 1, failed: 0 });
+      expect(relay.stats()).toMatchObject({ published: 1, failed: 0 });
     }
   });
 });

@@ -50,7 +50,7 @@ describe('OpenTelemetry on SQS', () => {
       });
       // One delivery at a time: the second "b" finds the first committed (no busy claim).
       await it_.worker(
-        { queueUrl: url, keyAttribute: 'op', deadLetterQueueUrl: dlq },
+        { queueUrl: url, key: 'op', deadLetterQueueUrl: dlq },
         {
           telemetry: otel.telemetry,
           concurrency: 1,
@@ -117,7 +117,7 @@ describe('OpenTelemetry on SQS', () => {
           MessageAttributes: attributes(`m${i}`, p.headers),
         });
       await it_.worker(
-        { queueUrl: url, keyAttribute: 'op' },
+        { queueUrl: url, key: 'op' },
         {
           telemetry: otel.telemetry,
           handler: undefined,

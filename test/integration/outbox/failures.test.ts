@@ -36,7 +36,7 @@ describe('the HTTP publisher', () => {
       bed.db.schema,
     );
     await r.start();
-    await waitFor(() => r.metrics().published + r.metrics().parked === statuses.length, {
+    await waitFor(() => r.stats().published + r.stats().parked === statuses.length, {
       what: 'every row published or parked',
     });
     const parked = await listParked(bed.db.pool, { schema: bed.db.schema });

@@ -50,13 +50,13 @@ describe('outbox → Kafka → kafkaSource', () => {
     const keyOf = new Map(ids.map((id, i) => [id, messages[i]!.orderingKey]));
     await relay.start();
     try {
-      await waitFor(() => relay.metrics().published === ids.length, { what: 'first publish' });
+      await waitFor(() => relay.stats().published === ids.length, { what: 'first publish' });
       // As if the relay had died after each send and before its mark: every row goes again.
       await db.pool.query(
         `UPDATE ${db.table('eo_outbox')} SET state = 'pending', published_at = NULL`,
       );
       relay.wake();
-      await waitFor(() => relay.metrics().published === 2 * ids.length, { what: 'second publish' });
+      await waitFor(() => relay.stats().published === 2 * ids.length, { what: 'second publish' });
     } finally {
       await relay.stop();
       await publisher.close();

@@ -39,7 +39,7 @@ describe('relay.stop() during relay.start()', () => {
       },
       lagIntervalMs: 100,
       pollIntervalMs: 50,
-      retention: { publishedMs: 0, intervalMs: 1000 },
+      retention: { olderThanMs: 1, intervalMs: 1000 },
     });
     const lags: OutboxStats[] = [];
     relay.on('lag', (s) => lags.push(s));

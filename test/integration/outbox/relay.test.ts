@@ -122,11 +122,10 @@ describe('ordering', () => {
     expect(bed.receiver.all.length).toBeGreaterThan(messages.length);
     expect(new Set(bed.receiver.accepted.map((a) => a.key)).size).toBe(messages.length);
     // Every row marked once, by one of the three (the last marks may trail the answers).
-    await waitFor(
-      () => trio.reduce((sum, r) => sum + r.metrics().published, 0) === messages.length,
-      { what: 'every row marked' },
-    );
-    expect(trio.reduce((sum, r) => sum + r.metrics().fenced, 0)).toBe(0);
+    await waitFor(() => trio.reduce((sum, r) => sum + r.stats().published, 0) === messages.length, {
+      what: 'every row marked',
+    });
+    expect(trio.reduce((sum, r) => sum + r.stats().fenced, 0)).toBe(0);
   });
 });
 
@@ -177,7 +176,7 @@ describe('leases and fencing', () => {
         last_error: null,
       });
     }
-    expect(stale.metrics()).toMatchObject({ published: 0, fenced: 2, parked: 0 });
+    expect(stale.stats()).toMatchObject({ published: 0, fenced: 2, parked: 0 });
   });
 });
 

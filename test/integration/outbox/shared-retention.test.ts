@@ -1,6 +1,6 @@
 /**
  * Two relays on one outbox table (two services, or a rolling deploy) with different
- * `retention.publishedMs`. Unlike a dedup key, a published row guards nothing: the id
+ * `retention.olderThanMs`. Unlike a dedup key, a published row guards nothing: the id
  * travels with the message and the downstream dedup keeps it, so the shorter
  * retention deleting the other relay's published rows costs only audit history. What
  * pruning must never do: delete a pending or parked row, publish anything again, or
@@ -41,7 +41,7 @@ describe('relays with different retention on one outbox table', () => {
       },
       maxAttempts: 1,
       pollIntervalMs: 50,
-      retention: { publishedMs: 3600_000, intervalMs: 86_400_000 },
+      retention: { olderThanMs: 3600_000, intervalMs: 86_400_000 },
     });
     const short = createRelay({
       pool: db.pool,
@@ -50,7 +50,7 @@ describe('relays with different retention on one outbox table', () => {
         mail: { publish: async (records) => void published.push(...records.map((r) => r.id)) },
       },
       pollIntervalMs: 50,
-      retention: { publishedMs: 0, intervalMs: 1000 },
+      retention: { olderThanMs: 1, intervalMs: 1000 },
     });
     relays.push(long, short);
     const send = (destination: string, orderingKey?: string) =>

@@ -88,7 +88,7 @@ describe('a relay claims only the destinations it publishes', () => {
     await waitFor(() => payments.accepted.length === 5, { what: 'payments published' });
     expect(payments.acceptedOf('cust-1')).toEqual([0, 1, 2, 3, 4]);
     // (The marks may trail the receiver's answers.)
-    await waitFor(() => only.metrics().published === 5, { what: 'payments marked' });
+    await waitFor(() => only.stats().published === 5, { what: 'payments marked' });
     lags.splice(0);
     await waitFor(() => lags.length > 0, { what: 'a lag event' });
     // The emails rows were never claimed, tried or parked.
@@ -96,7 +96,7 @@ describe('a relay claims only the destinations it publishes', () => {
       Array.from({ length: 5 }, () => ({ state: 'pending', attempts: 0 })),
     );
     expect(await listParked(bed.db.pool, { schema: bed.db.schema })).toEqual([]);
-    expect(only.metrics()).toMatchObject({ published: 5, failed: 0, parked: 0 });
+    expect(only.stats()).toMatchObject({ published: 5, failed: 0, parked: 0 });
     // The stats and the lag show them, by destination.
     const emailStats = { destination: 'emails', pending: 5, parked: 0 };
     expect(lags.at(-1)).toMatchObject({
@@ -127,7 +127,7 @@ describe('a relay claims only the destinations it publishes', () => {
     });
     const table = await cli(['outbox', '--schema', bed.db.schema]);
     expect(table.stdout).toMatch(/^emails +5 +0 +\d+$/m);
-    expect(await only.stats({ destination: 'payments' })).toEqual({
+    expect(await only.outboxStats({ destination: 'payments' })).toEqual({
       pending: 0,
       parked: 0,
       oldestPendingAgeMs: 0,
@@ -152,11 +152,11 @@ describe('a relay claims only the destinations it publishes', () => {
       expect(payments.acceptedOf(k)).toEqual([0, 1, 2, 3, 4]);
       expect(emails.acceptedOf(k)).toEqual([0, 1, 2, 3, 4]);
     }
-    await waitFor(() => a.metrics().published === 10 && b.metrics().published === 10, {
+    await waitFor(() => a.stats().published === 10 && b.stats().published === 10, {
       what: 'everything marked',
     });
-    expect(a.metrics()).toMatchObject({ failed: 0, fenced: 0 });
-    expect(b.metrics()).toMatchObject({ failed: 0, fenced: 0 });
+    expect(a.stats()).toMatchObject({ failed: 0, fenced: 0 });
+    expect(b.stats()).toMatchObject({ failed: 0, fenced: 0 });
   });
 
   it('a parked row holds back its own destination’s rows of its key, not another destination’s', async () => {

@@ -35,13 +35,13 @@ async function publishTwice(queueUrl: string): Promise<string[]> {
   const ids = await enqueueCommitted(db.pool, messages, db.schema);
   await relay.start();
   try {
-    await waitFor(() => relay.metrics().published === ids.length, { what: 'first publish' });
+    await waitFor(() => relay.stats().published === ids.length, { what: 'first publish' });
     // As if the relay had died after each send and before its mark: every row goes again.
     await db.pool.query(
       `UPDATE ${db.table('eo_outbox')} SET state = 'pending', published_at = NULL`,
     );
     relay.wake();
-    await waitFor(() => relay.metrics().published === 2 * ids.length, { what: 'second publish' });
+    await waitFor(() => relay.stats().published === 2 * ids.length, { what: 'second publish' });
   } finally {
     await relay.stop();
   }
@@ -114,7 +114,7 @@ describe('SQS FIFO MessageGroupId from the ordering key', () => {
       // Settled: all published, or something parked (which holds its key back).
       await waitFor(
         async () => {
-          const stats = await relay.stats();
+          const stats = await relay.outboxStats();
           return stats.pending === 0 || stats.parked > 0;
         },
         { what: 'every row settled' },
@@ -124,7 +124,7 @@ describe('SQS FIFO MessageGroupId from the ordering key', () => {
     }
     const parked = await listParked(db.pool, { schema: db.schema });
     expect(parked.map((p) => p.lastError)).toEqual([]);
-    expect(relay.metrics().published).toBe(ids.length);
+    expect(relay.stats().published).toBe(ids.length);
     const received: { group: string; key: number; n: number }[] = [];
     while (received.length < ids.length) {
       const out = await queues.client.send(

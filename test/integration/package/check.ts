@@ -59,7 +59,7 @@ export const consumers: Consumer[] = [
     source: sqsSource<Order>({
       client: new SQSClient({}),
       queueUrl: 'https://sqs.example/1/q',
-      keyAttribute: 'Idempotency-Key',
+      key: 'Idempotency-Key',
     }),
     handler,
     concurrency: 4,
@@ -121,7 +121,7 @@ const endpointOptions: IdempotencyOptions = {
   pool,
   scope: (request) => request.headers.get('x-tenant') ?? 'anonymous',
   concurrent: 'wait',
-  waitMs: 2000,
+  lockTimeoutMs: 2000,
 };
 export const idempotency: Idempotency = createIdempotency(endpointOptions);
 export const fetchStyle: (request: Request) => Promise<Response> = idempotency.handler(

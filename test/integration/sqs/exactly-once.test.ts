@@ -17,7 +17,7 @@ describe('SQS exactly-once effect', () => {
       await it_.queues.send(url, JSON.stringify({ id: 'order-43' }), {
         MessageAttributes: { 'Idempotency-Key': { DataType: 'String', StringValue: 'order-43' } },
       });
-      const consumer = await it_.worker({ queueUrl: url, keyAttribute: 'Idempotency-Key' });
+      const consumer = await it_.worker({ queueUrl: url, key: 'Idempotency-Key' });
       await waitFor(() => consumer.stats().processed + consumer.stats().duplicates === 4, {
         what: '4 settled',
       });
@@ -64,16 +64,22 @@ describe('SQS exactly-once effect', () => {
 
       const bDeliveries: string[] = [];
       const workerB = await it_.worker(
-        { queueUrl: url, heartbeat: false, visibilityTimeout: 30 },
+        {
+          queueUrl: url,
+          heartbeat: false,
+          visibilityTimeout: 30,
+          // The source's key function sees each message B receives (a standard queue's
+          // default key is its MessageId).
+          key: (message) => {
+            bDeliveries.push(message.ReceiptHandle!);
+            return message.MessageId;
+          },
+        },
         {
           // A already migrated. (migrate's CREATE INDEX IF NOT EXISTS would queue behind A's
           // open transaction for a ShareLock on the table: reported to the core.)
           migrate: false,
           lockTimeoutMs: 20_000,
-          key: (delivery) => {
-            bDeliveries.push(sqsMessage(delivery).ReceiptHandle!);
-            return delivery.key;
-          },
           handler: async () => {
             bHandlerRuns++;
           },

@@ -52,7 +52,7 @@ describe('withDedup: a failed first start', () => {
           name: 'dedup-start',
           pool,
           schema: it_.db.schema,
-          keyAttribute: 'Idempotency-Key',
+          key: 'Idempotency-Key',
           client: it_.queues.client,
           queueUrl: url,
           backoff: () => 0,

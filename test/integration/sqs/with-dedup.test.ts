@@ -68,7 +68,7 @@ describe('withDedup around sqs-consumer', () => {
           name: 'legacy',
           pool: it_.db.pool,
           schema: it_.db.schema,
-          keyAttribute: 'Idempotency-Key',
+          key: 'Idempotency-Key',
           client: it_.queues.client,
           queueUrl: url,
           backoff: () => 0,
@@ -124,7 +124,7 @@ describe('withDedup around sqs-consumer', () => {
           name: 'legacy-batch',
           pool: it_.db.pool,
           schema: it_.db.schema,
-          keyAttribute: 'Idempotency-Key',
+          key: 'Idempotency-Key',
         },
       );
       const app = Consumer.create({

@@ -116,7 +116,7 @@ describe('README.md and docs/', () => {
     expect(shown).toContain('SELECT payload_hash');
   });
 
-  it('documents every option of createConsumer, sqsSource and kafkaSource', () => {
+  it('documents every option of createConsumer (the shared ones too), sqsSource and kafkaSource', () => {
     const options = (file: string, iface: string): string[] => {
       const source = read(file);
       const start = source.indexOf(`export interface ${iface}`);
@@ -129,6 +129,9 @@ describe('README.md and docs/', () => {
       ['docs/kafka.md', 'adapters/kafka/options.ts', 'KafkaSourceOptions'],
     ] as const) {
       const names = options(file, iface);
+      if (iface === 'ConsumerOptions')
+        for (const shared of ['StoreOptions', 'TransactionOptions'])
+          names.push(...options('src/shared-options.ts', shared));
       expect(names.length).toBeGreaterThan(10);
       const text = read(doc);
       expect(names.filter((name) => !text.includes(`- **\`${name}\`**`))).toEqual([]);

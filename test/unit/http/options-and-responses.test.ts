@@ -30,11 +30,11 @@ describe('createIdempotency options', () => {
       header: 'Idempotency-Key',
       maxKeyLength: 255,
       mismatchStatus: 422,
-      waitMs: 5000,
+      lockTimeoutMs: 5000,
       retryAfterSeconds: 1,
       maxBodyBytes: 1024 * 1024,
       maxRequestBytes: 1024 * 1024,
-      timeoutMs: 30_000,
+      handlerTimeoutMs: 30_000,
       serializationRetries: 3,
       table: { schema: 'public', table: 'eo_idempotency_keys' },
       migrate: true,
@@ -54,7 +54,9 @@ describe('createIdempotency options', () => {
   });
 
   it("concurrent: 'reject' waits a millisecond, the least lock_timeout there is", () => {
-    expect(resolveOptions({ ...valid, concurrent: 'reject', waitMs: 9000 }).waitMs).toBe(1);
+    expect(
+      resolveOptions({ ...valid, concurrent: 'reject', lockTimeoutMs: 9000 }).lockTimeoutMs,
+    ).toBe(1);
   });
 
   it.each([
@@ -69,13 +71,15 @@ describe('createIdempotency options', () => {
     [{ methods: ['PO ST'] }, 'methods'],
     [{ fingerprint: 'sha1' }, 'fingerprint'],
     [{ concurrent: 'queue' }, 'concurrent'],
-    [{ waitMs: 0 }, 'waitMs'],
+    [{ lockTimeoutMs: 0 }, 'lockTimeoutMs'],
+    [{ handlerTimeoutMs: -1 }, 'handlerTimeoutMs'],
+    [{ maxKeyLength: 1025 }, 'maxKeyLength'],
     [{ mismatchStatus: 500 }, 'mismatchStatus'],
     [{ storeHeaders: ['Set-Cookie'] }, 'storeHeaders'],
     [{ storeHeaders: ['transfer-encoding'] }, 'storeHeaders'],
     [{ maxBodyBytes: -1 }, 'maxBodyBytes'],
     [{ table: '' }, 'table'],
-    [{ retention: { olderThanMs: 10 } }, 'retention.olderThanMs'],
+    [{ retention: { olderThanMs: 0 } }, 'retention.olderThanMs'],
     [{ retention: { dutyCycle: 2 } }, 'retention.dutyCycle'],
     [{ isolationLevel: 'snapshot' }, 'isolationLevel'],
     [{ onCommitted: 'log' }, 'onCommitted'],

@@ -58,7 +58,7 @@ describe('KeyFlights: one request of a key at the database, the rest wait in mem
     expect(await settled(flights.enter('a', 'k', 60_000))).toBe('pending');
   });
 
-  it('past waitMs a waiter times out, and the one behind it keeps its place', async () => {
+  it('past lockTimeoutMs a waiter times out, and the one behind it keeps its place', async () => {
     const flights = new KeyFlights(new AbortController().signal);
     const first = claimOf(await settled(flights.enter('t', 'k', 60_000)));
     expect(await flights.enter('t', 'k', 1)).toEqual({ kind: 'timeout' });

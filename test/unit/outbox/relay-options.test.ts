@@ -4,7 +4,7 @@ import { ConfigurationError } from '../../../src/errors.js';
 import { createRelay, type RelayOptions } from '../../../src/outbox/index.js';
 
 // Never queried: every case fails at construction, before any SQL.
-const pool = { options: {} } as unknown as Pool;
+const pool = { options: {}, connect: () => undefined } as unknown as Pool;
 const publishers = { d: { publish: async () => undefined } };
 
 describe('createRelay options', () => {
@@ -16,8 +16,11 @@ describe('createRelay options', () => {
     [{ pollIntervalMs: 1 }, 'pollIntervalMs'],
     [{ maxAttempts: 0 }, 'maxAttempts'],
     [{ backoff: { initialMs: 100, maxMs: 10 } }, 'backoff.maxMs'],
-    [{ retention: { publishedMs: -1 } }, 'retention.publishedMs'],
-    [{ retention: { publishedMs: 1, intervalMs: 5 } }, 'retention.intervalMs'],
+    [{ pool: {} }, 'pool'],
+    [{ retention: { olderThanMs: 0 } }, 'retention.olderThanMs'],
+    [{ retention: {} }, 'retention.olderThanMs'],
+    [{ retention: { olderThanMs: 1, intervalMs: 5 } }, 'retention.intervalMs'],
+    [{ retention: { olderThanMs: 1, dutyCycle: 0 } }, 'retention.dutyCycle'],
     [{ telemetry: { attach: () => undefined } }, 'telemetry'],
   ])('%j is refused, naming the option', (bad, option) => {
     let thrown: unknown;
@@ -32,7 +35,7 @@ describe('createRelay options', () => {
 
   it('accepts the defaults', () => {
     const relay = createRelay({ pool, publishers });
-    expect(relay.metrics()).toEqual({ published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 });
+    expect(relay.stats()).toEqual({ published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 });
     expect(relay.owner).toMatch(/:\d+:[0-9a-f]{8}$/);
   });
 });

@@ -75,7 +75,7 @@ describe('sqsSource default key and the FIFO deduplication scope', () => {
     expect(await keysOf(sqs, { queueUrl: url }, 2)).toEqual(['order-7', 'order-7']);
   });
 
-  it('keyAttribute still wins over the default key under per-group scope', async () => {
+  it('a key attribute still wins over the default key under per-group scope', async () => {
     const sqs = new FakeSqs();
     const url = sqs.createQueue('orders.fifo', { FifoQueue: 'true', ...PER_GROUP });
     sqs.sendMessage(url, '{}', {
@@ -83,8 +83,6 @@ describe('sqsSource default key and the FIFO deduplication scope', () => {
       deduplicationId: 'd-1',
       attributes: { 'Idempotency-Key': 'pay-1' },
     });
-    expect(await keysOf(sqs, { queueUrl: url, keyAttribute: 'Idempotency-Key' }, 1)).toEqual([
-      'pay-1',
-    ]);
+    expect(await keysOf(sqs, { queueUrl: url, key: 'Idempotency-Key' }, 1)).toEqual(['pay-1']);
   });
 });

@@ -39,6 +39,14 @@ describe('sqsSource options', () => {
     expect(resolveSqsOptions({ client, queueUrl: `${queueUrl}.fifo` }).fifo).toBe(true);
   });
 
+  it('reads a string key as the attribute to key by, a function as the key itself', () => {
+    const byName = resolveSqsOptions({ client, queueUrl, key: 'Idempotency-Key' });
+    expect(byName).toMatchObject({ keyAttribute: 'Idempotency-Key', key: undefined });
+    const derive = (): string => 'k';
+    const byFunction = resolveSqsOptions({ client, queueUrl, key: derive });
+    expect(byFunction).toMatchObject({ keyAttribute: undefined, key: derive });
+  });
+
   it.each<[string, Partial<SqsSourceOptions>]>([
     ['batchSize', { batchSize: 0 }],
     ['batchSize', { batchSize: 11 }],
@@ -50,8 +58,8 @@ describe('sqsSource options', () => {
     ['heartbeat', { heartbeat: 0 }],
     ['heartbeat', { heartbeat: 30, visibilityTimeout: 30 }],
     ['heartbeat', { heartbeat: 'yes' as unknown as boolean }],
-    ['keyAttribute', { keyAttribute: 'Idempotency-Key', key: () => 'k' }],
-    ['keyAttribute', { keyAttribute: '' }],
+    ['key', { key: '' }],
+    ['key', { key: 42 as unknown as string }],
     ['parse', { parse: 'xml' as unknown as 'json' }],
     ['queueUrl', { queueUrl: '' }],
     ['queueUrl', { queueUrl: 'orders' }],

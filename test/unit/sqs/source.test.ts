@@ -285,7 +285,7 @@ describe('sqsSource receive loop', () => {
     const url = sqs.createQueue('q');
     sqs.sendMessage(url, '{}', { attributes: { 'Idempotency-Key': 'op-1' } });
     sqs.sendMessage(url, '{}', { attributes: { 'Idempotency-Key': 'op-1' } });
-    const s = start(sqs, { queueUrl: url, keyAttribute: 'Idempotency-Key', parse: 'text' });
+    const s = start(sqs, { queueUrl: url, key: 'Idempotency-Key', parse: 'text' });
     await waitFor(() => s.delivered.length === 2, { what: 'both' });
     await s.stop();
     expect(s.delivered.map((d) => d.key)).toEqual(['op-1', 'op-1']);

@@ -23,13 +23,13 @@ describe('withDedup options', () => {
   it('names the bad option', () => {
     expect(optionOf({ client: sqs.client })).toBe('queueUrl');
     expect(optionOf({ deadLetterQueueUrl: 'http://127.0.0.1:9/q-dlq' })).toBe('deadLetterQueueUrl');
-    expect(optionOf({ keyAttribute: 'Idempotency-Key', key: () => 'k' })).toBe('keyAttribute');
+    expect(optionOf({ key: '' })).toBe('key');
     expect(optionOf({ concurrency: 0 })).toBe('concurrency');
     expect(
       optionOf({
         client: sqs.client,
         queueUrl: 'http://127.0.0.1:9/q',
-        keyAttribute: 'Idempotency-Key',
+        key: 'Idempotency-Key',
       }),
     ).toBeUndefined();
   });
