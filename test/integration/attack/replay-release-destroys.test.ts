@@ -26,7 +26,11 @@ afterAll(async () => db.close());
 
 describe('a replay on a healthy database, no shutdown', () => {
   it('returns its connection to the pool, not destroyed', async () => {
-    const server = await startPaymentServer({ framework: 'hono', pool: db.pool, schema: db.schema });
+    const server = await startPaymentServer({
+      framework: 'hono',
+      pool: db.pool,
+      schema: db.schema,
+    });
     try {
       const key = randomUUID();
       const body = { customerId: 'c', amountCents: 7 };

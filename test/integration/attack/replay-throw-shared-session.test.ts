@@ -28,7 +28,7 @@ beforeAll(async () => {
   admin = new pg.Client({ connectionString: databaseUrl() });
   await admin.connect();
   db.pool.on('release', (err: Error | null | undefined) =>
-    checkouts.push(err == null ? "release" : `release(${err.message})`),
+    checkouts.push(err == null ? 'release' : `release(${err.message})`),
   );
   db.pool.on('acquire', () => checkouts.push('acquire'));
   db.pool.on('connect', (client: pg.PoolClient) => {
