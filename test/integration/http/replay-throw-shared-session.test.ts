@@ -14,8 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
-import { startPaymentServer, type PaymentServer } from '../../helpers/http/payments.js';
-import { gate, post } from '../http/support.js';
+import { startPaymentServer, type PaymentServer } from '../../../kit/payments/payments.js';
+import { gate, post } from './support.js';
 
 let db: TestDatabase;
 let onRollback: ((send: () => Promise<unknown>) => Promise<unknown>) | undefined;
@@ -79,7 +79,7 @@ describe('a replay whose verdict throws, on a pool of one', () => {
       framework: 'hono',
       pool: db.pool,
       schema: db.schema,
-      idempotency: { acquireTimeoutMs: 5000, timeoutMs: 20_000 },
+      idempotency: { acquireTimeoutMs: 5000, handlerTimeoutMs: 20_000 },
       hooks: {
         beforeEffect: async (key) => {
           if (key !== next) return;

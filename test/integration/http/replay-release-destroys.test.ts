@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
-import { startPaymentServer } from '../../helpers/http/payments.js';
-import { post } from '../http/support.js';
+import { startPaymentServer } from '../../../kit/payments/payments.js';
+import { post } from './support.js';
 
 let db: TestDatabase;
 const released: string[] = [];
