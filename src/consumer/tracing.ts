@@ -88,8 +88,19 @@ export class Tracing {
     const step = quietly(() => scope.step(name));
     if (step === undefined) return fn();
     let error: unknown;
+    // The step itself, once: a hook that throws around it must neither skip it nor run it
+    // again (a handler twice, or a claim left open with nobody to finish it).
+    let started: Promise<R> | undefined;
+    const once = (): Promise<R> => (started ??= fn());
     try {
-      const result = await step.run(fn);
+      let result: R;
+      try {
+        result = await step.run(once);
+      } catch {
+        // The hook threw before the step (which runs untraced now) or around it (the
+        // step's own result stands; a failure of the step rethrows here as it would have).
+        result = await once();
+      }
       error = failure?.(result);
       return result;
     } catch (thrown) {

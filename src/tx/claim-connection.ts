@@ -72,6 +72,7 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   private lost: unknown;
   private broken: unknown;
   private abandoned = false;
+  private closed = false;
   private readonly onError = (err: Error): void => {
     this.lost ??= err;
     this.deps.logger.warn({ err, key: this.key }, 'effectively-once: connection lost');
@@ -255,7 +256,12 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   }
 
   /** Returns the connection to the pool, or destroys it when it may not be reused. */
-  close(): void {
+  close(failure?: unknown): void {
+    // pg-pool gives each checkout its own release: a second call would release the
+    // client again under whoever checked it out next, mid-transaction.
+    if (this.closed) return;
+    this.closed = true;
+    if (failure !== undefined) this.markBroken(failure);
     this.guard.end();
     this.client.off('error', this.onError);
     const reason = this.broken ?? this.lost;

@@ -140,8 +140,13 @@ export interface ClaimTransaction<Tx = PoolClient> {
   finish(work: WorkResult, xid: string): Promise<TransactionEnd>;
   /** Rolls back; a transaction that cannot be rolled back is destroyed on {@link close}. */
   rollback(): Promise<void>;
-  /** Releases the connection, or destroys it when it may not be reused. Called once, last. */
-  close(): void;
+  /**
+   * Releases the connection, or destroys it when it may not be reused or when `failure`
+   * is given: the library's own code threw with the transaction in an unknown state (a
+   * claim inserted, maybe a handler's writes), and only a destroyed connection is sure to
+   * end it. Called last; a second call does nothing (a pool's checkout is released once).
+   */
+  close(failure?: unknown): void;
 }
 
 /** Where claim transactions come from (a pool, a data layer), and the owner's hard stop. */

@@ -137,6 +137,13 @@ async function transaction<C, V extends { kind: string }, Tx>(
         ? await steps.step('commit', () => conn.finish(work, xid), failureOf)
         : await conn.finish(work, xid);
     return await plan.ended(end, work, performance.now() - started, conn);
+  } catch (thrown) {
+    // Something of the library's own threw (a telemetry hook, a door's verdict) with the
+    // transaction in an unknown state. Returned to the pool open, its claim would commit
+    // with the next checkout's work and this key be acked unprocessed: destroy it.
+    if (!keepOpen) conn.close(thrown ?? new Error('the claim transaction threw'));
+    keepOpen = true;
+    throw thrown;
   } finally {
     if (!keepOpen) conn.close();
   }

@@ -66,8 +66,8 @@ export class FakeTransaction implements ClaimTransaction<FakeTx> {
   async rollback(): Promise<void> {
     this.calls.push('rollback');
   }
-  close(): void {
-    this.calls.push('close');
+  close(failure?: unknown): void {
+    this.calls.push(failure === undefined ? 'close' : 'close(destroy)');
   }
 }
 

@@ -71,12 +71,12 @@ describe('a telemetry step that throws once', () => {
         outcomes: [first.outcome, second.outcome, again.outcome],
         ran,
       }).toEqual({
-        first: expect.not.arrayContaining(['ack']),
+        // The hook's throw is ignored: the delivery runs, untraced, once.
+        first: ['ack'],
         second: ['ack'],
-        // Acked only once its handler has run and committed.
         again: ['ack'],
-        outcomes: ['unsettled', 'processed', 'processed'],
-        ran: expect.arrayContaining(['first', 'second']),
+        outcomes: ['processed', 'processed', 'duplicate'],
+        ran: ['first', 'second'],
       });
     } finally {
       await consumer.stop();

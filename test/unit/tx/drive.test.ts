@@ -107,6 +107,22 @@ describe('driveTransaction: the sequence, through ClaimTransaction only', () => 
     expect(opened[0]!.calls).not.toContain('close');
   });
 
+  it('destroys, never releases, a transaction the library’s own code threw in', async () => {
+    for (const at of ['claimed', 'work', 'ended'] as const) {
+      const { transactions, opened } = fakeTransactions();
+      const broke = new Error(`${at} broke`);
+      const p: ClaimPlan<string | null, Verdict, FakeTx> = {
+        ...plan('7'),
+        [at]: async () => {
+          throw broke;
+        },
+      };
+      await expect(driveTransaction(transactions, p)).rejects.toBe(broke);
+      // Released open, its claim would commit with the next checkout's work.
+      expect(opened[0]!.calls.filter((c) => c.startsWith('close'))).toEqual(['close(destroy)']);
+    }
+  });
+
   it('starts nothing past the hard stop: a claim that got its row only then is rolled back', async () => {
     const stop = new AbortController();
     const { transactions, opened } = fakeTransactions(stop.signal);
