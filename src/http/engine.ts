@@ -159,12 +159,11 @@ export class Engine {
           // this transaction wrote nothing (ON CONFLICT DO NOTHING, a transaction-local
           // setting), and the ROLLBACK's outcome was never looked at anyway. The connection
           // goes back to the pool only once the ROLLBACK returned (see releaseLater).
+          // The answer is built first: should building it throw, the connection is still
+          // the driver's alone to end (one owner, one close).
+          const verdict = this.replay(claim, found.record, job.contextOnly === true);
           this.releaseLater(conn);
-          return {
-            kind: 'done',
-            verdict: this.replay(claim, found.record, job.contextOnly === true),
-            keepOpen: true,
-          };
+          return { kind: 'done', verdict, keepOpen: true };
         }
         if (found.kind === 'vanished') {
           await conn.rollback();
@@ -188,8 +187,10 @@ export class Engine {
    * its connection destroyed: close() waits for these, and must not wait past it.
    */
   private releaseLater(conn: ClaimTransaction): void {
+    // rollback() is bounded by the hard stop itself (abandoned there, destroyed on close);
+    // it resolves to nothing, which untilHardStop would read as the hard stop's answer.
     const done: Promise<void> = conn
-      .untilHardStop(conn.rollback())
+      .rollback()
       .then(() => conn.close())
       .catch((err: unknown) =>
         this.cfg.logger.warn({ err }, 'effectively-once: releasing a replay connection failed'),
@@ -446,7 +447,21 @@ export class Engine {
           },
         ),
       );
-    return { kind: 'replayed', response: replayOf({ ...record, status }, carrier), record };
+    let response: Response;
+    try {
+      response = replayOf({ ...record, status }, carrier);
+    } catch (cause) {
+      // A row the library did not write as it is (edited by hand, say): answered as a
+      // failure of the key's record, never thrown past the claim that read it.
+      return this.failed(
+        new EffectivelyOnceError(
+          'EO_IDEMPOTENCY_RECORD_UNREADABLE',
+          'The stored response cannot be replayed',
+          { retryable: false, details: { key: claim.key }, cause },
+        ),
+      );
+    }
+    return { kind: 'replayed', response, record };
   }
 
   private failed(error: EffectivelyOnceError): FailedAttempt {

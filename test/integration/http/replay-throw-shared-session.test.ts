@@ -1,14 +1,13 @@
 /**
- * Attack on the driver merge (59dc931), end to end on a pool of one: an HTTP replay
- * whose verdict throws (here: a stored row whose headers `new Headers` refuses,
- * written by hand) has its connection closed by the driver while its background
- * ROLLBACK (releaseLater) is still out, so the pool hands the client to the next
- * request at once; when the ROLLBACK returns, releaseLater closes it a second time,
- * and pg-pool's `client.release` is by then the next checkout's. That request's claim
- * transaction is released from under it (destroyed, since releaseLater's close carries
- * an error), and the request, which did nothing wrong, fails.
- * Before the merge the engine marked the connection released before building the
- * replay's verdict, so the driver's part (the close in `finally`) did not happen.
+ * End to end on a pool of one: an HTTP replay whose answer cannot be built (a stored row
+ * whose headers `new Headers` refuses, written by hand) must end its connection once and
+ * leave the next request's claim transaction alone. Had the replay handed its connection
+ * to the background ROLLBACK (releaseLater) before the answer threw, the driver would
+ * close it too; pg-pool's `client.release` would by then be the next checkout's, and
+ * that request's claim transaction would be released from under it. Now the answer is
+ * built first and never throws (a row it cannot replay is a failure of the record,
+ * EO_IDEMPOTENCY_RECORD_UNREADABLE); the connection has one owner, releaseLater, and the
+ * driver's close is idempotent besides.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
@@ -106,6 +105,7 @@ describe('a replay whose verdict throws, on a pool of one', () => {
     };
     checkouts.length = 0;
     const replay = await post(`${server.url}/charges`, stored, body);
+    // Answered as the record's failure, its ROLLBACK sent in the background as for any replay.
     expect(rollbackOut).toBe(true);
     expect(replay.status).toBe(500);
 
