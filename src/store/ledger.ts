@@ -124,7 +124,22 @@ export function planMigrations(
   };
 }
 
-/** What a deploy pipeline runs for `step`: its statements, then its ledger row. */
+/**
+ * Forgets the table's ledger rows, run before step 1: the table is new (nothing to
+ * forget), or it was dropped and the rows describe a table that no longer exists.
+ */
+export function forgetStatement(family: TableFamily, ref: TableRef): string {
+  return (
+    `DELETE FROM ${qualifiedTable(ledgerRef(ref.schema))}` +
+    ` WHERE family = ${sqlLiteral(family.name)} AND table_name = ${sqlLiteral(ref.table)}`
+  );
+}
+
+/** What runs for `step`, in one transaction: its statements and its ledger row. */
 export function stepScript(family: TableFamily, ref: TableRef, step: MigrationStep): string[] {
-  return [...step.statements, recordStatement(family, ref, step)];
+  return [
+    ...(step.version === 1 ? [forgetStatement(family, ref)] : []),
+    ...step.statements,
+    recordStatement(family, ref, step),
+  ];
 }

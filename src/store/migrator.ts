@@ -10,7 +10,7 @@ import {
   ledgerStatements,
   planMigrations,
   readLedgerSql,
-  recordStatement,
+  stepScript,
   type AppliedStep,
   type MigrationPlan,
 } from './ledger.js';
@@ -102,8 +102,7 @@ export async function applyMigrations(
       plan = planMigrations(family, ref, await readLedger(client, family, ref));
       const step = plan.pending[0];
       if (step !== undefined) {
-        for (const statement of step.statements) await query(statement);
-        await query(recordStatement(family, ref, step));
+        for (const statement of stepScript(family, ref, step)) await query(statement);
         applied.push(step.version);
         plan = { ...plan, pending: plan.pending.slice(1) };
       }
@@ -218,7 +217,13 @@ export async function checkMigratedAtStart(
   }
 }
 
-/** The ledger's rows of one table; none when there is no ledger yet. */
+/**
+ * The ledger's rows of one table: none when there is no ledger yet, and none when the
+ * table itself is gone (dropped by hand: its recorded steps describe a table that no
+ * longer exists, and step 1 must make it again). The ledger is read first: locking it
+ * makes the backend take in the catalog changes committed meanwhile, so the table's
+ * look-up after it is current even in a transaction that began before a lock wait.
+ */
 async function readLedger(
   db: Pick<Pool, 'query'>,
   family: TableFamily,
@@ -230,7 +235,12 @@ async function readLedger(
   );
   if (rows[0]?.present !== true) return [];
   const ledger = await db.query<AppliedStep>(readLedgerSql(ref.schema), [family.name, ref.table]);
-  return ledger.rows;
+  if (ledger.rows.length === 0) return [];
+  const table = await db.query<{ present: boolean }>(
+    'SELECT to_regclass($1) IS NOT NULL AS present',
+    [qualifiedTable(ref)],
+  );
+  return table.rows[0]?.present === true ? ledger.rows : [];
 }
 
 /** SQLSTATEs of a CREATE that lost a race whose winner committed while it waited. */

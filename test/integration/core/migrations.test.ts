@@ -172,6 +172,16 @@ describe('applyMigrations', () => {
     expect(rows).toEqual([{ message_key: 'kept' }]);
   });
 
+  it('makes a table dropped by hand again: its ledger rows describe a table that is gone', async () => {
+    const schema = await freshSchema();
+    const ref = { schema, table: 'dropped' };
+    await applyMigrations(db.pool, dedupTables, ref);
+    await db.pool.query(`DROP TABLE "${schema}".dropped`);
+    expect(await applyMigrations(db.pool, dedupTables, ref)).toMatchObject({ applied: [1] });
+    expect(await regclass(`"${schema}".dropped`)).toBe(`${schema}.dropped`);
+    expect((await ledger(schema)).map((r) => r.version)).toEqual([1]);
+  });
+
   it('refuses a step recorded with another checksum, and runs nothing', async () => {
     const schema = await freshSchema();
     const ref = { schema, table: 'edited' };

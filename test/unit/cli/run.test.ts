@@ -208,6 +208,7 @@ describe('migrate --print', () => {
     expect(stdout).toMatch(/^-- 4 pending migration steps\. Run each section in one transaction/);
     expect(stdout).toContain(
       '-- consumer "billing"."dedup", step 1: the dedup table, its processed_at and expiry indexes\n' +
+        `DELETE FROM "billing"."effectively_once_migrations" WHERE family = 'consumer' AND table_name = 'dedup';\n\n` +
         'CREATE TABLE IF NOT EXISTS "billing"."dedup" (',
     );
     expect(stdout).toContain(

@@ -118,7 +118,17 @@ describe('the ledger statements', () => {
       `INSERT INTO "s""x"."effectively_once_migrations" (family, table_name, version, checksum, summary)` +
         ` VALUES ('it''s', 't''; DROP TABLE y; --', 1, '${stepChecksum(step)}', 'step 1')`,
     );
-    expect(stepScript(f, odd, step)).toEqual([...step.statements, record]);
+    // Step 1 first forgets the table's rows: it runs only when the table is new or gone.
+    expect(stepScript(f, odd, step)).toEqual([
+      `DELETE FROM "s""x"."effectively_once_migrations" WHERE family = 'it''s' AND table_name = 't''; DROP TABLE y; --'`,
+      ...step.statements,
+      record,
+    ]);
+    const two = family(2).steps(ref)[1]!;
+    expect(stepScript(family(2), ref, two)).toEqual([
+      ...two.statements,
+      recordStatement(family(2), ref, two),
+    ]);
   });
 
   it('create the ledger, and the schema unless it exists', () => {
