@@ -97,10 +97,11 @@ describe('applyMigrations', () => {
       await claim.query('BEGIN');
       await claim.query(`INSERT INTO "${schema}".busy (consumer, message_key) VALUES ('c', 'k') `);
       // Step 1 run again would queue (CREATE INDEX takes the table's SHARE lock).
+      let timer: NodeJS.Timeout | undefined;
       const rerun = await Promise.race([
         applyMigrations(db.pool, dedupTables, ref),
-        new Promise((resolve) => setTimeout(() => resolve('queued'), 3000)),
-      ]);
+        new Promise((resolve) => (timer = setTimeout(() => resolve('queued'), 3000))),
+      ]).finally(() => clearTimeout(timer));
       expect(rerun).toEqual({ applied: [], version: 1, unknown: [] });
     } finally {
       await claim.query('ROLLBACK');
