@@ -227,6 +227,44 @@ export class DatabaseError extends EffectivelyOnceError {
   }
 }
 
+/**
+ * A migration step the ledger (`effectively_once_migrations`) records as applied to a
+ * table was applied from other statements than this version's step of that number (its
+ * checksum differs): a step edited after its release, or a ledger row written by hand.
+ * Nothing is re-run; the door does not start until someone looks.
+ */
+export class MigrationChecksumError extends EffectivelyOnceError {
+  constructor(details: {
+    family: string;
+    schema: string;
+    table: string;
+    version: number;
+    recorded: string;
+    expected: string;
+  }) {
+    super(
+      'EO_MIGRATION_CHECKSUM',
+      `Migration step ${details.version} of the ${details.family} table "${details.schema}"."${details.table}" was applied from other statements than this version's (checksum ${details.recorded.slice(0, 12)}…, expected ${details.expected.slice(0, 12)}…); nothing was run`,
+      { retryable: false, details },
+    );
+  }
+}
+
+/**
+ * A door started with `migrate: false` found its table behind this version: migration
+ * steps not applied (or no ledger at all). Apply them (`effectively-once migrate`, or
+ * the SQL of `effectively-once migrate --print`) before starting it.
+ */
+export class MigrationsPendingError extends EffectivelyOnceError {
+  constructor(details: { family: string; schema: string; table: string; pending: number[] }) {
+    super(
+      'EO_MIGRATIONS_PENDING',
+      `The ${details.family} table "${details.schema}"."${details.table}" is behind this version: migration step${details.pending.length === 1 ? '' : 's'} ${details.pending.join(', ')} not applied, and migrate is false. Run \`effectively-once migrate\` (or apply \`effectively-once migrate --print\`), or start with migrate: true`,
+      { retryable: false, details },
+    );
+  }
+}
+
 /** The broker refused or failed an operation (receive, delete, commit offsets, send to DLQ). */
 export class BrokerError extends EffectivelyOnceError {
   constructor(

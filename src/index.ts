@@ -44,6 +44,8 @@ export {
   TransactionControlError,
   StateError,
   DatabaseError,
+  MigrationChecksumError,
+  MigrationsPendingError,
   BrokerError,
   ShutdownError,
 } from './errors.js';

@@ -45,7 +45,13 @@ export interface StoreOptions<Telemetry> {
   schema?: string;
   /** Name of the door's table. Default: the door's own (see {@link DOOR_DEFAULTS}). */
   table?: string;
-  /** Create the door's table (if missing) before it first uses it. Default true. */
+  /**
+   * Apply the door's table's pending migration steps before it first uses it. Default
+   * true. `false`: check the migration ledger instead, and refuse to start (the
+   * consumer's `start()` rejects, the HTTP door answers 500) with
+   * `MigrationsPendingError` while a step is pending; a database that does not answer is
+   * waited for, not refused.
+   */
   migrate?: boolean;
   /**
    * Background pruning of the door's rows (see {@link RetentionOptions}); `false` or

@@ -4,10 +4,9 @@ import type { KafkaRecord } from './record.js';
 /**
  * How a record's value becomes the handler's message: `'json'` (default), `'text'`
  * (UTF-8 text, as `sqsSource`'s `'text'`), `'buffer'` (the bytes as they are) or your
- * own function. `'string'` is the older name of `'text'`. A tombstone (null value)
- * always arrives as `null`.
+ * own function. A tombstone (null value) always arrives as `null`.
  */
-export type KafkaParse<T> = 'json' | 'text' | 'string' | 'buffer' | ((record: KafkaRecord) => T);
+export type KafkaParse<T> = 'json' | 'text' | 'buffer' | ((record: KafkaRecord) => T);
 
 /** A decoded body, or why it cannot be decoded (the runner then dead-letters the record). */
 export type Decoded<T> =
@@ -42,7 +41,7 @@ export function decodeRecord<T>(record: KafkaRecord, parse: KafkaParse<T>): Deco
       rejection: new BodyParseError('value is not valid UTF-8', { cause, details: where(record) }),
     };
   }
-  if (parse === 'text' || parse === 'string') return { body: text as T };
+  if (parse === 'text') return { body: text as T };
   try {
     return { body: JSON.parse(text) as T };
   } catch (cause) {

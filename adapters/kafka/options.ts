@@ -48,7 +48,7 @@ export interface KafkaSourceOptions<T = unknown> {
    * Default `'idempotency-key'`.
    */
   key?: KafkaKey;
-  /** How the value becomes the message: `'json'` (default), `'text'` (`'string'` is its older name), `'buffer'` or a function. */
+  /** How the value becomes the message: `'json'` (default), `'text'`, `'buffer'` or a function. */
   parse?: KafkaParse<T>;
   /**
    * Partitions whose records are handled at the same time (kafkajs
@@ -188,13 +188,7 @@ export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSou
   }
   const { header: idempotencyHeader, key } = kafkaKeyOption(options.key);
   const parse = options.parse ?? 'json';
-  if (
-    typeof parse !== 'function' &&
-    parse !== 'json' &&
-    parse !== 'text' &&
-    parse !== 'string' &&
-    parse !== 'buffer'
-  ) {
+  if (typeof parse !== 'function' && parse !== 'json' && parse !== 'text' && parse !== 'buffer') {
     throw new ConfigurationError(
       'parse',
       "must be 'json', 'text', 'buffer' or a function (record) => body",

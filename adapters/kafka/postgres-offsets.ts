@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { DEFAULT_SCHEMA, qualifiedTable } from '../../src/store/identifiers.js';
 import { DEFAULT_OFFSETS_TABLE, kafkaOffsetsTables } from '../../src/store/kafka-offsets.js';
+import { applyMigrations } from '../../src/store/migrator.js';
 
 /** Options of {@link migrateKafkaOffsets}. */
 export interface KafkaOffsetsTableOptions {
@@ -11,16 +12,17 @@ export interface KafkaOffsetsTableOptions {
 }
 
 /**
- * Creates the table that `offsets: 'postgres'` writes the next offset of each
- * (group, topic, partition) to, in the same transaction as each effect. Idempotent and
- * safe when many workers start at once (transaction-scoped advisory lock; nothing runs
- * when the table exists).
+ * Brings the table that `offsets: 'postgres'` writes the next offset of each (group,
+ * topic, partition) to, in the same transaction as each effect, up to this version,
+ * recording each step in the schema's `effectively_once_migrations` ledger. Idempotent
+ * and safe when many workers start at once; when nothing is pending it only reads the
+ * ledger.
  */
 export async function migrateKafkaOffsets(
   pool: Pool,
   options: KafkaOffsetsTableOptions = {},
 ): Promise<void> {
-  await kafkaOffsetsTables.migrate(pool, {
+  await applyMigrations(pool, kafkaOffsetsTables, {
     schema: options.schema ?? DEFAULT_SCHEMA,
     table: options.table ?? DEFAULT_OFFSETS_TABLE,
   });

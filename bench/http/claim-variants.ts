@@ -144,8 +144,10 @@ export const CLAIM_VARIANTS: ClaimVariant[] = [
 /** A table variant's DDL: the shipped DDL for `<table>_<id>`, each statement changed. */
 export function tableVariantDdl(schema: string, table: string, variant: ClaimVariant): string[] {
   if (variant.table === undefined) throw new Error(`claim variants: ${variant.id} has no table`);
-  const ddl = idempotencyKeyTables.ddl(tableRef({ schema, table: variantTable(table, variant) }));
-  return ddl.statements.map(variant.table);
+  const ddl = idempotencyKeyTables
+    .steps(tableRef({ schema, table: variantTable(table, variant) }))
+    .flatMap((step) => step.statements);
+  return ddl.map(variant.table);
 }
 
 /** `CREATE FUNCTION` for `variant` beside the table's claim function, and the new name. */
@@ -156,8 +158,10 @@ export function claimVariantDdl(
 ): { sql: string; from: string; to: string } {
   if (variant.rewrite === undefined)
     throw new Error(`claim variants: ${variant.id} has no rewrite`);
-  const ddl = idempotencyKeyTables.ddl(tableRef({ schema, table }));
-  const statement = ddl.statements.find((s) => /_claim_v\d+"?\(p_scope/.test(s));
+  const statements = idempotencyKeyTables
+    .steps(tableRef({ schema, table }))
+    .flatMap((step) => step.statements);
+  const statement = statements.find((s) => /_claim_v\d+"?\(p_scope/.test(s));
   if (statement === undefined) throw new Error('claim variants: no claim function in the DDL');
   const from = /_claim_v\d+/.exec(statement)?.[0] ?? '_claim_v';
   const to = `_claim_${variant.id.replaceAll('-', '_')}`;

@@ -13,7 +13,7 @@ CREATE TABLE eo_idempotency_keys (
   body            bytea,                  -- NULL when not kept
   body_omitted    text CHECK (body_omitted IN ('too-large', 'stream')),
   created_at      timestamptz NOT NULL DEFAULT now(),
-  expires_at      timestamptz,            -- now() + the claim's retention; infinity: none; NULL: older row
+  expires_at      timestamptz,            -- now() + the claim's retention; infinity: none; NULL: unknown
   PRIMARY KEY (scope, idempotency_key)
 );
 CREATE INDEX eo_idempotency_keys_created_at_idx ON eo_idempotency_keys (created_at);
@@ -22,7 +22,7 @@ CREATE INDEX eo_idempotency_keys_expires_at_idx ON eo_idempotency_keys (expires_
 
 -- Claims the key (BEGIN first) with its lifetime in ms (NULL: never expires): the
 -- transaction id, or the stored row, or all NULL.
-CREATE OR REPLACE FUNCTION "public"."eo_idempotency_keys_claim_v2"(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text, p_keep_ms double precision)
+CREATE OR REPLACE FUNCTION "public"."eo_idempotency_keys_claim_v1"(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text, p_keep_ms double precision)
 RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
 LANGUAGE plpgsql VOLATILE AS $eo$
 #variable_conflict use_column

@@ -61,7 +61,7 @@ const httpKeyRows: FamilyRows = {
 
 /**
  * Every table family `migrate` handles, in the order it migrates them. A new family
- * (a module exporting a `TableFamily` that owns its DDL) registers here with the flag
+ * (a module exporting a `TableFamily` that owns its steps) registers here with the flag
  * that names its table; `migrate`, `--only` and the help pick it up, and with `rows`
  * so do `stats`, `prune` and `inspect` (`--family`).
  */

@@ -16,6 +16,7 @@ import { Settler } from './settle.js';
 import { emptyStats } from './stats.js';
 import { Tracing } from './tracing.js';
 import { dedupTables } from '../store/migrate.js';
+import { applyMigrations, checkMigratedAtStart } from '../store/migrator.js';
 import { pgClaimTransactions } from '../tx/claim-connection.js';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
 import type { Consumer, StopOptions } from './types.js';
@@ -107,7 +108,12 @@ class ConsumerImpl<T> implements Consumer {
     try {
       // The hard stop (stop()'s deadline) cancels a migration still waiting on a lock.
       if (this.cfg.migrate)
-        await dedupTables.migrate(this.cfg.pool, this.cfg.table, this.hardStop.signal);
+        await applyMigrations(this.cfg.pool, dedupTables, this.cfg.table, this.hardStop.signal);
+      else
+        await checkMigratedAtStart(this.cfg.pool, dedupTables, this.cfg.table, {
+          timeoutMs: this.cfg.acquireTimeoutMs,
+          logger: this.cfg.logger,
+        });
     } catch (error) {
       // A failed start leaves nothing running: the caller may start() again later.
       if (this.state === 'starting') this.state = 'new';

@@ -159,7 +159,7 @@ export interface Idempotency extends Observable<IdempotencyEvents, IdempotencySt
     handler: IdempotentHandler,
     overrides?: RequestOverrides,
   ): Promise<Execution>;
-  /** Creates the key table if missing (done before the first request unless `migrate: false`). */
+  /** Applies the key table's pending migration steps (done before the first request unless `migrate: false`). */
   migrate(): Promise<void>;
   /**
    * Prunes now the keys whose own expiry has passed (any configuration's), or with

@@ -43,7 +43,9 @@ import {
 } from './options.js';
 import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
+import { checkMigratedAtStart } from '../store/migrator.js';
 import {
+  idempotencyKeyTables,
   KeyStatements,
   migrateKeyTable,
   pruneIdempotencyKeys,
@@ -551,6 +553,11 @@ class IdempotencyImpl implements Idempotency {
   private prepare(): Promise<void> {
     this.ready ??= (async () => {
       if (this.cfg.migrate) await this.migrate();
+      else
+        await checkMigratedAtStart(this.cfg.pool, idempotencyKeyTables, this.cfg.table, {
+          timeoutMs: this.cfg.acquireTimeoutMs,
+          logger: this.cfg.logger,
+        });
       this.pruner?.start();
     })().catch((error: unknown) => {
       this.ready = undefined;

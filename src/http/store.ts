@@ -3,8 +3,9 @@ import { DatabaseError } from '../errors.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { ddlTableFamily, EXPIRES_COLUMN, expiryDdl, tableDdl } from '../store/migrate.js';
-import type { Ddl, TableFamily } from '../store/table-family.js';
+import { EXPIRES_COLUMN, keyTableStatements } from '../store/migrate.js';
+import { applyMigrations } from '../store/migrator.js';
+import type { TableFamily } from '../store/table-family.js';
 import { pruneTable, type PruneTarget } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
 
@@ -64,13 +65,10 @@ const COLUMNS = `  scope           text        NOT NULL,
 // statements sent as text: their plans are cached per session, where five statements
 // parsed and planned on every request made the database do twice the seed handler's
 // work per request (`npm run bench -- --http-sql`). `_v1`: a later version that changes
-// them creates its own beside these, so instances of both versions can run at once.
-// `_claim_v2` writes the row's own expiry; `_claim_v1` (of the versions before it) stays
-// where it was created, for their instances during a rolling deploy.
-const CLAIM_SUFFIX = '_claim_v2';
+// them creates its own beside these in a migration step, so instances of both versions
+// can run at once during a rolling deploy.
+const CLAIM_SUFFIX = '_claim_v1';
 const STORE_SUFFIX = '_store_v1';
-const CLAIM_ARGS = '(text, text, text, text, bytea, text, double precision)';
-const STORE_ARGS = '(text, text, smallint, jsonb, bytea, text)';
 
 /** The two functions of a key table, qualified and quoted. */
 function functionNames(ref: TableRef): { claim: string; store: string } {
@@ -78,14 +76,12 @@ function functionNames(ref: TableRef): { claim: string; store: string } {
 }
 
 /**
- * The key table's DDL: the table, its pruning indexes, and the two functions.
+ * The key table's version 1: the table, its pruning indexes, and the two functions.
  * - `expires_at`: the row's own expiry, `now()` plus the retention of the configuration
  *   that claimed it, `infinity` when that one has none (`retention: false`), NULL when
- *   the row predates the column (written by an earlier version: lifetime unknown).
- *   Pruners delete a row only once its own expiry has passed, so no configuration
- *   sharing the table shortens another's key lifetime (see `PruneTarget`). Added to a
- *   table of an earlier version by `ALTER TABLE ... ADD COLUMN IF NOT EXISTS` (no
- *   rewrite: nullable, no default); its index is partial, so old rows cost it nothing.
+ *   its lifetime is unknown (a row the claim did not write). Pruners delete a row only
+ *   once its own expiry has passed, so no configuration sharing the table shortens
+ *   another's key lifetime (see `PruneTarget`).
  * - claim: inserts the key row under the request's `lock_timeout` (then puts the
  *   session's back); one row back: the transaction id when it inserted, else the stored
  *   row (read by a statement of its own, so in READ COMMITTED it sees a row the other
@@ -93,18 +89,14 @@ function functionNames(ref: TableRef): { claim: string; store: string } {
  * - store: completes the claimed row with the response; raises when the row is gone,
  *   so the COMMIT after it never commits an effect without its response.
  */
-function keyTableDdl(ref: TableRef): Ddl {
-  const base = tableDdl({ ref, columns: COLUMNS, timeColumn: 'created_at' });
-  const expiry = expiryDdl(ref);
+function keyTableVersion1(ref: TableRef): string[] {
   const table = qualifiedTable(ref);
   const fn = functionNames(ref);
   const none =
     'NULL::text, NULL::text, NULL::bytea, NULL::smallint, NULL::jsonb, NULL::bytea, NULL::text';
-  return {
-    statements: [
-      ...base.statements,
-      ...expiry.statements,
-      `CREATE OR REPLACE FUNCTION ${fn.claim}(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text, p_keep_ms double precision)
+  return [
+    ...keyTableStatements({ ref, columns: COLUMNS, timeColumn: 'created_at' }),
+    `CREATE OR REPLACE FUNCTION ${fn.claim}(p_scope text, p_key text, p_method text, p_route text, p_fingerprint bytea, p_lock_timeout text, p_keep_ms double precision)
 RETURNS TABLE (xid text, method text, route text, fingerprint bytea, status smallint, headers jsonb, body bytea, body_omitted text)
 LANGUAGE plpgsql VOLATILE AS ${dollarQuoted(`
 #variable_conflict use_column
@@ -129,7 +121,7 @@ BEGIN
   END IF;
 END
 `)}`,
-      `CREATE OR REPLACE FUNCTION ${fn.store}(p_scope text, p_key text, p_status smallint, p_headers jsonb, p_body bytea, p_body_omitted text)
+    `CREATE OR REPLACE FUNCTION ${fn.store}(p_scope text, p_key text, p_status smallint, p_headers jsonb, p_body bytea, p_body_omitted text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE AS ${dollarQuoted(`
 BEGIN
@@ -141,10 +133,7 @@ BEGIN
   END IF;
 END
 `)}`,
-    ],
-    relations: [...base.relations, ...expiry.relations],
-    functions: [`${fn.claim}${CLAIM_ARGS}`, `${fn.store}${STORE_ARGS}`],
-  };
+  ];
 }
 
 /**
@@ -158,24 +147,32 @@ function dollarQuoted(body: string): string {
 }
 
 /** The HTTP idempotency keys' table (`eo_idempotency_keys`) and its functions, as a {@link TableFamily}. */
-export const idempotencyKeyTables: TableFamily = ddlTableFamily({
+export const idempotencyKeyTables: TableFamily = {
   name: 'http-keys',
   summary: 'the HTTP Idempotency-Key table (one row per key, with its stored response)',
   defaultTable: DEFAULT_TABLE,
-  ddl: keyTableDdl,
-});
+  steps: (ref) => [
+    {
+      version: 1,
+      summary: 'the key table, its created_at and expiry indexes, its claim and store functions',
+      statements: keyTableVersion1(ref),
+    },
+  ],
+};
 
 /**
- * Creates the key table (default `public.eo_idempotency_keys`) and its `created_at`
- * index if missing: the same advisory lock and skip-when-present rule as the
- * consumer's dedup table, so an instance starting beside a busy fleet takes no lock.
+ * Brings the key table (default `public.eo_idempotency_keys`) up to this version,
+ * recording each step in the schema's `effectively_once_migrations` ledger: the same
+ * rules as the consumer's dedup table (`migrate`), so an instance starting beside a busy
+ * fleet only reads the ledger.
  */
 export async function migrateKeyTable(
   pool: Pool,
   options: { schema?: string; table?: string } = {},
 ): Promise<void> {
-  await idempotencyKeyTables.migrate(
+  await applyMigrations(
     pool,
+    idempotencyKeyTables,
     tableRef({ schema: options.schema, table: options.table ?? DEFAULT_TABLE }),
   );
 }

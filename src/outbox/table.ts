@@ -1,16 +1,8 @@
 import type { Pool } from 'pg';
-import {
-  legacyDerivedName,
-  qualifiedDerived,
-  qualifiedTable,
-  quoteIdentifier,
-  tableRef,
-  type TableRef,
-} from '../store/identifiers.js';
-import { sqlLiteral } from '../store/literals.js';
-import { ddlTableFamily } from '../store/migrate.js';
+import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
+import { applyMigrations } from '../store/migrator.js';
 import { pruneTable } from '../store/prune.js';
-import type { Ddl, TableFamily } from '../store/table-family.js';
+import type { TableFamily } from '../store/table-family.js';
 
 /** Name of the outbox table unless `table` says otherwise. */
 export const DEFAULT_OUTBOX_TABLE = 'eo_outbox';
@@ -69,65 +61,47 @@ export function outboxRelations(ref: TableRef): {
   };
 }
 
-function outboxDdl(ref: TableRef): Ddl {
+/**
+ * Version 1 of an outbox table: the table, its lease sequence and indexes. `IF NOT
+ * EXISTS`, so a table this same version made before the ledger existed is adopted.
+ */
+function outboxVersion1(ref: TableRef): string[] {
   const r = outboxRelations(ref);
   const bare = (qualified: string): string => qualified.slice(qualified.indexOf('.') + 1);
-  return {
-    statements: [
-      `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(ref.schema, 'schema')}`,
-      `CREATE TABLE IF NOT EXISTS ${r.table} (\n${COLUMNS}\n)`,
-      `CREATE SEQUENCE IF NOT EXISTS ${r.sequence}`,
-      ...legacySequenceCatchUp(ref, r),
-      // The relay's scan: pending rows in commit order.
-      `CREATE INDEX IF NOT EXISTS ${bare(r.dueIndex)} ON ${r.table} (seq) WHERE state = 'pending'`,
-      // "Is an older row of this key still unpublished?", asked for every candidate.
-      `CREATE INDEX IF NOT EXISTS ${bare(r.keyIndex)} ON ${r.table} (ordering_key, seq) WHERE state <> 'published'`,
-      // Retention: published rows by age.
-      `CREATE INDEX IF NOT EXISTS ${bare(r.publishedIndex)} ON ${r.table} (published_at)`,
-    ],
-    relations: [r.table, r.sequence, r.dueIndex, r.keyIndex, r.publishedIndex],
-  };
-}
-
-/** How far a hashed-name lease sequence starts past the cut-name one it replaces (2^40). */
-const LEGACY_TOKEN_GAP = '1099511627776';
-
-/**
- * Before derived names were hashed, a table whose `<table>_lease_seq` passes 63 bytes
- * leased from a sequence named by cutting the table's name; this version creates the
- * hashed name instead. Relays of the old version may still be running (a rolling
- * deploy), drawing from the old sequence: start the new one far past every token the
- * old one or any row holds, so a stale lease's token is never handed out again. Runs
- * only with the rest of the DDL, i.e. when a relation is missing.
- */
-function legacySequenceCatchUp(ref: TableRef, r: ReturnType<typeof outboxRelations>): string[] {
-  const legacyName = legacyDerivedName(ref.table, '_lease_seq');
-  if (legacyName === null) return [];
-  const legacyLast =
-    `(SELECT last_value FROM pg_sequences WHERE schemaname = ${sqlLiteral(ref.schema)}` +
-    ` AND sequencename = ${sqlLiteral(legacyName)})`;
   return [
-    `SELECT setval(${sqlLiteral(r.sequence)}::regclass, GREATEST(` +
-      `(SELECT last_value FROM ${r.sequence}), ` +
-      `COALESCE((SELECT max(lease_token) FROM ${r.table}), 0) + ${LEGACY_TOKEN_GAP}, ` +
-      `COALESCE(${legacyLast}, 0) + ${LEGACY_TOKEN_GAP}))`,
+    `CREATE TABLE IF NOT EXISTS ${r.table} (\n${COLUMNS}\n)`,
+    `CREATE SEQUENCE IF NOT EXISTS ${r.sequence}`,
+    // The relay's scan: pending rows in commit order.
+    `CREATE INDEX IF NOT EXISTS ${bare(r.dueIndex)} ON ${r.table} (seq) WHERE state = 'pending'`,
+    // "Is an older row of this key still unpublished?", asked for every candidate.
+    `CREATE INDEX IF NOT EXISTS ${bare(r.keyIndex)} ON ${r.table} (ordering_key, seq) WHERE state <> 'published'`,
+    // Retention: published rows by age.
+    `CREATE INDEX IF NOT EXISTS ${bare(r.publishedIndex)} ON ${r.table} (published_at)`,
   ];
 }
 
-/** The transactional outbox's table (`eo_outbox`), as a `TableFamily` (for the CLI). */
-export const outboxTables: TableFamily = ddlTableFamily({
+/** The transactional outbox's table (`eo_outbox`), as a `TableFamily`. */
+export const outboxTables: TableFamily = {
   name: 'outbox',
   summary: 'the transactional outbox (one row per message to publish)',
   defaultTable: DEFAULT_OUTBOX_TABLE,
-  ddl: outboxDdl,
-});
+  steps: (ref) => [
+    {
+      version: 1,
+      summary: 'the outbox table, its lease sequence, its due, key and published_at indexes',
+      statements: outboxVersion1(ref),
+    },
+  ],
+};
 
 /**
- * Creates the outbox table, its lease sequence and indexes if missing. Idempotent and
- * safe from many processes at once; runs no DDL at all when everything exists.
+ * Brings the outbox table up to this version (creates it, its lease sequence and
+ * indexes), recording each step in the schema's `effectively_once_migrations` ledger.
+ * Idempotent and safe from many processes at once; when nothing is pending it only
+ * reads the ledger.
  */
 export async function migrateOutbox(pool: Pool, options: OutboxTableOptions = {}): Promise<void> {
-  await outboxTables.migrate(pool, outboxRef(options));
+  await applyMigrations(pool, outboxTables, outboxRef(options));
 }
 
 /** Options of {@link pruneOutbox}. */

@@ -34,9 +34,8 @@ export function quoteIdentifier(name: string, option = 'identifier'): string {
 const HASH_DIGITS = 10;
 
 /**
- * The name of a relation or function derived from a table's: `<table><suffix>`, as it
- * always was when it fits Postgres's 63 bytes (existing objects keep their names).
- * Longer, it is `<table cut>_<hash><suffix>`, the hash over the full `<table><suffix>`:
+ * The name of a relation or function derived from a table's: `<table><suffix>` when it
+ * fits Postgres's 63 bytes. Longer, it is `<table cut>_<hash><suffix>`, the hash over the full `<table><suffix>`:
  * cutting alone gave two tables sharing a long prefix one function or index between
  * them (one replaced the other's, or the second table silently got none). Cut on a
  * character boundary, deterministic for one table name.
@@ -52,19 +51,6 @@ export function derivedName(table: string, suffix: string): string {
     base += char;
   }
   return base + tail;
-}
-
-/**
- * The name {@link derivedName} gave before names were hashed: `<table><suffix>` with the
- * table's name cut (UTF-16 unit by unit, as that version did) until it fit 63 bytes.
- * `null` when the full name fits, i.e. both versions agree. Only upgrades read it: to
- * find an object an older version created under the cut name.
- */
-export function legacyDerivedName(table: string, suffix: string): string | null {
-  if (Buffer.byteLength(table + suffix, 'utf8') <= MAX_IDENTIFIER_BYTES) return null;
-  let cut = table;
-  while (Buffer.byteLength(cut + suffix, 'utf8') > MAX_IDENTIFIER_BYTES) cut = cut.slice(0, -1);
-  return cut + suffix;
 }
 
 /** `"schema"."<table><suffix>"`: a relation or function named after `ref`'s table ({@link derivedName}). */

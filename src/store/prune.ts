@@ -42,8 +42,8 @@ export interface PruneOptions {
 /**
  * Deletes dedup rows in bounded batches and returns how many were deleted: those whose
  * own expiry passed and, with `olderThan`, only those older than it (then also those
- * without an expiry, which only a window removes: rows that never expire, and rows from
- * before expiries were written). A row is never deleted before its own expiry, so
+ * without an expiry, which only a window removes: rows that never expire, and rows of
+ * unknown lifetime). A row is never deleted before its own expiry, so
  * consumers and deployments sharing the table never shorten each other's window. The window must
  * outlast the longest redelivery path (visibility timeout × max receives, DLQ redrive,
  * Kafka replays): a key pruned too early lets a late redelivery apply its effect again.
@@ -60,12 +60,11 @@ export interface PruneTarget {
   /** The timestamp the window is measured from. */
   timeColumn: string;
   /**
-   * The column of each row's own expiry, where the table has one (see `expiryDdl`): a
-   * row is never deleted before it. `infinity` (its writer set no lifetime) and NULL
-   * (written before the column, or by an instance of that version: lifetime unknown) go
-   * only by a prune with a window. A pruner cannot know the retention an earlier
-   * version's writer promised (the other side of a rolling deploy may keep keys longer
-   * than it), so only the operator, who knows the longest one, chooses that window.
+   * The column of each row's own expiry, where the table has one (see
+   * `keyTableStatements`): a row is never deleted before it. `infinity` (its writer set
+   * no lifetime) and NULL (not written by a claim: lifetime unknown) go only by a prune
+   * with a window. A pruner cannot know the retention such a row was meant to keep, so
+   * only the operator, who knows it, chooses that window.
    */
   expiresColumn?: string;
   /** Only rows whose `column` equals `value` (one consumer's, one scope's). */

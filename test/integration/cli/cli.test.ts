@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createConsumer, migrate } from '../../../src/index.js';
+import { migrationLockKeys } from '../../../src/store/migrator.js';
 import { memorySource } from '../../../src/testing/index.js';
 import type { TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -60,13 +61,13 @@ describe('migrate', () => {
     };
   }
 
-  it('--print needs no database and prints the DDL that migrate applies', async () => {
+  it('--print --all needs no database; applied, it leaves what migrate makes, and migrate finds nothing pending', async () => {
     const printedSchema = `${db.schema}_printed`;
     const appliedSchema = `${db.schema}_applied`;
     const { DATABASE_URL: _, ...noDatabase } = process.env;
     const printed = await runCli(
       main,
-      ['migrate', '--print', '--schema', printedSchema],
+      ['migrate', '--print', '--all', '--schema', printedSchema],
       noDatabase,
     );
     expect(printed).toMatchObject({ code: 0, stderr: '' });
@@ -83,49 +84,107 @@ describe('migrate', () => {
     expect(applied.stdout.trimEnd().split('\n')).toEqual([
       expect.stringMatching(/^family +table +result$/),
       expect.stringMatching(
-        new RegExp(`^consumer +"${appliedSchema}"\\."processed_messages" +created$`),
+        new RegExp(`^consumer +"${appliedSchema}"\\."processed_messages" +applied 1$`),
       ),
       expect.stringMatching(
-        new RegExp(`^kafka-offsets +"${appliedSchema}"\\."eo_kafka_offsets" +created$`),
+        new RegExp(`^kafka-offsets +"${appliedSchema}"\\."eo_kafka_offsets" +applied 1$`),
       ),
       expect.stringMatching(
-        new RegExp(`^http-keys +"${appliedSchema}"\\."eo_idempotency_keys" +created$`),
+        new RegExp(`^http-keys +"${appliedSchema}"\\."eo_idempotency_keys" +applied 1$`),
       ),
-      expect.stringMatching(new RegExp(`^outbox +"${appliedSchema}"\\."eo_outbox" +created$`)),
+      expect.stringMatching(new RegExp(`^outbox +"${appliedSchema}"\\."eo_outbox" +applied 1$`)),
     ]);
     const expected = await shape(appliedSchema);
-    // eo_kafka_offsets has its mark_offset, mark_timestamp; both key tables their expires_at
-    expect(expected.columns).toHaveLength(39);
-    expect(expected.indexes).toHaveLength(11);
+    // The ledger (6 columns) beside the four tables.
+    expect(expected.columns).toHaveLength(45);
+    expect(expected.indexes).toHaveLength(12);
     expect(await shape(printedSchema)).toEqual(expected);
+    // Checksums differ (the SQL names its schema); migrate below checks them.
+    const ledgerOf = async (schema: string): Promise<unknown[]> =>
+      (
+        await db.pool.query<Record<string, unknown>>(
+          `SELECT family, table_name, version, summary FROM "${schema}".effectively_once_migrations ORDER BY family`,
+        )
+      ).rows;
+    expect(await ledgerOf(printedSchema)).toEqual(await ledgerOf(appliedSchema));
 
-    // Printed DDL, applied: the library's own migrate finds everything in place.
+    // Printed SQL, applied: the library's own migrate finds nothing pending, and --print
+    // against that database prints nothing to run.
     const again = json(await runCli(main, ['migrate', '--schema', printedSchema, '--json']));
+    const upToDate = (family: string, table: string) => ({
+      family,
+      schema: printedSchema,
+      table,
+      applied: [],
+      version: 1,
+      unknown: [],
+    });
     expect(again).toEqual({
       families: [
-        {
-          family: 'consumer',
-          schema: printedSchema,
-          table: 'processed_messages',
-          result: 'present',
-        },
-        {
-          family: 'kafka-offsets',
-          schema: printedSchema,
-          table: 'eo_kafka_offsets',
-          result: 'present',
-        },
-        {
-          family: 'http-keys',
-          schema: printedSchema,
-          table: 'eo_idempotency_keys',
-          result: 'present',
-        },
-        { family: 'outbox', schema: printedSchema, table: 'eo_outbox', result: 'present' },
+        upToDate('consumer', 'processed_messages'),
+        upToDate('kafka-offsets', 'eo_kafka_offsets'),
+        upToDate('http-keys', 'eo_idempotency_keys'),
+        upToDate('outbox', 'eo_outbox'),
       ],
     });
+    const nothing = await runCli(main, ['migrate', '--print', '--schema', printedSchema]);
+    expect(nothing).toMatchObject({ code: 0, stderr: '' });
+    expect(nothing.stdout).toBe(
+      "-- Nothing pending: every table has all of this version's migration steps.\n",
+    );
     for (const schema of [printedSchema, appliedSchema])
       await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+  });
+
+  it('--print reads the ledger: only the pending steps, applied nowhere', async () => {
+    const schema = `${db.schema}_pending`;
+    await migrate(db.pool, { schema });
+    const run = await runCli(main, ['migrate', '--print', '--schema', schema, '--json']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const doc = JSON.parse(run.stdout) as {
+      ledgers: Array<{ schema: string }>;
+      families: Array<{ family: string; version: number; pending: Array<{ version: number }> }>;
+    };
+    expect(doc.ledgers.map((l) => l.schema)).toEqual([schema]);
+    expect(doc.families.map((f) => [f.family, f.version, f.pending.map((p) => p.version)])).toEqual(
+      [
+        ['consumer', 1, []],
+        ['kafka-offsets', 0, [1]],
+        ['http-keys', 0, [1]],
+        ['outbox', 0, [1]],
+      ],
+    );
+    // Printing applied nothing.
+    const { rows } = await db.pool.query<{ tablename: string }>(
+      'SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1',
+      [schema],
+    );
+    expect(rows.map((r) => r.tablename)).toEqual([
+      'effectively_once_migrations',
+      'processed_messages',
+    ]);
+    await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+  });
+
+  it('a step recorded with another checksum exits 1 and runs nothing', async () => {
+    const schema = `${db.schema}_edited`;
+    await migrate(db.pool, { schema });
+    await db.pool.query(`UPDATE "${schema}".effectively_once_migrations SET checksum = 'edited'`);
+    for (const extra of [[], ['--print']]) {
+      const run = await runCli(main, [
+        'migrate',
+        '--only',
+        'consumer',
+        '--schema',
+        schema,
+        ...extra,
+      ]);
+      expect(run).toMatchObject({ code: 1, stdout: '' });
+      expect(run.stderr).toMatch(
+        /^effectively-once migrate: EO_MIGRATION_CHECKSUM: Migration step 1 of the consumer table ".*"\."processed_messages" was applied from other statements/,
+      );
+    }
+    await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
   });
 
   it('--only and the table flags pick what is created', async () => {
@@ -141,23 +200,34 @@ describe('migrate', () => {
     );
     expect(run).toEqual({
       families: [
-        { family: 'kafka-offsets', schema: db.schema, table: 'offsets_x', result: 'created' },
+        {
+          family: 'kafka-offsets',
+          schema: db.schema,
+          table: 'offsets_x',
+          applied: [1],
+          version: 1,
+          unknown: [],
+        },
       ],
     });
     const { rows } = await db.pool.query<{ tablename: string }>(
-      'SELECT tablename FROM pg_tables WHERE schemaname = $1',
+      'SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1',
       [db.schema],
     );
-    expect(rows.map((r) => r.tablename)).toEqual(['offsets_x']);
+    expect(rows.map((r) => r.tablename)).toEqual(['effectively_once_migrations', 'offsets_x']);
     await db.pool.query(`DROP TABLE ${db.table('offsets_x')}`);
+    await db.pool.query(`DROP TABLE ${db.table('effectively_once_migrations')}`);
   });
 
   it('SIGINT while waiting for the migration lock exits 130 at once; nothing is created', async () => {
-    // Another process holds the offsets family's migration lock, so migrate waits on it.
+    // Another process holds the table's migration lock, so migrate waits on it.
     const holder = await db.pool.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query('SELECT pg_advisory_xact_lock($1)', [0x656f_6b6f]);
+      await holder.query(
+        'SELECT pg_advisory_xact_lock($1, $2)',
+        migrationLockKeys('kafka-offsets', { schema: db.schema, table: 'offsets_locked' }),
+      );
       const { child, done } = startCli(main, [
         'migrate',
         '--only',
@@ -172,7 +242,7 @@ describe('migrate', () => {
           const { rows } = await db.pool.query(
             `SELECT 1 FROM pg_stat_activity
               WHERE application_name = 'effectively-once-cli' AND wait_event = 'advisory'
-                AND strpos(query, 'pg_advisory_lock') > 0`,
+                AND strpos(query, 'pg_advisory_xact_lock') > 0`,
           );
           return rows.length > 0;
         },
@@ -197,6 +267,10 @@ describe('migrate', () => {
       db.table('offsets_locked'),
     ]);
     expect(rows).toEqual([{ t: null }]);
+    // The schema's ledger came before the table's lock, and records nothing.
+    const ledger = await db.pool.query(`SELECT * FROM ${db.table('effectively_once_migrations')}`);
+    expect(ledger.rows).toEqual([]);
+    await db.pool.query(`DROP TABLE ${db.table('effectively_once_migrations')}`);
   });
 
   it('bad input exits 2 and creates nothing; an unreachable database exits 1', async () => {

@@ -421,7 +421,7 @@ describe('inspect --family http-keys', () => {
         async () => {
           const { rows } = await db.pool.query(
             `SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction' AND strpos(query, $1) > 0`,
-            [`${table}_claim_v2`],
+            [`${table}_claim_v1`],
           );
           return rows.length > 0;
         },

@@ -4,6 +4,7 @@
  * pool with no free connection; a timed-out handler's server backend is cancelled so
  * it stops holding the claim's row lock.
  */
+import { migrationLockKeys } from '../../../src/store/migrator.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createConsumer } from '../../../src/index.js';
@@ -28,9 +29,6 @@ beforeEach(async () => {
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
-
-// The advisory lock migrate() takes around its DDL (src/store/migrate.ts).
-const MIGRATION_LOCK_KEY = 0x6566_6f6e;
 
 /** A second pool on the test schema, for tests that need a small or a proxied one. */
 function extraPool(options: pg.PoolConfig = {}): pg.Pool {
@@ -77,6 +75,8 @@ describe('start()', () => {
 
 describe('stop() while start() is still migrating', () => {
   it('once both settle, the source was never run, or was run and stopped before stop() resolved', async () => {
+    // The advisory lock a migration of the table takes around each step (src/store/migrator.ts).
+    const lockKeys = migrationLockKeys('consumer', { schema: db.schema, table: 'pm_stop_start' });
     const locker = await db.pool.connect();
     let lockHeld = true;
     const unlock = async () => {
@@ -87,7 +87,7 @@ describe('stop() while start() is still migrating', () => {
     };
     cleanups.push(unlock);
     await locker.query('BEGIN');
-    await locker.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await locker.query('SELECT pg_advisory_xact_lock($1, $2)', lockKeys);
 
     const source = new ManualSource<Charge>();
     const consumer = createConsumer<Charge>({
@@ -103,8 +103,8 @@ describe('stop() while start() is still migrating', () => {
       async () =>
         (
           await db.pool.query(
-            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1",
-            [MIGRATION_LOCK_KEY],
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1::bigint::oid AND objsubid = 2",
+            [lockKeys[1] >>> 0],
           )
         ).rowCount === 1,
       { what: 'migrate() waiting for its lock' },

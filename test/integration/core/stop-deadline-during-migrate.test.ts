@@ -5,11 +5,12 @@ import { memorySource } from '../../../src/testing/index.js';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor, within } from '../../helpers/wait-for.js';
 
-// `migrate` adds `expires_at` to an existing dedup table (ALTER TABLE ... ADD COLUMN IF
-// NOT EXISTS): it needs an ACCESS EXCLUSIVE lock, so it queues behind any open
-// transaction on the table (an old instance's claim whose handler is running). stop({
-// timeoutMs }) called meanwhile must still resolve by its deadline: start() is abandoned
-// (it rejects with a StateError) and the migrating backend cancelled, not left queued.
+// `migrate` adopts a dedup table its ledger does not record (step 1 runs again): its
+// `CREATE INDEX IF NOT EXISTS` takes the table's SHARE lock even though the index
+// exists, so it queues behind any open transaction on the table (another instance's
+// claim whose handler is running). stop({ timeoutMs }) called meanwhile must still
+// resolve by its deadline: start() is abandoned (it rejects with a StateError) and the
+// migrating backend cancelled, not left queued.
 
 describe('stop() deadline while start() migrates behind an open transaction', () => {
   let db: TestDatabase;
@@ -35,12 +36,12 @@ describe('stop() deadline while start() migrates behind an open transaction', ()
       schema: db.schema,
       handler: async () => undefined,
     };
-    // The table as an earlier version made it: without expires_at.
+    // The table with no ledger rows: step 1 applies again.
     const first = createConsumer<{ n: number }>({ ...options, source: memorySource() });
     await first.start();
     await first.stop();
-    await db.pool.query('ALTER TABLE processed_messages DROP COLUMN expires_at');
-    // An old instance's claim, its handler still running.
+    await db.pool.query('DELETE FROM effectively_once_migrations');
+    // Another instance's claim, its handler still running.
     await other.query('BEGIN');
     await other.query(
       `INSERT INTO processed_messages (consumer, message_key) VALUES ('pay', 'k-old')`,

@@ -48,10 +48,19 @@ describe('migrate', () => {
     await consumer.start();
     await waitFor(() => source.outstanding === 0);
     await consumer.stop();
-    const tables = await db.pool.query('SELECT tablename FROM pg_tables WHERE schemaname = $1', [
-      schema,
+    const tables = await db.pool.query(
+      'SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1',
+      [schema],
+    );
+    // The table, and the ledger that records its migration steps (with its name as data).
+    expect(tables.rows).toEqual([
+      { tablename: 'effectively_once_migrations' },
+      { tablename: table },
     ]);
-    expect(tables.rows).toEqual([{ tablename: table }]);
+    const ledger = await db.pool.query(
+      `SELECT table_name FROM "${schema.replace(/"/g, '""')}".effectively_once_migrations`,
+    );
+    expect(ledger.rows).toEqual([{ table_name: table }]);
     const claims = await db.pool.query(
       `SELECT consumer, message_key FROM "${schema.replace(/"/g, '""')}"."${table.replace(/"/g, '""')}"`,
     );

@@ -154,7 +154,7 @@ describe('Postgres-only examples quoted by the docs', () => {
           [schema],
         );
         const indexes = await db.pool.query<{ indexdef: string }>(
-          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'processed_messages' ORDER BY indexname`,
           [schema],
         );
         return {
@@ -184,11 +184,12 @@ describe('Postgres-only examples quoted by the docs', () => {
         );
         const constraints = await db.pool.query<{ def: string }>(
           `SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
-             JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1 ORDER BY 1`,
+             JOIN pg_namespace n ON n.oid = c.connamespace JOIN pg_class r ON r.oid = c.conrelid
+            WHERE n.nspname = $1 AND r.relname = 'eo_idempotency_keys' ORDER BY 1`,
           [schema],
         );
         const indexes = await db.pool.query<{ indexdef: string }>(
-          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`,
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'eo_idempotency_keys' ORDER BY indexname`,
           [schema],
         );
         const functions = await db.pool.query<{ def: string }>(

@@ -103,7 +103,7 @@ describe('close() and the requests in flight at its hard stop', () => {
     try {
       await entered.wait;
       const retry = post(`${waiter.app.url}/run`, key, { n: 1 });
-      await waitFor(async () => (await lockWaits('_claim_v2')) > 0, { what: 'a waiting claim' });
+      await waitFor(async () => (await lockWaits('_claim_v1')) > 0, { what: 'a waiting claim' });
       expect(await within(waiter.idempotency.close({ timeoutMs: 50 }), 15_000)).toBeUndefined();
       const got = await retry;
       expect(got.status).toBe(503);

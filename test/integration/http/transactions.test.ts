@@ -5,7 +5,6 @@ import {
   type IdempotencyContext,
   type IdempotencyOptions,
 } from 'effectively-once/http';
-import { idempotencyKeyTables } from '../../../src/http/store.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FRAMEWORKS } from '../../../kit/payments/payments.js';
 import { gate, paymentFixture, post } from './support.js';
@@ -178,35 +177,6 @@ describe('the core, called directly', () => {
     const again = await idempotency.handle(request(key), handler);
     expect(again.headers.get('idempotent-replayed')).toBeNull();
     expect(await effects(key)).toBe(2);
-    await idempotency.close();
-  });
-
-  it('a key table from before the functions: migrate adds them, then requests run', async () => {
-    const table = 'eo_keys_before_functions';
-    const idempotency = endpoint({ table });
-    // The table and index alone, as an earlier version created them.
-    const ddl = idempotencyKeyTables.ddl({ schema: db.schema, table });
-    for (const statement of ddl.statements.filter((s) => !s.includes('FUNCTION')))
-      await db.pool.query(statement);
-    const functions = async () =>
-      (
-        await db.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-            WHERE n.nspname = $1 AND p.proname LIKE $2`,
-          [db.schema, `${table}_%_v_`],
-        )
-      ).rows[0]?.n;
-    expect(await functions()).toBe(0);
-    const key = randomUUID();
-    const handler = async (_r: Request, ctx: IdempotencyContext) => {
-      await ctx.tx.query('INSERT INTO effects (k) VALUES ($1)', [ctx.key]);
-      return new Response('ok', { status: 201 });
-    };
-    expect((await idempotency.handle(request(key), handler)).status).toBe(201);
-    expect(await functions()).toBe(2);
-    const replay = await idempotency.handle(request(key), handler);
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
-    expect(await effects(key)).toBe(1);
     await idempotency.close();
   });
 

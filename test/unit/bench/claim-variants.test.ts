@@ -54,7 +54,7 @@ describe('the claim function variants the SQL bench measures', () => {
       const own = `keys_${v.id.replaceAll('-', '_')}`;
       const ddl = tableVariantDdl('bench', 'keys', v).join('\n');
       expect(ddl).toContain(`"bench"."${own}"`);
-      expect(ddl).toContain(`"bench"."${own}_claim_v2"(p_scope text`);
+      expect(ddl).toContain(`"bench"."${own}_claim_v1"(p_scope text`);
       expect(ddl).not.toMatch(/"bench"\."keys"[ (]/);
     }
   });

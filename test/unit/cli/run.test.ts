@@ -10,7 +10,9 @@ import { TABLE_FAMILIES } from '../../../src/cli/families.js';
 import { idempotencyKeyTables } from '../../../src/http/store.js';
 import { outboxTables } from '../../../src/outbox/table.js';
 import { COMMANDS, runCli } from '../../../src/cli/run.js';
+import { ledgerStatements, stepChecksum, stepScript } from '../../../src/store/ledger.js';
 import { dedupTables } from '../../../src/store/migrate.js';
+import type { TableFamily } from '../../../src/store/table-family.js';
 
 async function cli(argv: string[], env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -167,10 +169,16 @@ describe('usage errors exit 2 with one line naming the problem', () => {
 });
 
 describe('migrate --print', () => {
-  it("prints each family's DDL from its one owner, for the given names, with no database", async () => {
+  const ref = (table: string) => ({ schema: 'billing', table });
+  /** The SQL a family's steps print as for a fresh database: statements, then the ledger row. */
+  const script = (family: TableFamily, table: string): string[] =>
+    family.steps(ref(table)).flatMap((step) => stepScript(family, ref(table), step));
+
+  it("--all prints every family's steps from their one owner, ledger rows included, with no database", async () => {
     const { code, stdout, stderr } = await cli([
       'migrate',
       '--print',
+      '--all',
       '--schema',
       'billing',
       '--table',
@@ -184,39 +192,75 @@ describe('migrate --print', () => {
     ]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     const printed = [
-      ...dedupTables.ddl({ schema: 'billing', table: 'dedup' }).statements,
-      ...kafkaOffsetsTables.ddl({ schema: 'billing', table: 'offsets' }).statements,
-      ...idempotencyKeyTables.ddl({ schema: 'billing', table: 'keys' }).statements,
-      ...outboxTables.ddl({ schema: 'billing', table: 'box' }).statements,
+      ...ledgerStatements('billing'),
+      ...script(dedupTables, 'dedup'),
+      ...script(kafkaOffsetsTables, 'offsets'),
+      ...script(idempotencyKeyTables, 'keys'),
+      ...script(outboxTables, 'box'),
     ];
-    // A statement ends with ';' at the end of a line followed by a blank line or the
-    // end (function bodies have ';' at line ends too, never a blank line).
-    const statements = stdout
-      .split(/;\n(?=\n|$)/)
+    // A statement ends with ';' at the end of a line followed by a comment, a blank line
+    // or the end (function bodies have ';' at line ends too, never followed by those).
+    const statements = `${stdout}\n`
+      .split(/;\n(?=\n|--|$)/)
       .map((s) => s.replace(/^(--.*\n|\n)*/g, '').trim())
       .filter((s) => s !== '');
     expect(statements).toEqual(printed);
-    expect(stdout).toContain('CREATE TABLE IF NOT EXISTS "billing"."dedup" (');
+    expect(stdout).toMatch(/^-- 4 pending migration steps\. Run each section in one transaction/);
     expect(stdout).toContain(
-      'CREATE INDEX IF NOT EXISTS "dedup_processed_at_idx" ON "billing"."dedup" ("processed_at")',
+      '-- consumer "billing"."dedup", step 1: the dedup table, its processed_at and expiry indexes\n' +
+        `DELETE FROM "billing"."effectively_once_migrations" WHERE family = 'consumer' AND table_name = 'dedup';\n\n` +
+        'CREATE TABLE IF NOT EXISTS "billing"."dedup" (',
     );
-    expect(stdout).toContain('CREATE TABLE IF NOT EXISTS "billing"."offsets" (');
+    expect(stdout).toContain(
+      `INSERT INTO "billing"."effectively_once_migrations" (family, table_name, version, checksum, summary) VALUES ('consumer', 'dedup', 1, '${stepChecksum(dedupTables.steps(ref('dedup'))[0]!)}', `,
+    );
   });
 
-  it('--only picks families; --json gives the statements per family', async () => {
-    const { code, stdout } = await cli(['migrate', '--print', '--only', 'kafka-offsets', '--json']);
+  it('--only picks families; --json gives the pending steps per family', async () => {
+    const { code, stdout } = await cli([
+      'migrate',
+      '--print',
+      '--all',
+      '--only',
+      'kafka-offsets',
+      '--json',
+    ]);
     expect(code).toBe(0);
+    const [step] = kafkaOffsetsTables.steps({ schema: 'public', table: 'eo_kafka_offsets' });
     expect(JSON.parse(stdout)).toEqual({
+      ledgers: [{ schema: 'public', statements: ledgerStatements('public') }],
       families: [
         {
           family: 'kafka-offsets',
           schema: 'public',
           table: 'eo_kafka_offsets',
-          statements: kafkaOffsetsTables.ddl({ schema: 'public', table: 'eo_kafka_offsets' })
-            .statements,
+          version: 0,
+          unknown: [],
+          pending: [
+            {
+              version: 1,
+              summary: step!.summary,
+              checksum: stepChecksum(step!),
+              statements: stepScript(
+                kafkaOffsetsTables,
+                { schema: 'public', table: 'eo_kafka_offsets' },
+                step!,
+              ),
+            },
+          ],
         },
       ],
     });
+  });
+
+  it('--print without --all needs the database (it reads the ledger); --all needs --print', async () => {
+    const noDatabase = await cli(['migrate', '--print']);
+    expect(noDatabase).toMatchObject({ code: EXIT.usage, stdout: '' });
+    expect(noDatabase.stderr).toContain("--print reads the database's migration ledger");
+    expect(noDatabase.stderr).toContain('add --all');
+    const allAlone = await cli(['migrate', '--all']);
+    expect(allAlone).toMatchObject({ code: EXIT.usage, stdout: '' });
+    expect(allAlone.stderr).toContain('Invalid option "--all": goes with --print');
   });
 
   it('only the dedup and HTTP key tables have a prune target: no retention reaches the Kafka offsets', () => {
@@ -232,17 +276,19 @@ describe('migrate --print', () => {
         );
   });
 
-  it('every registered family has a distinct name and table flag, and DDL that quotes its names', () => {
+  it('every registered family has a distinct name and table flag, and steps that quote its names', () => {
     const names = TABLE_FAMILIES.map((f) => f.family.name);
     const flags = TABLE_FAMILIES.map((f) => f.tableOption);
     expect(new Set(names).size).toBe(names.length);
     expect(new Set(flags).size).toBe(flags.length);
     for (const { family } of TABLE_FAMILIES) {
-      const ddl = family.ddl({ schema: 's"x', table: `t'; DROP TABLE y; --` });
-      expect(ddl.relations.length).toBeGreaterThan(0);
-      for (const statement of ddl.statements)
+      const steps = family.steps({ schema: 's"x', table: `t'; DROP TABLE y; --` });
+      expect(steps.map((s) => s.version)).toEqual(steps.map((_, i) => i + 1));
+      for (const statement of steps.flatMap((s) => s.statements)) {
         expect(statement).toMatch(/( IF NOT EXISTS|^CREATE OR REPLACE FUNCTION) "/);
-      expect(ddl.relations[0]).toBe(`"s""x"."t'; DROP TABLE y; --"`);
+        expect(statement).toContain('"s""x".');
+      }
+      expect(steps[0]?.statements[0]).toContain(`"s""x"."t'; DROP TABLE y; --"`);
     }
   });
 });

@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { derivedName, legacyDerivedName } from '../../../src/store/identifiers.js';
+import { derivedName } from '../../../src/store/identifiers.js';
 
 const bytes = (name: string): number => Buffer.byteLength(name, 'utf8');
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 describe('derivedName', () => {
-  it('keeps a name that fits exactly as it was (existing objects keep their names)', () => {
+  it('keeps a name that fits as it is', () => {
     expect(derivedName('eo_idempotency_keys', '_claim_v1')).toBe('eo_idempotency_keys_claim_v1');
     const fits = 'a'.repeat(63 - '_claim_v1'.length);
     expect(derivedName(fits, '_claim_v1')).toBe(`${fits}_claim_v1`);
@@ -41,19 +41,5 @@ describe('derivedName', () => {
     const emoji = derivedName('😀'.repeat(20), '_seq');
     expect(bytes(emoji)).toBeLessThanOrEqual(63);
     expect(emoji).not.toMatch(LONE_SURROGATE);
-  });
-});
-
-describe('legacyDerivedName', () => {
-  it('is null when the full name fits: both versions named it alike', () => {
-    expect(legacyDerivedName('orders_outbox', '_lease_seq')).toBeNull();
-  });
-
-  it('is the table cut until `<cut><suffix>` fits 63 bytes, as the version before hashing named it', () => {
-    const table = `orders_outbox_${'x'.repeat(44)}`;
-    expect(legacyDerivedName(table, '_lease_seq')).toBe(`${table.slice(0, 53)}_lease_seq`);
-    expect(derivedName(table, '_lease_seq')).not.toBe(legacyDerivedName(table, '_lease_seq'));
-    const multiByte = legacyDerivedName('é'.repeat(40), '_lease_seq');
-    expect(multiByte).toBe(`${'é'.repeat(26)}_lease_seq`);
   });
 });

@@ -85,17 +85,13 @@ describe('decodeRecord', () => {
     expect(bad.rejection).toBeInstanceOf(BodyParseError);
     expect(bad.rejection?.details).toMatchObject({ topic: 'orders', partition: 3, offset: '42' });
     expect(
-      decodeRecord(record({ value: Buffer.from([0xff, 0xfe]) }), 'string').rejection,
+      decodeRecord(record({ value: Buffer.from([0xff, 0xfe]) }), 'text').rejection,
     ).toBeInstanceOf(BodyParseError);
   });
 
   it('hands tombstones over as null, text as string, bytes as Buffer, or through a function', () => {
     expect(decodeRecord(record({ value: null }), 'json')).toEqual({ body: null });
     expect(decodeRecord(record({ value: Buffer.from('héllo') }), 'text')).toEqual({
-      body: 'héllo',
-    });
-    // 'string' is the older name of 'text' (sqsSource's name for the same thing).
-    expect(decodeRecord(record({ value: Buffer.from('héllo') }), 'string')).toEqual({
       body: 'héllo',
     });
     expect(decodeRecord(record({ value: Buffer.from([1, 2]) }), 'buffer').body).toEqual(

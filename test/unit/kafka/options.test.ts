@@ -55,6 +55,8 @@ describe('kafkaSource options', () => {
     ['key', { key: '' }],
     ['key', { key: 7 as unknown as string }],
     ['parse', { parse: 'xml' }],
+    // 'string', the pre-release name of 'text', is gone: nobody ran that version.
+    ['parse', { parse: 'string' }],
     ['partitionConcurrency', { partitionConcurrency: 0 }],
     ['keyConcurrency', { keyConcurrency: 1.5 }],
     ['keyConcurrency', { keyConcurrency: 1001 }],
