@@ -12,20 +12,24 @@ import type {
   RouteHandlerMethod,
   RouteOptions,
 } from 'fastify';
-import { ConfigurationError } from '../errors.js';
-import type { IdempotencyContext } from './context.js';
-import { dropStream, headOf, putHead, runRoute, type RouteRun } from './fastify-reply.js';
 import {
+  checkWebhookOptions,
+  ConfigurationError,
   executeBuffered,
+  knownBytes,
+  nodeHeaders,
+  nodeRequestHead,
+  requestUrl,
+  webRequest,
+  withoutEncoding,
   type BufferedExecutor,
   type Execution,
   type Idempotency,
+  type IdempotencyContext,
   type RequestOverrides,
-} from './idempotency-types.js';
-import { knownBytes } from './known-body.js';
-import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
-import { withoutEncoding } from './request-encoding.js';
-import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
+  type WebhookOptions,
+} from '../../src/http/framework-kit.js';
+import { dropStream, headOf, putHead, runRoute, type RouteRun } from './reply.js';
 
 /** A route's own setting, in its `config.idempotency`. */
 export type RouteIdempotency =
