@@ -9,6 +9,7 @@ const common = {
     '^effectively-once$': '<rootDir>/src/index.ts',
     '^effectively-once/sqs$': '<rootDir>/adapters/sqs/index.ts',
     '^effectively-once/kafka$': '<rootDir>/adapters/kafka/index.ts',
+    '^effectively-once/kafka/platformatic$': '<rootDir>/adapters/kafka/platformatic/index.ts',
     '^effectively-once/testing$': '<rootDir>/src/testing/index.ts',
     '^effectively-once/client$': '<rootDir>/src/client/index.ts',
     '^effectively-once/http$': '<rootDir>/src/http/index.ts',

@@ -1,8 +1,11 @@
 /**
- * effectively-once/http/express: Idempotency-Key endpoints and webhook receivers for
- * Express 5, thin over effectively-once/http. The handler writes to `res` as usual;
+ * `effectively-once/http/express`: Idempotency-Key endpoints and webhook receivers for
+ * Express 5, thin over `effectively-once/http`. The handler writes to `res` as usual;
  * what it writes is held back (bounded memory, then a temporary file), stored with the
- * effect, committed, then sent.
+ * effect, committed, then sent. `express` 5 and `@types/express` are optional peer
+ * dependencies.
+ * @packageDocumentation
+ * @module effectively-once/http/express
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';

@@ -1,8 +1,11 @@
 /**
- * effectively-once/http/fastify: Idempotency-Key routes and webhook receivers for
- * Fastify 5, as a plugin over effectively-once/http. Routes (POST and PATCH by
+ * `effectively-once/http/fastify`: Idempotency-Key routes and webhook receivers for
+ * Fastify 5, as a plugin over `effectively-once/http`. Routes (POST and PATCH by
  * default) run inside the key's transaction (`request.idempotency.tx`); what they
- * return is serialized, stored with the effect, committed, then sent.
+ * return is serialized, stored with the effect, committed, then sent. `fastify` 5 is an
+ * optional peer dependency.
+ * @packageDocumentation
+ * @module effectively-once/http/fastify
  */
 import { Readable } from 'node:stream';
 import type {
