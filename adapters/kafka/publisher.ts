@@ -61,6 +61,11 @@ export function kafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
       'producer',
       'must be a kafkajs Producer or a platformaticProducer (with connect() and send())',
     );
+  if (given !== undefined && options.producerConfig !== undefined)
+    throw new ConfigurationError(
+      'producerConfig',
+      'applies to the producer made from `kafka`; configure your own `producer` yourself',
+    );
   if (typeof options.topic !== 'string' || options.topic === '')
     throw new ConfigurationError('topic', 'must be a topic name');
   const owned = given === undefined;

@@ -88,6 +88,9 @@ describe('kafkaPublisher options', () => {
     expect(() => kafkaPublisher({ kafka, producer, topic: 't' })).toThrow(/exactly one/);
     expect(() => kafkaPublisher({ kafka, topic: '' })).toThrow(/topic/);
     expect(() =>
+      kafkaPublisher({ producer, producerConfig: { allowAutoTopicCreation: false }, topic: 't' }),
+    ).toThrow(/applies to the producer made from `kafka`/);
+    expect(() =>
       kafkaPublisher({ producer: {} as unknown as KafkaProducerLike, topic: 't' }),
     ).toThrow(/must be a kafkajs Producer or a platformaticProducer/);
   });
