@@ -1,11 +1,19 @@
 // The layout ARCHITECTURE.md describes, checked by `npm run lint` (`depcruise`): a core
 // (the primitives at the top of src/, the SQL in store/, the transaction in tx/), three
 // doors on it (consumer/, http/, outbox/), the caller's client/ (which the outbox's HTTP
-// publisher uses), and around them otel/, cli/, testing/ and the broker adapters.
+// publisher uses), around them otel/, cli/ and testing/, and in adapters/ every bridge to
+// a third-party package (SQS, Kafka, @platformatic/kafka, Express, Fastify).
 // Type-only imports count: a circle of types is a circle of ideas, and `import type`
 // must not be the way one is hidden.
 const DOORS = 'consumer|http|outbox';
 const AROUND = 'client|otel|cli|testing';
+// The optional peer dependencies: only adapters/ (and, for OpenTelemetry, src/otel/) may
+// import them, so a user without the peer can import every other entry point. A path
+// matches the package resolved (under node_modules/, its @types/ included) and, when it
+// is not installed, the bare name.
+const peer = (names) => `(^|node_modules/)(@types/)?(${names})(/|$)`;
+const BRIDGED_PEERS = peer('express|fastify|kafkajs|@aws-sdk|@platformatic');
+const OTEL = peer('@opentelemetry');
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -60,6 +68,32 @@ export default {
       severity: 'error',
       from: { path: '^kit/' },
       to: { path: '^(bench|chaos)/' },
+    },
+    {
+      name: 'src-imports-no-bridged-peer',
+      comment:
+        'express, fastify, @aws-sdk/*, kafkajs and @platformatic/* are optional peers: ' +
+        'the bridge to one lives in adapters/, typed structurally in src/ when src/ needs it.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: BRIDGED_PEERS },
+    },
+    {
+      name: 'otel-only-in-src-otel',
+      comment:
+        '@opentelemetry/api is an optional peer: only src/otel/ (effectively-once/otel) imports it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/otel/' },
+      to: { path: OTEL },
+    },
+    {
+      name: 'framework-adapters-through-the-kit',
+      comment:
+        'adapters/express and adapters/fastify reach src/ only through src/http/framework-kit.ts: ' +
+        'add what they need there.',
+      severity: 'error',
+      from: { path: '^adapters/(express|fastify)/' },
+      to: { path: '^src/', pathNot: '^src/http/framework-kit[.]ts$' },
     },
   ],
   options: {

@@ -27,12 +27,12 @@ import pg from 'pg';
 import {
   createRelay,
   enqueue,
-  kafkaPublisher,
   migrateOutbox,
-  sqsPublisher,
   type OutboxRecord,
   type Publisher,
 } from '../src/outbox/index.js';
+import { kafkaPublisher } from '../adapters/kafka/index.js';
+import { sqsPublisher } from '../adapters/sqs/index.js';
 import { orderCost, orderCostLines } from './outbox-order.js';
 import { ensureServices, type Endpoints } from './services.js';
 import {

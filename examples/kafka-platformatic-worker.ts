@@ -11,7 +11,8 @@ import { pathToFileURL } from 'node:url';
 import { Consumer, Producer } from '@platformatic/kafka';
 import pg from 'pg';
 import { createConsumer } from 'effectively-once';
-import { kafkaSource, platformaticClients } from 'effectively-once/kafka';
+import { kafkaSource } from 'effectively-once/kafka';
+import { platformaticClients } from 'effectively-once/kafka/platformatic';
 import type { ShipmentRequested, WorkerOptions } from './kafka-worker.js';
 
 /** Runs the worker until `signal` aborts, then stops it cleanly. */

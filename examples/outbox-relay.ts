@@ -10,14 +10,9 @@ import { pathToFileURL } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka } from 'kafkajs';
 import pg from 'pg';
-import {
-  createRelay,
-  kafkaPublisher,
-  listParked,
-  migrateOutbox,
-  requeueParked,
-  sqsPublisher,
-} from 'effectively-once/outbox';
+import { createRelay, listParked, migrateOutbox, requeueParked } from 'effectively-once/outbox';
+import { kafkaPublisher } from 'effectively-once/kafka';
+import { sqsPublisher } from 'effectively-once/sqs';
 
 // #region relay
 /** Runs a relay for the `invoices` (SQS) and `audit` (Kafka) destinations until `signal` aborts. */

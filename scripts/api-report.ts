@@ -26,6 +26,7 @@ export const ENTRY_POINTS = [
   'core',
   'sqs',
   'kafka',
+  'kafka-platformatic',
   'testing',
   'client',
   'http',

@@ -1,7 +1,9 @@
 /**
- * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer` (over
- * kafkajs, or `@platformatic/kafka` through {@link platformaticClients}), and a
- * wrapper that makes an existing kafkajs `eachMessage` handler exactly-once.
+ * `effectively-once/kafka`: a Kafka consumer-group source for `createConsumer`, the
+ * outbox relay's Kafka publisher, and a wrapper that makes an existing kafkajs
+ * `eachMessage` handler exactly-once. Typed over the slice of the kafkajs API they use:
+ * a kafkajs client fits as is, a `@platformatic/kafka` one through
+ * `effectively-once/kafka/platformatic`. `kafkajs` is an optional peer dependency.
  * @packageDocumentation
  * @module effectively-once/kafka
  */
@@ -40,24 +42,8 @@ export type {
   KafkaTopicPartitionOffset,
   KafkaTopicPartitions,
 } from './client.js';
-export {
-  platformaticClients,
-  platformaticConsumer,
-  platformaticProducer,
-} from './platformatic/index.js';
-export type {
-  PlatformaticAssignment,
-  PlatformaticClientsOptions,
-  PlatformaticCommitOffset,
-  PlatformaticConsumeOptions,
-  PlatformaticConsumerLike,
-  PlatformaticConsumerOptions,
-  PlatformaticFetchOptions,
-  PlatformaticMessageLike,
-  PlatformaticMessageToProduce,
-  PlatformaticProducerLike,
-  PlatformaticStreamLike,
-} from './platformatic/index.js';
+export { kafkaPublisher } from './publisher.js';
+export type { KafkaPublisher, KafkaPublisherOptions } from './publisher.js';
 export { exactlyOnceEachMessage } from './each-message.js';
 export type {
   EachMessagePayloadLike,

@@ -6,7 +6,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { EffectivelyOnceError } from '../../src/errors.js';
-import { SQS_LIMITS, isFifoQueueUrl } from './options.js';
+import { SQS_LIMITS } from './limits.js';
+import { isFifoQueueUrl } from './options.js';
 
 /**
  * Message attribute added to a dead letter: a JSON object with `code`, `message`,

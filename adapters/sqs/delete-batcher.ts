@@ -2,7 +2,7 @@ import { DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { retryDelay } from '../../src/backoff.js';
 import { BrokerError } from '../../src/errors.js';
 import { isReceiptHandleLost } from './aws-errors.js';
-import { SQS_LIMITS } from './options.js';
+import { SQS_LIMITS } from './limits.js';
 
 /** Options of {@link DeleteBatcher}. */
 export interface DeleteBatcherOptions {

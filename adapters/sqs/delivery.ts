@@ -5,7 +5,7 @@ import { isReceiptHandleLost } from './aws-errors.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import type { DeleteBatcher } from './delete-batcher.js';
 import type { Heartbeat } from './heartbeat.js';
-import { SQS_LIMITS } from './options.js';
+import { SQS_LIMITS } from './limits.js';
 import { cappedVisibilitySeconds, changeVisibility } from './visibility.js';
 
 /** A delivery whose `raw` record is the SQS `Message` it was built from. */

@@ -12,7 +12,9 @@ export type {
   BodyParser,
   DeduplicationScope,
 } from './options.js';
-export { SQS_LIMITS } from './options.js';
+export { SQS_LIMITS } from './limits.js';
+export { sqsPublisher } from './publisher.js';
+export type { SqsPublisherOptions } from './publisher.js';
 export type { SqsDelivery } from './delivery.js';
 export { DEAD_LETTER_ERROR_ATTRIBUTE } from './dead-letter.js';
 export { defaultKey } from './keys.js';

@@ -1,18 +1,7 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '../../src/errors.js';
 import { intOption } from '../../src/option-checks.js';
-
-/** SQS limits the options are validated against. */
-export const SQS_LIMITS = {
-  /** `MaxNumberOfMessages` of one ReceiveMessage and entries of one batch request. */
-  maxBatchSize: 10,
-  /** Longest long poll, in seconds. */
-  maxWaitTimeSeconds: 20,
-  /** Longest visibility timeout, in seconds (12 h), counted from the receive. */
-  maxVisibilityTimeoutSeconds: 43_200,
-  /** Message attributes allowed on one message. */
-  maxMessageAttributes: 10,
-} as const;
+import { SQS_LIMITS } from './limits.js';
 
 /** How the raw SQS `Body` string becomes the message handed to the handler. */
 export type BodyParser<T> = 'json' | 'text' | ((body: string) => T);

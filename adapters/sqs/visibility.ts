@@ -1,5 +1,5 @@
 import { ChangeMessageVisibilityCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { SQS_LIMITS } from './options.js';
+import { SQS_LIMITS } from './limits.js';
 
 /**
  * SQS rejects a visibility timeout that would end more than 12 hours after the receive

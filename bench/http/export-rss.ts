@@ -26,8 +26,8 @@ import pg from 'pg';
 import { intOption } from '../../kit/args.js';
 import { ensureServices } from '../services.js';
 import { createIdempotency } from '../../src/http/index.js';
-import { idempotentExpress } from '../../src/http/express.js';
-import { idempotencyPlugin } from '../../src/http/fastify.js';
+import { idempotentExpress } from '../../adapters/express/index.js';
+import { idempotencyPlugin } from '../../adapters/fastify/index.js';
 import { requestUrl, sendResponse, webRequest } from '../../src/http/node-bridge.js';
 
 /** `express-flushed`: the Express handler calls `res.flushHeaders()` before writing. */

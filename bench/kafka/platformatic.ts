@@ -1,4 +1,5 @@
-import { platformaticConsumer, platformaticProducer, type KafkaLike } from 'effectively-once/kafka';
+import type { KafkaLike } from 'effectively-once/kafka';
+import { platformaticConsumer, platformaticProducer } from 'effectively-once/kafka/platformatic';
 import type { RunContext } from '../context.js';
 
 /**

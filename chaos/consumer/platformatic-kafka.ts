@@ -4,7 +4,8 @@
  * when chosen: the package needs Node >= 22.22.
  */
 import { Consumer, Producer } from '@platformatic/kafka';
-import { platformaticConsumer, platformaticProducer, type KafkaLike } from 'effectively-once/kafka';
+import type { KafkaLike } from 'effectively-once/kafka';
+import { platformaticConsumer, platformaticProducer } from 'effectively-once/kafka/platformatic';
 import { CHAOS_KAFKA_RETRY } from './kafka-source-timings.js';
 
 /** Retries as patient as the kafkajs clients' (a broker restart must be ridden out). */

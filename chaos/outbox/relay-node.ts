@@ -10,13 +10,13 @@ import type pg from 'pg';
 import {
   createRelay,
   httpPublisher,
-  kafkaPublisher,
   PublishError,
-  sqsPublisher,
   type OutboxRecord,
   type Publisher,
   type Relay,
 } from 'effectively-once/outbox';
+import { kafkaPublisher } from 'effectively-once/kafka';
+import { sqsPublisher } from 'effectively-once/sqs';
 import type { Logger } from 'effectively-once';
 import { chaosKafka, chaosSqs } from './consumers.js';
 import {

@@ -1,6 +1,9 @@
 /**
- * effectively-once/client: the caller's side of idempotent HTTP. No Postgres and no
- * Node-only API: it runs wherever `fetch` does.
+ * `effectively-once/client`: the caller's side of idempotent HTTP, a `fetch` that sends
+ * one Idempotency-Key on every attempt and retries what is safe to retry. No Postgres
+ * and no Node-only API: it runs wherever `fetch` does.
+ * @packageDocumentation
+ * @module effectively-once/client
  */
 export { idempotentFetch } from './idempotent-fetch.js';
 export type { IdempotentFetchResult } from './idempotent-fetch.js';

@@ -1,6 +1,11 @@
 /**
- * effectively-once/http: Idempotency-Key endpoints and webhook receivers whose stored
- * response commits in the same Postgres transaction as their effect.
+ * `effectively-once/http`: Idempotency-Key endpoints and webhook receivers whose stored
+ * response commits in the same Postgres transaction as their effect, over web
+ * `Request`/`Response` (any server that speaks them, or Node's `http` through
+ * `toNodeListener`). Express and Fastify have their own entry points,
+ * `effectively-once/http/express` and `effectively-once/http/fastify`.
+ * @packageDocumentation
+ * @module effectively-once/http
  */
 export { createIdempotency } from './idempotency.js';
 export type {

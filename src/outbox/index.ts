@@ -22,10 +22,6 @@ export type { DestinationStats, OutboxStats, OutboxStatsOptions } from './stats.
 export { DEFAULT_OUTBOX_TABLE, migrateOutbox, pruneOutbox } from './table.js';
 export type { OutboxTableOptions, PruneOutboxOptions } from './table.js';
 export { uuidv7, uuidv7Time } from './uuid.js';
-export { sqsPublisher } from './publishers/sqs.js';
-export type { SqsPublisherOptions } from './publishers/sqs.js';
-export { kafkaPublisher } from './publishers/kafka.js';
-export type { KafkaPublisher, KafkaPublisherOptions } from './publishers/kafka.js';
 export { httpPublisher } from './publishers/http.js';
 export type { HttpPublisherOptions } from './publishers/http.js';
 export { OutboxMessageError, PublishError } from './errors.js';

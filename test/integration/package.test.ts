@@ -76,6 +76,7 @@ describe('the packed package', () => {
       '.',
       './sqs',
       './kafka',
+      './kafka/platformatic',
       './testing',
       './client',
       './http',

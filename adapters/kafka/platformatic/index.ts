@@ -1,3 +1,11 @@
+/**
+ * `effectively-once/kafka/platformatic`: `@platformatic/kafka` clients in the shape
+ * `kafkaSource` and `kafkaPublisher` (from `effectively-once/kafka`) drive. Nothing here
+ * imports `@platformatic/kafka`: its `Consumer` and `Producer` fit the structural types
+ * below, so the package stays an optional peer dependency (it needs Node 22.22 or later).
+ * @packageDocumentation
+ * @module effectively-once/kafka/platformatic
+ */
 import type { KafkaConsumerLike, KafkaProducerLike } from '../client.js';
 import { PlatformaticConsumer, type PlatformaticConsumerOptions } from './consumer.js';
 import { platformaticProducer } from './producer.js';

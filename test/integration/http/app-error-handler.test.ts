@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import Fastify from 'fastify';
 import { createIdempotency, type Idempotency } from '../../../src/http/index.js';
-import { idempotentExpress } from '../../../src/http/express.js';
-import { idempotencyPlugin } from '../../../src/http/fastify.js';
+import { idempotentExpress } from '../../../adapters/express/index.js';
+import { idempotencyPlugin } from '../../../adapters/fastify/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 import { gate } from './support.js';
 

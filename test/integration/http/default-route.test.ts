@@ -11,8 +11,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import express, { type Request } from 'express';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { createIdempotency, type Idempotency } from '../../../src/http/index.js';
-import { idempotentExpress } from '../../../src/http/express.js';
-import { idempotencyPlugin } from '../../../src/http/fastify.js';
+import { idempotentExpress } from '../../../adapters/express/index.js';
+import { idempotencyPlugin } from '../../../adapters/fastify/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 
 let db: TestDatabase;

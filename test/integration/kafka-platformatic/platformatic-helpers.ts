@@ -4,7 +4,7 @@
  */
 import { Consumer, Producer } from '@platformatic/kafka';
 import type { KafkaConsumerLike, KafkaProducerLike } from '../../../adapters/kafka/index.js';
-import { platformaticClients } from '../../../adapters/kafka/index.js';
+import { platformaticClients } from '../../../adapters/kafka/platformatic/index.js';
 import { kafkaBrokers } from '../../helpers/env.js';
 
 /** Group settings that keep joins and rebalances to about a second on a single broker. */

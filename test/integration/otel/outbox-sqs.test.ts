@@ -5,7 +5,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { context, SpanKind, trace } from '@opentelemetry/api';
-import { createRelay, enqueue, migrateOutbox, sqsPublisher } from 'effectively-once/outbox';
+import { createRelay, enqueue, migrateOutbox } from 'effectively-once/outbox';
+import { sqsPublisher } from 'effectively-once/sqs';
 import { ATTR, otelRelayTelemetry, outboxTraceHeaders } from '../../../src/otel/index.js';
 import { named, otelHarness, parentOf, type OtelHarness } from '../../helpers/otel.js';
 import { waitFor } from '../../helpers/wait-for.js';

@@ -11,12 +11,12 @@ import type { Kafka } from 'kafkajs';
 import {
   createRelay,
   enqueue,
-  kafkaPublisher,
   migrateOutbox,
   PublishError,
   type Publisher,
   type RelayTelemetry,
 } from 'effectively-once/outbox';
+import { kafkaPublisher } from 'effectively-once/kafka';
 import {
   ATTR,
   OUTBOX_METRIC,

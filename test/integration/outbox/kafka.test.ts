@@ -2,11 +2,11 @@ import { describe, expect, it } from '@jest/globals';
 import { Kafka, logLevel } from 'kafkajs';
 import {
   createRelay,
-  kafkaPublisher,
   migrateOutbox,
   type OutboxMessage,
   type OutboxRecord,
 } from 'effectively-once/outbox';
+import { kafkaPublisher } from 'effectively-once/kafka';
 import type { TestDatabase } from '../../helpers/db.js';
 import { kafkaBrokers } from '../../helpers/env.js';
 import { FaultProxy } from '../../../kit/fault-proxy.js';

@@ -1,12 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import {
-  createRelay,
-  listParked,
-  migrateOutbox,
-  sqsPublisher,
-  type Relay,
-} from 'effectively-once/outbox';
+import { createRelay, listParked, migrateOutbox, type Relay } from 'effectively-once/outbox';
+import { sqsPublisher } from 'effectively-once/sqs';
 import { waitFor } from '../../helpers/wait-for.js';
 import { TIMEOUT, recordEffect, sqsIntegration } from '../sqs/harness.js';
 import { enqueueCommitted } from './support.js';

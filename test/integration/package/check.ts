@@ -12,8 +12,9 @@ import {
   type ConsumerStats,
   type HandlerContext,
 } from 'effectively-once';
-import { sqsSource, withDedup } from 'effectively-once/sqs';
-import { exactlyOnceEachMessage, kafkaSource } from 'effectively-once/kafka';
+import { sqsPublisher, sqsSource, withDedup } from 'effectively-once/sqs';
+import { exactlyOnceEachMessage, kafkaPublisher, kafkaSource } from 'effectively-once/kafka';
+import { createRelay, type Relay } from 'effectively-once/outbox';
 import { memorySource } from 'effectively-once/testing';
 import {
   idempotentFetch,
@@ -181,3 +182,13 @@ export function traced(): Promise<IdempotentFetchResult> {
     { json: { amount: 1 }, propagate: propagateTraceContext },
   );
 }
+
+// The outbox's broker publishers come from the adapters' entry points; a kafkajs `Kafka`
+// fits the structural type the Kafka publisher is written over.
+export const relay: Relay = createRelay({
+  pool,
+  publishers: {
+    invoices: sqsPublisher({ client: new SQSClient({}), queueUrl: 'https://sqs/q' }),
+    audit: kafkaPublisher({ kafka: new Kafka({ brokers: ['localhost:9092'] }), topic: 'audit' }),
+  },
+});

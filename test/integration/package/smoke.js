@@ -4,6 +4,7 @@
 import * as core from 'effectively-once';
 import * as sqs from 'effectively-once/sqs';
 import * as kafka from 'effectively-once/kafka';
+import * as kafkaPlatformatic from 'effectively-once/kafka/platformatic';
 import * as testing from 'effectively-once/testing';
 import * as client from 'effectively-once/client';
 import * as httpCore from 'effectively-once/http';
@@ -25,8 +26,11 @@ for (const [name, value] of Object.entries({
   EffectivelyOnceError: core.EffectivelyOnceError,
   'sqs.sqsSource': sqs.sqsSource,
   'sqs.withDedup': sqs.withDedup,
+  'sqs.sqsPublisher': sqs.sqsPublisher,
   'kafka.kafkaSource': kafka.kafkaSource,
   'kafka.exactlyOnceEachMessage': kafka.exactlyOnceEachMessage,
+  'kafka.kafkaPublisher': kafka.kafkaPublisher,
+  'kafka/platformatic.platformaticClients': kafkaPlatformatic.platformaticClients,
   'testing.memorySource': testing.memorySource,
   'client.idempotentFetch': client.idempotentFetch,
   'client.RetriesExhaustedError': client.RetriesExhaustedError,
@@ -38,8 +42,6 @@ for (const [name, value] of Object.entries({
   'http/fastify.idempotencyPlugin': httpFastify.idempotencyPlugin,
   'outbox.enqueue': outbox.enqueue,
   'outbox.createRelay': outbox.createRelay,
-  'outbox.sqsPublisher': outbox.sqsPublisher,
-  'outbox.kafkaPublisher': outbox.kafkaPublisher,
   'outbox.httpPublisher': outbox.httpPublisher,
   'otel.otelTelemetry': otel.otelTelemetry,
   'otel.propagateTraceContext': otel.propagateTraceContext,
@@ -47,7 +49,7 @@ for (const [name, value] of Object.entries({
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
 
-// Only the ten entry points (and package.json) are public.
+// Only the eleven entry points (and package.json) are public.
 try {
   await import('effectively-once/dist/src/consumer/runner.js');
   check(false, 'a deep import must be refused by the exports map');

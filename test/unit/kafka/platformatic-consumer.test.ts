@@ -12,12 +12,11 @@ import type {
   KafkaCrashEvent,
   KafkaGroupJoinEvent,
 } from '../../../adapters/kafka/index.js';
+import { defaultKafkaKey, type KafkaRecord } from '../../../adapters/kafka/index.js';
 import {
-  defaultKafkaKey,
   platformaticConsumer,
   platformaticProducer,
-  type KafkaRecord,
-} from '../../../adapters/kafka/index.js';
+} from '../../../adapters/kafka/platformatic/index.js';
 import { toKafkaRecord } from '../../../adapters/kafka/record.js';
 import type {
   PlatformaticAssignment,
@@ -25,7 +24,7 @@ import type {
   PlatformaticMessageLike,
   PlatformaticProducerLike,
   PlatformaticStreamLike,
-} from '../../../adapters/kafka/index.js';
+} from '../../../adapters/kafka/platformatic/index.js';
 
 class FakeStream extends EventEmitter implements PlatformaticStreamLike {
   readonly offsetsToFetch = new Map<string, bigint>();

@@ -1,31 +1,39 @@
 /**
- * effectively-once/http/express: Idempotency-Key endpoints and webhook receivers for
- * Express 5, thin over effectively-once/http. The handler writes to `res` as usual;
+ * `effectively-once/http/express`: Idempotency-Key endpoints and webhook receivers for
+ * Express 5, thin over `effectively-once/http`. The handler writes to `res` as usual;
  * what it writes is held back (bounded memory, then a temporary file), stored with the
- * effect, committed, then sent.
+ * effect, committed, then sent. `express` 5 and `@types/express` are optional peer
+ * dependencies.
+ * @packageDocumentation
+ * @module effectively-once/http/express
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ConfigurationError } from '../errors.js';
-import { HandlerRun } from './completion.js';
-import { hooksOf, type IdempotencyContext } from './context.js';
-import { ignoreConditionals } from './express-conditionals.js';
-import { nextFor, PassedOn } from './express-next.js';
-import { declaredBody } from './held-body.js';
-import { HeldResponse } from './held-response.js';
-import type { Execution, Idempotency, RequestOverrides } from './idempotency-types.js';
-import { knownBytes } from './known-body.js';
 import {
+  checkWebhookOptions,
+  ConfigurationError,
+  declaredBody,
+  decodeRequest,
+  HandlerRun,
+  HeldResponse,
+  hooksOf,
+  knownBytes,
   nodeHeaders,
   requestUrl,
   restoreHeaders,
   snapshotHeaders,
   webRequest,
+  withoutEncoding,
+  type Execution,
   type HeaderSnapshot,
-} from './node-bridge.js';
-import { decodeRequest, withoutEncoding } from './request-encoding.js';
-import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
+  type Idempotency,
+  type IdempotencyContext,
+  type RequestOverrides,
+  type WebhookOptions,
+} from '../../src/http/framework-kit.js';
+import { ignoreConditionals } from './conditionals.js';
+import { nextFor, PassedOn } from './next.js';
 
 /**
  * An Express handler run inside the key's transaction: write the effect through

@@ -14,7 +14,7 @@
  * the `next` the handler called, with the same argument.
  */
 import type { NextFunction } from 'express';
-import type { HandlerRun } from './completion.js';
+import type { HandlerRun } from '../../src/http/framework-kit.js';
 
 /**
  * The run's failure when the handler passed the request on without an error: carries

@@ -1,9 +1,15 @@
 import { createHash } from 'node:crypto';
-import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
-import { ConfigurationError } from '../../errors.js';
-import { CONTENT_TYPES } from '../enqueue.js';
-import { PublishError } from '../errors.js';
-import { OUTBOX_ID_HEADER, type OutboxRecord, type Publisher } from '../record.js';
+import {
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { ConfigurationError } from '../../src/errors.js';
+import { CONTENT_TYPES } from '../../src/outbox/enqueue.js';
+import { PublishError } from '../../src/outbox/errors.js';
+import { OUTBOX_ID_HEADER, type OutboxRecord, type Publisher } from '../../src/outbox/record.js';
+import { SQS_LIMITS } from './limits.js';
+import { isFifoQueueUrl } from './options.js';
 
 /** Options of {@link sqsPublisher}. */
 export interface SqsPublisherOptions {
@@ -15,11 +21,9 @@ export interface SqsPublisherOptions {
   fifo?: boolean;
 }
 
-// SQS limits: 10 entries and 256 KiB (the sum of bodies and attributes) per batch, 10
-// message attributes per message.
-const MAX_ENTRIES = 10;
-const MAX_BATCH_BYTES = 256 * 1024;
-const MAX_ATTRIBUTES = 10;
+// Two attributes of every message are the publisher's own: the outbox id and, for a
+// bytes payload, its transfer encoding.
+const MAX_HEADERS = SQS_LIMITS.maxMessageAttributes - 2;
 // A FIFO MessageGroupId: 1 to 128 printable ASCII characters (letters, digits, punctuation).
 const GROUP_ID = /^[\x21-\x7e]{1,128}$/;
 
@@ -37,7 +41,7 @@ export function messageGroupId(orderingKey: string): string {
  * Publishes to one SQS queue with SendMessageBatch, ten at a time. Every message
  * carries the outbox id in the String attribute `eo-outbox-id` (the default dedup key
  * of this library's `sqsSource`), plus the row's headers as String attributes (at most
- * nine). On a FIFO queue the outbox id is also the `MessageDeduplicationId` and the
+ * eight). On a FIFO queue the outbox id is also the `MessageDeduplicationId` and the
  * ordering key the `MessageGroupId` (a row without one is its own group; a key SQS
  * refuses as a group id, longer than 128 characters or other than printable ASCII, is
  * sent as `eo-sha256-<hex of its SHA-256>`, one group per key). Bodies are
@@ -52,15 +56,11 @@ export function sqsPublisher(options: SqsPublisherOptions): Publisher {
     throw new ConfigurationError('client', 'an SQSClient is required');
   if (typeof options.queueUrl !== 'string' || options.queueUrl === '')
     throw new ConfigurationError('queueUrl', 'must be the queue URL');
-  const fifo = options.fifo ?? options.queueUrl.endsWith('.fifo');
+  const fifo = options.fifo ?? isFifoQueueUrl(options.queueUrl);
   const destination = options.queueUrl;
-  // Loaded on first use: the SDK is an optional peer dependency of this package.
-  let sdk: Promise<typeof import('@aws-sdk/client-sqs')> | undefined;
 
   return {
     async publish(records, signal) {
-      sdk ??= import('@aws-sdk/client-sqs');
-      const { SendMessageBatchCommand } = await sdk;
       const failures = new Map<string, unknown>();
       const entries: {
         record: OutboxRecord;
@@ -112,8 +112,8 @@ function toEntry(
   destination: string,
 ): { record: OutboxRecord; entry: SendMessageBatchRequestEntry; bytes: number } {
   const headers = Object.entries(record.headers);
-  if (headers.length > MAX_ATTRIBUTES - 2)
-    throw new PublishError(destination, `SQS carries at most ${MAX_ATTRIBUTES - 2} headers`, {
+  if (headers.length > MAX_HEADERS)
+    throw new PublishError(destination, `SQS carries at most ${MAX_HEADERS} headers`, {
       retryable: false,
     });
   const binary = record.contentType === CONTENT_TYPES.bytes;
@@ -150,7 +150,7 @@ function chunks<T extends { bytes: number }>(entries: T[]): T[][] {
   for (const entry of entries) {
     if (
       current.length > 0 &&
-      (current.length === MAX_ENTRIES || size + entry.bytes > MAX_BATCH_BYTES)
+      (current.length === SQS_LIMITS.maxBatchSize || size + entry.bytes > SQS_LIMITS.maxBatchBytes)
     ) {
       out.push(current);
       current = [];

@@ -1,21 +1,35 @@
-import type { Kafka, Producer, ProducerConfig } from 'kafkajs';
-import { ConfigurationError } from '../../errors.js';
-import { PublishError } from '../errors.js';
-import { OUTBOX_ID_HEADER, type Publisher } from '../record.js';
+import { ConfigurationError } from '../../src/errors.js';
+import { PublishError } from '../../src/outbox/errors.js';
+import { OUTBOX_ID_HEADER, type Publisher } from '../../src/outbox/record.js';
+import type { KafkaLike, KafkaProducerConfig, KafkaProducerLike } from './client.js';
 
-/** Options of {@link kafkaPublisher}. */
+/**
+ * Options of {@link kafkaPublisher}: give exactly one of `kafka` and `producer`, as for
+ * `kafkaSource`.
+ */
 export interface KafkaPublisherOptions {
-  /** The kafkajs client; the publisher makes its own idempotent producer from it. */
-  kafka: Kafka;
   /** The topic every row of this destination goes to. */
   topic: string;
-  /** Extra producer settings; `idempotent` is always on. */
-  producer?: Omit<ProducerConfig, 'idempotent'>;
+  /**
+   * A kafkajs `Kafka` instance (or compatible): the publisher makes its own idempotent
+   * producer from it (`idempotent: true`, one request in flight) and disconnects it on
+   * `close()`.
+   */
+  kafka?: KafkaLike;
+  /** Extra settings for the producer made from `kafka`; `idempotent` is always on. */
+  producerConfig?: Omit<KafkaProducerConfig, 'idempotent'>;
+  /**
+   * A producer you made and close: a kafkajs `Producer`, or a `@platformatic/kafka`
+   * `Producer` through `platformaticProducer` (from `effectively-once/kafka/platformatic`).
+   * Make it idempotent (`idempotent: true` on either client), so its own retries add no
+   * duplicates and keep a key's order. The publisher connects it on first use.
+   */
+  producer?: KafkaProducerLike;
 }
 
-/** A {@link Publisher} that owns a Kafka producer: close it after the relay stopped. */
+/** An outbox `Publisher` over a Kafka producer: close it after the relay stopped. */
 export interface KafkaPublisher extends Publisher {
-  /** Disconnects the producer. */
+  /** Disconnects the producer the publisher made from `kafka`; a given `producer` is yours. */
   close(): Promise<void>;
 }
 
@@ -25,25 +39,51 @@ export interface KafkaPublisher extends Publisher {
  * of one key share a partition, in order; rows without one have a null key), and
  * header `eo-outbox-id` carries the outbox id (the default dedup key of this library's
  * `kafkaSource`), beside the row's headers and `content-type`. A batch succeeds or
- * fails whole.
+ * fails whole. Runs on kafkajs (`kafka` or `producer`) and on `@platformatic/kafka`
+ * (`producer: platformaticProducer(new Producer({ idempotent: true, … }))`).
  */
 export function kafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
-  if (options.kafka === undefined || options.kafka === null)
-    throw new ConfigurationError('kafka', 'a kafkajs Kafka client is required');
+  // `?? undefined`: a JavaScript caller's null counts as not given.
+  const kafka = options.kafka ?? undefined;
+  const given = options.producer ?? undefined;
+  if ((kafka === undefined) === (given === undefined))
+    throw new ConfigurationError(
+      'kafka',
+      'give exactly one of `kafka` (a kafkajs Kafka) and `producer`',
+    );
+  if (kafka !== undefined && typeof kafka.producer !== 'function')
+    throw new ConfigurationError('kafka', 'must be a kafkajs Kafka instance (with producer())');
+  if (
+    given !== undefined &&
+    (typeof given.send !== 'function' || typeof given.connect !== 'function')
+  )
+    throw new ConfigurationError(
+      'producer',
+      'must be a kafkajs Producer or a platformaticProducer (with connect() and send())',
+    );
+  if (given !== undefined && options.producerConfig !== undefined)
+    throw new ConfigurationError(
+      'producerConfig',
+      'applies to the producer made from `kafka`; configure your own `producer` yourself',
+    );
   if (typeof options.topic !== 'string' || options.topic === '')
     throw new ConfigurationError('topic', 'must be a topic name');
-  let producer: Producer | undefined;
-  let connecting: Promise<Producer> | undefined;
+  const owned = given === undefined;
+  let producer: KafkaProducerLike | undefined;
+  let connecting: Promise<KafkaProducerLike> | undefined;
 
-  const connected = (): Promise<Producer> => {
+  const connected = (): Promise<KafkaProducerLike> => {
     connecting ??= (async () => {
       // One in-flight request per connection keeps order across the producer's retries.
-      const p = options.kafka.producer({
-        maxInFlightRequests: 1,
-        ...options.producer,
-        idempotent: true,
-      });
+      const p =
+        given ??
+        (kafka as KafkaLike).producer({
+          maxInFlightRequests: 1,
+          ...options.producerConfig,
+          idempotent: true,
+        });
       try {
+        // connect() is idempotent in kafkajs, so a producer the caller connected is fine too.
         await p.connect();
       } catch (error) {
         connecting = undefined;
@@ -91,7 +131,7 @@ export function kafkaPublisher(options: KafkaPublisherOptions): KafkaPublisher {
       const p = producer;
       producer = undefined;
       connecting = undefined;
-      await p?.disconnect();
+      if (owned) await p?.disconnect();
     },
   };
 }

@@ -1,8 +1,11 @@
 /**
- * effectively-once/http/fastify: Idempotency-Key routes and webhook receivers for
- * Fastify 5, as a plugin over effectively-once/http. Routes (POST and PATCH by
+ * `effectively-once/http/fastify`: Idempotency-Key routes and webhook receivers for
+ * Fastify 5, as a plugin over `effectively-once/http`. Routes (POST and PATCH by
  * default) run inside the key's transaction (`request.idempotency.tx`); what they
- * return is serialized, stored with the effect, committed, then sent.
+ * return is serialized, stored with the effect, committed, then sent. `fastify` 5 is an
+ * optional peer dependency.
+ * @packageDocumentation
+ * @module effectively-once/http/fastify
  */
 import { Readable } from 'node:stream';
 import type {
@@ -12,20 +15,24 @@ import type {
   RouteHandlerMethod,
   RouteOptions,
 } from 'fastify';
-import { ConfigurationError } from '../errors.js';
-import type { IdempotencyContext } from './context.js';
-import { dropStream, headOf, putHead, runRoute, type RouteRun } from './fastify-reply.js';
 import {
+  checkWebhookOptions,
+  ConfigurationError,
   executeBuffered,
+  knownBytes,
+  nodeHeaders,
+  nodeRequestHead,
+  requestUrl,
+  webRequest,
+  withoutEncoding,
   type BufferedExecutor,
   type Execution,
   type Idempotency,
+  type IdempotencyContext,
   type RequestOverrides,
-} from './idempotency-types.js';
-import { knownBytes } from './known-body.js';
-import { nodeHeaders, nodeRequestHead, requestUrl, webRequest } from './node-bridge.js';
-import { withoutEncoding } from './request-encoding.js';
-import { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
+  type WebhookOptions,
+} from '../../src/http/framework-kit.js';
+import { dropStream, headOf, putHead, runRoute, type RouteRun } from './reply.js';
 
 /** A route's own setting, in its `config.idempotency`. */
 export type RouteIdempotency =

@@ -19,11 +19,16 @@
  */
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { ConfigurationError } from '../errors.js';
-import { HandlerRun } from './completion.js';
-import { hooksOf, type IdempotencyContext } from './context.js';
-import { declaredResponse, type DeclaredBody, type KeptBody } from './held-body.js';
-import { carrierResponse } from './known-body.js';
+import {
+  carrierResponse,
+  ConfigurationError,
+  declaredResponse,
+  HandlerRun,
+  hooksOf,
+  type DeclaredBody,
+  type IdempotencyContext,
+  type KeptBody,
+} from '../../src/http/framework-kit.js';
 
 /** A stream payload (Node or web, as Fastify takes them), sent as it comes after COMMIT. */
 export type StreamPayload = NodeJS.ReadableStream | ReadableStream<Uint8Array>;
