@@ -1,3 +1,4 @@
+import { refuseRenamed } from '../../src/option-checks.js';
 import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { createConsumer } from '../../src/consumer/consumer.js';
 import type { Consumer, StopOptions } from '../../src/consumer/types.js';
@@ -18,7 +19,7 @@ import type {
 import { sentTimestampOf, sqsMessaging } from './delivery.js';
 import { sendToDeadLetterQueue } from './dead-letter.js';
 import { isAccessDenied } from './aws-errors.js';
-import { defaultKey, groupScoped, messageKey } from './keys.js';
+import { groupScoped, messageKey } from './keys.js';
 import {
   deduplicationScopeOption,
   isFifoQueueUrl,
@@ -46,8 +47,10 @@ export interface WithDedupOptions extends Omit<
    * Where the dedup key comes from, as `sqsSource`'s `key`: the name of a String message
    * attribute holding it, e.g. `'Idempotency-Key'` (list it in sqs-consumer's
    * `messageAttributeNames`), or a function of the message (`undefined`: no key,
-   * dead-lettered). Default: `MessageDeduplicationId` when present (FIFO, with
-   * `messageSystemAttributeNames: ['All']`), else `MessageId`.
+   * dead-lettered). Default, as `sqsSource`'s: the `eo-outbox-id` attribute of a message
+   * an outbox relay sent (list it in `messageAttributeNames`), else
+   * `MessageDeduplicationId` when present (FIFO, with `messageSystemAttributeNames:
+   * ['All']`), else `MessageId`.
    */
   key?: SqsKey;
   /**
@@ -109,6 +112,7 @@ export type DedupBatchHandler = (messages: Message[], ctx: BatchContext) => Prom
  * ```
  */
 export function withDedup(handler: DedupMessageHandler, options: WithDedupOptions): DedupWorker {
+  refuseRenamed(options ?? {}, { keyAttribute: "use key: '<attribute name>'" });
   if (typeof handler !== 'function')
     throw new ConfigurationError('handler', 'must be a function (message, ctx) => Promise');
   return new Worker(options, {
@@ -124,6 +128,7 @@ export function withDedup(handler: DedupMessageHandler, options: WithDedupOption
  * handler gets only those not processed before (it is not called when none is new).
  */
 export function withDedupBatch(handler: DedupBatchHandler, options: WithDedupOptions): DedupWorker {
+  refuseRenamed(options ?? {}, { keyAttribute: "use key: '<attribute name>'" });
   if (typeof handler !== 'function')
     throw new ConfigurationError('handler', 'must be a function (messages, ctx) => Promise');
   return new Worker(options, {
@@ -244,10 +249,16 @@ class PushedDelivery implements Delivery<Message> {
     /** The consumer's hard stop: cancels a visibility change or dead letter unanswered then. */
     private readonly hardStop: AbortSignal | undefined,
   ) {
-    const { key, rejection } =
-      options.key !== undefined
-        ? messageKey(raw, { fifo: false, ...sqsKeyOption(options.key) })
-        : { key: defaultKey(raw, true, groupScoped), rejection: undefined };
+    // The key sqsSource derives, so a worker can move between the two without re-applying
+    // what is in flight: `eo-outbox-id` first (a relayed row sent twice is one message),
+    // then the FIFO dedup id (absent on a standard queue: MessageId).
+    const { key, rejection } = messageKey(raw, {
+      fifo: true,
+      groupScoped,
+      ...(options.key !== undefined
+        ? sqsKeyOption(options.key)
+        : { keyAttribute: undefined, key: undefined }),
+    });
     this.key = key;
     this.rejection = rejection;
     this.body = raw;
