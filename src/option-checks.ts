@@ -27,3 +27,15 @@ export function fractionOption(
   }
   return v;
 }
+
+/**
+ * Refuses options that pre-release builds spelled differently (`renamed`: old name → what
+ * to write now). Ignored, such an option would change what the door does without a word:
+ * a dropped key option makes every resend a new key, applied again.
+ */
+export function refuseRenamed(options: object, renamed: Readonly<Record<string, string>>): void {
+  for (const [old, now] of Object.entries(renamed)) {
+    if ((options as Record<string, unknown>)[old] !== undefined)
+      throw new ConfigurationError(old, `is not an option: ${now}`);
+  }
+}

@@ -1,3 +1,4 @@
+import { refuseRenamed } from '../../src/option-checks.js';
 import { createConsumer } from '../../src/consumer/consumer.js';
 import type { Consumer } from '../../src/consumer/types.js';
 import { ConfigurationError, ShutdownError } from '../../src/errors.js';
@@ -80,6 +81,7 @@ export function exactlyOnceEachMessage<P extends EachMessagePayloadLike = EachMe
 ): ExactlyOnceEachMessage<P> {
   if (typeof handler !== 'function')
     throw new ConfigurationError('handler', 'must be a function (payload, ctx) => Promise<void>');
+  refuseRenamed(options ?? {}, { idempotencyHeader: "use key: '<header name>'" });
   const {
     producer,
     deadLetterTopic,

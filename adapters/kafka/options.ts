@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigurationError } from '../../src/errors.js';
-import { intOption } from '../../src/option-checks.js';
+import { intOption, refuseRenamed } from '../../src/option-checks.js';
 import { quoteIdentifier } from '../../src/store/identifiers.js';
 import type {
   KafkaConsumerConfig,
@@ -130,6 +130,7 @@ export interface KafkaSourceConfig<T> {
 export function resolveKafkaOptions<T>(options: KafkaSourceOptions<T>): KafkaSourceConfig<T> {
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError('options', 'must be an object');
+  refuseRenamed(options, { idempotencyHeader: "use key: '<header name>'" });
   const { kafka, consumer, producer } = options;
   if ((kafka === undefined) === (consumer === undefined)) {
     throw new ConfigurationError(

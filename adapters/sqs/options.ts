@@ -1,6 +1,6 @@
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '../../src/errors.js';
-import { intOption } from '../../src/option-checks.js';
+import { intOption, refuseRenamed } from '../../src/option-checks.js';
 import { SQS_LIMITS } from './limits.js';
 
 /** How the raw SQS `Body` string becomes the message handed to the handler. */
@@ -120,6 +120,7 @@ export interface ResolvedSqsOptions<T> {
 
 /** Validates options against SQS limits and applies defaults; throws {@link ConfigurationError}. */
 export function resolveSqsOptions<T>(options: SqsSourceOptions<T>): ResolvedSqsOptions<T> {
+  refuseRenamed(options, { keyAttribute: "use key: '<attribute name>'" });
   const { client, queueUrl } = options;
   if (typeof client?.send !== 'function') {
     throw new ConfigurationError('client', 'must be an SQSClient from @aws-sdk/client-sqs');

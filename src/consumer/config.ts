@@ -1,6 +1,6 @@
 import { resolveBackoff, type BackoffFn } from '../backoff.js';
 import { ConfigurationError } from '../errors.js';
-import { intOption } from '../option-checks.js';
+import { intOption, refuseRenamed } from '../option-checks.js';
 import { isWellFormedText } from '../keys.js';
 import { DOOR_DEFAULTS, resolveSharedOptions, type SharedConfig } from '../shared-options.js';
 import type { ConsumerOptions } from './options.js';
@@ -55,6 +55,9 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
       'must be a non-empty string of at most 200 characters, no NUL, no lone UTF-16 surrogate',
     );
   }
+  refuseRenamed(options, {
+    key: "the dedup key is the source's own option (sqsSource's or kafkaSource's `key`)",
+  });
   const source = options.source;
   if (typeof source?.run !== 'function' || typeof source.close !== 'function') {
     throw new ConfigurationError(

@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import { isWellFormedText } from '../keys.js';
-import { intOption } from '../option-checks.js';
+import { intOption, refuseRenamed } from '../option-checks.js';
 import {
   DOOR_DEFAULTS,
   resolveSharedOptions,
@@ -167,6 +167,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError('options', 'must be an object');
+  refuseRenamed(options, { waitMs: 'use lockTimeoutMs', timeoutMs: 'use handlerTimeoutMs' });
   const shared = resolveSharedOptions(options, DOOR_DEFAULTS.http, {
     type: 'IdempotencyTelemetry',
     methods: ['startRequest'],
