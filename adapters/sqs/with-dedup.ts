@@ -49,8 +49,8 @@ export interface WithDedupOptions extends Omit<
    * `messageAttributeNames`), or a function of the message (`undefined`: no key,
    * dead-lettered). Default, as `sqsSource`'s: the `eo-outbox-id` attribute of a message
    * an outbox relay sent (list it in `messageAttributeNames`), else
-   * `MessageDeduplicationId` when present (FIFO, with `messageSystemAttributeNames:
-   * ['All']`), else `MessageId`.
+   * `MessageDeduplicationId` when present (FIFO, with
+   * `messageSystemAttributeNames: ['All']`), else `MessageId`.
    */
   key?: SqsKey;
   /**
@@ -106,7 +106,7 @@ export type DedupBatchHandler = (messages: Message[], ctx: BatchContext) => Prom
  * ```ts
  * const worker = withDedup(async (message, { tx }) => {
  *   await tx.query('INSERT INTO orders ...', [JSON.parse(message.Body!)]);
- * }, { name: 'orders', pool, keyAttribute: 'Idempotency-Key' });
+ * }, { name: 'orders', pool, key: 'Idempotency-Key' });
  * Consumer.create({ queueUrl, sqs, handleMessage: worker.handleMessage,
  *   messageAttributeNames: ['Idempotency-Key'], messageSystemAttributeNames: ['All'] });
  * ```

@@ -148,7 +148,7 @@ describe('the packed package', () => {
       const help = await run(bin, ['--help'], { cwd: scratch });
       expect(help.stdout).toContain('Usage: effectively-once <command> [options]');
       const { DATABASE_URL: _, ...env } = process.env;
-      const printed = await run(bin, ['migrate', '--print', '--only', 'consumer'], {
+      const printed = await run(bin, ['migrate', '--print', '--all', '--only', 'consumer'], {
         cwd: scratch,
         env,
       });
