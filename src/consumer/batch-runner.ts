@@ -15,7 +15,6 @@ import type {
 } from '../tx/claim-transaction.js';
 import { retryConflicts } from '../tx/conflicts.js';
 import { type ClaimPlan, driveTransaction, runWork, type Steps } from '../tx/drive.js';
-import type { PoolClient } from 'pg';
 import type { BatchItem, Delivery, DeliveryOutcome } from '../types.js';
 
 interface Item<T> {
@@ -51,13 +50,13 @@ type BatchVerdict =
  * batch is bisected (first half, then second half, so order holds) until the failing
  * delivery is alone and takes the per-message retry / dead-letter path.
  */
-export class BatchRunner<T> {
+export class BatchRunner<T, Tx> {
   private readonly claims: BatchClaimStatements;
 
   constructor(
-    private readonly cfg: ConsumerConfig<T>,
+    private readonly cfg: ConsumerConfig<T, Tx>,
     private readonly settler: Settler<T>,
-    private readonly transactions: ClaimTransactions,
+    private readonly transactions: ClaimTransactions<Tx>,
     private readonly lifecycle: Lifecycle,
   ) {
     this.claims = new BatchClaimStatements(
@@ -251,7 +250,7 @@ export class BatchRunner<T> {
   }
 
   /** One transaction: claim every key, run the handler on the new ones, verified COMMIT. */
-  private plan(items: ReadonlyArray<Item<T>>): ClaimPlan<BatchClaimed, BatchVerdict, PoolClient> {
+  private plan(items: ReadonlyArray<Item<T>>): ClaimPlan<BatchClaimed, BatchVerdict, Tx> {
     const { cfg } = this;
     // The first delivery of a key inside the batch leads; later ones follow its fate.
     const leaders = new Map<string, Item<T>>();
@@ -262,9 +261,9 @@ export class BatchRunner<T> {
       key: items[0]!.key,
       claimWaitMs: cfg.lockTimeoutMs,
       // A key Postgres cannot store fails its batch (claimFailed); bisection isolates it.
-      claim: async (client) => {
+      claim: async (session) => {
         const claim = await this.claims.begin(
-          client,
+          session,
           cfg.name,
           [...leaders.values()],
           cfg.lockTimeoutMs,
@@ -272,7 +271,7 @@ export class BatchRunner<T> {
         const seenBefore = [...leaders.keys()].filter(
           (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
         );
-        const stored = await this.claims.storedHashes(client, cfg.name, seenBefore);
+        const stored = await this.claims.storedHashes(session.sql, cfg.name, seenBefore);
         return { claim, stored };
       },
       claimed: async ({ claim, stored }, conn) => {
@@ -294,7 +293,7 @@ export class BatchRunner<T> {
   }
 
   private async runHandlers(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     fresh: ReadonlyArray<Item<T>>,
   ): Promise<WorkResult> {
     const first = fresh[0]!;
@@ -321,7 +320,7 @@ export class BatchRunner<T> {
    */
   private async callHandlers(
     fresh: ReadonlyArray<Item<T>>,
-    tx: PoolClient,
+    tx: Tx,
     link: { readonly signal: AbortSignal },
   ): Promise<void> {
     const { batchHandler, handler } = this.cfg;

@@ -1,4 +1,3 @@
-import type { PoolClient } from 'pg';
 import { admit } from './admission.js';
 import type { ConsumerConfig } from './config.js';
 import { type EffectivelyOnceError, PayloadMismatchError, ShutdownError } from '../errors.js';
@@ -30,13 +29,13 @@ type Verdict =
  * acks a delivery whose effect did not commit (or whose key was not already
  * committed). Never rejects: every failure becomes a retry, a dead letter or an event.
  */
-export class Runner<T> {
+export class Runner<T, Tx> {
   private readonly claims: ClaimStatements;
 
   constructor(
-    private readonly cfg: ConsumerConfig<T>,
+    private readonly cfg: ConsumerConfig<T, Tx>,
     private readonly settler: Settler<T>,
-    private readonly transactions: ClaimTransactions,
+    private readonly transactions: ClaimTransactions<Tx>,
     private readonly lifecycle: Lifecycle,
   ) {
     this.claims = new ClaimStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs);
@@ -86,12 +85,12 @@ export class Runner<T> {
     delivery: Delivery<T>,
     key: string,
     hash: Buffer | null,
-  ): ClaimPlan<{ xid: string | null }, Verdict, PoolClient> {
+  ): ClaimPlan<{ xid: string | null }, Verdict, Tx> {
     const { cfg } = this;
     return {
       key,
       claimWaitMs: cfg.lockTimeoutMs,
-      claim: (client) => this.claims.begin(client, cfg.name, key, hash, cfg.lockTimeoutMs),
+      claim: (session) => this.claims.begin(session, cfg.name, key, hash, cfg.lockTimeoutMs),
       claimed: async ({ xid }, conn) =>
         xid === null
           ? { kind: 'done', verdict: await this.seenBefore(conn, key, hash) }
@@ -104,7 +103,7 @@ export class Runner<T> {
 
   /** The key was committed before: a duplicate, or a mismatch when the payload differs. */
   private async seenBefore(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     key: string,
     hash: Buffer | null,
   ): Promise<Verdict> {
@@ -114,14 +113,13 @@ export class Runner<T> {
     }
     let stored: Buffer | null | undefined;
     try {
-      stored = await conn.untilHardStop(
-        this.claims.storedHashAndRollback(conn.client, this.cfg.name, key),
-      );
+      stored = await conn.untilHardStop(this.claims.storedHash(conn.client, this.cfg.name, key));
     } catch (cause) {
       return conn.claimFailed(cause, this.cfg.lockTimeoutMs);
     }
     // Given up on at the hard stop: the connection is destroyed, which ends the transaction.
     if (stored === undefined) return { kind: 'released', error: new ShutdownError(key) };
+    await conn.rollback();
     if (stored !== null && !stored.equals(hash)) {
       return {
         kind: 'mismatch',
@@ -133,7 +131,7 @@ export class Runner<T> {
 
   /** Runs the user's handler, then the adapter's in-transaction hook. */
   private async runHandler(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     delivery: Delivery<T>,
     key: string,
   ): Promise<WorkResult> {
