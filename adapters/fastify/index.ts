@@ -8,6 +8,7 @@
  * @module effectively-once/http/fastify
  */
 import { Readable } from 'node:stream';
+import type { PoolClient } from 'pg';
 import type {
   FastifyInstance,
   FastifyReply,
@@ -34,6 +35,27 @@ import {
 } from '../../src/http/framework-kit.js';
 import { dropStream, headOf, putHead, runRoute, type RouteRun } from './reply.js';
 
+/**
+ * What `request.idempotency.tx` is in your routes: a pg client, unless you name your
+ * data layer's transaction type here (the endpoint families you register then take
+ * that layer, `createIdempotency({ dataLayer })`):
+ *
+ * ```ts
+ * declare module 'effectively-once/http/fastify' {
+ *   interface FastifyIdempotencyTypes {
+ *     tx: PrismaTx; // the type of your layer's transaction object
+ *   }
+ * }
+ * ```
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging
+export interface FastifyIdempotencyTypes {}
+
+/** `ctx.tx`'s type in Fastify routes: {@link FastifyIdempotencyTypes}' `tx`, else a pg client. */
+export type FastifyIdempotencyTx = FastifyIdempotencyTypes extends { tx: infer Tx }
+  ? Tx
+  : PoolClient;
+
 /** A route's own setting, in its `config.idempotency`. */
 export type RouteIdempotency =
   /** Not idempotent: the route runs as usual. */
@@ -43,7 +65,7 @@ export type RouteIdempotency =
    * with another endpoint family than the registration's (`use`: e.g. one created
    * with `concurrent: 'reject'`).
    */
-  | { webhook?: WebhookOptions; use?: Idempotency };
+  | { webhook?: WebhookOptions; use?: Idempotency<FastifyIdempotencyTx> };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -51,7 +73,7 @@ declare module 'fastify' {
      * In an idempotent route: the key's transaction (`tx`), the key, the signal… See
      * IdempotencyContext. Null elsewhere.
      */
-    idempotency: IdempotencyContext | null;
+    idempotency: IdempotencyContext<FastifyIdempotencyTx> | null;
   }
   interface FastifyContextConfig {
     /**
@@ -65,7 +87,7 @@ declare module 'fastify' {
 /** Options of {@link idempotencyPlugin}. */
 export interface FastifyIdempotencyOptions {
   /** The endpoint settings and key table (see createIdempotency). */
-  idempotency: Idempotency;
+  idempotency: Idempotency<FastifyIdempotencyTx>;
   /**
    * Which routes the plugin wraps (runs inside a key's transaction): those with one of
    * these methods, unless `config.idempotency` says otherwise. Default POST, PATCH.
@@ -151,7 +173,7 @@ export const idempotencyPlugin = Object.assign(
   },
 );
 
-function checkIdempotency(idempotency: Idempotency | undefined, name: string): void {
+function checkIdempotency(idempotency: Idempotency<unknown> | undefined, name: string): void {
   if (typeof idempotency?.execute !== 'function')
     throw new ConfigurationError(name, 'must come from createIdempotency()');
 }
@@ -195,7 +217,7 @@ async function keepRawBody(
 
 function wrap(
   handler: RouteHandlerMethod,
-  idempotency: Idempotency,
+  idempotency: Idempotency<FastifyIdempotencyTx>,
   options: FastifyIdempotencyOptions,
   webhook: WebhookOptions | undefined,
 ): RouteHandlerMethod {
@@ -216,7 +238,9 @@ function wrap(
     const snapshot = headOf(reply);
     // The latest run (a serialization failure runs the handler again).
     let latest: RouteRun | undefined;
-    const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
+    const routeHandler = async (
+      ctx: IdempotencyContext<FastifyIdempotencyTx>,
+    ): Promise<Response> => {
       // An earlier run's answer is void: its transaction rolled back.
       dropStream(latest?.stream);
       putHead(reply, snapshot);
@@ -294,7 +318,7 @@ function payloadOf(bytes: Uint8Array, headers: Headers): string | Buffer {
 }
 
 function isBufferedExecutor(
-  idempotency: Idempotency,
-): idempotency is Idempotency & BufferedExecutor {
+  idempotency: Idempotency<FastifyIdempotencyTx>,
+): idempotency is Idempotency<FastifyIdempotencyTx> & BufferedExecutor<FastifyIdempotencyTx> {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
 }
