@@ -9,6 +9,7 @@ import type {
   WorkResult,
 } from '../tx/claim-transaction.js';
 import { retryConflicts } from '../tx/conflicts.js';
+import { pgClientOf } from '../tx/claim-connection.js';
 import { type ClaimPlan, type Done, driveTransaction, runWork } from '../tx/drive.js';
 import { readResponseBody } from './body.js';
 import { bytesResponse, knownBytes } from './known-body.js';
@@ -150,7 +151,7 @@ export class Engine {
       claimWaitMs: waitMs,
       // A claim waiting on a key another instance holds is cancelled at the hard stop (the
       // driver runs it under untilHardStop), or close() would wait for it up to `lockTimeoutMs`.
-      claim: (client) => this.statements.claim(client, claim, waitMs),
+      claim: (session) => this.statements.claim(pgClientOf(session), claim, waitMs),
       claimed: async (found, conn) => {
         if (found.kind === 'stored') {
           // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
