@@ -2,6 +2,7 @@ import type { PoolClient } from 'pg';
 import { payloadHash } from '../src/consumer/hash.js';
 import { BatchClaimStatements } from '../src/store/batch-claim.js';
 import { ClaimStatements } from '../src/store/claim.js';
+import { pgClaimSession } from '../src/tx/claim-connection.js';
 import type { RunContext } from './context.js';
 import { CONSUMER_NAME } from './db.js';
 import { insertCharge, insertCharges } from './effect.js';
@@ -44,7 +45,7 @@ export async function runDbCeiling(ctx: RunContext, prepared: readonly Prepared[
       const { message, payload } = prepared[i]!;
       await inTransaction(ctx.pool, async (client) => {
         const { xid } = await claims.begin(
-          client,
+          pgClaimSession(client),
           CONSUMER_NAME,
           keyOf(message),
           payloadHash(payload, message),
@@ -83,7 +84,7 @@ export async function runDbBatchCeiling(
         hash: payloadHash(payload, message),
       }));
       await inTransaction(ctx.pool, async (client) => {
-        const { claimed } = await claims.begin(client, CONSUMER_NAME, items, 5000);
+        const { claimed } = await claims.begin(pgClaimSession(client), CONSUMER_NAME, items, 5000);
         if (claimed.size !== batch.length) throw new Error('bench: some keys were already claimed');
         await insertCharges(
           client,

@@ -48,13 +48,13 @@ export interface LayerTransactionSettings {
  * gets as `ctx.tx`, to write its effect exactly as the layer's docs show.
  *
  * What an implementation must hold to:
- * - {@link transaction} runs `body` in one database transaction on one connection, and
- *   {@link sql}`(tx)` runs on that same transaction: the claim, the effect, the stored
+ * - {@link DataLayer.transaction} runs `body` in one database transaction on one connection, and
+ *   {@link DataLayer.sql}`(tx)` runs on that same transaction: the claim, the effect, the stored
  *   answer and outbox rows commit together or not at all.
  * - COMMIT is sent only after `body` resolved, ROLLBACK when it rejected, and the
  *   returned promise settles only once the server answered (or the connection is gone):
  *   a rejection after `body` resolved is COMMIT's failure, whose cause
- *   {@link serverError} must expose.
+ *   {@link DataLayer.serverError} must expose.
  * - Nothing of the layer's own runs `body` twice (no retry helper around it).
  */
 export interface DataLayer<Tx> {

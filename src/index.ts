@@ -12,6 +12,7 @@ export type { Consumer, StopOptions } from './consumer/types.js';
 export type { AdmissionFloorOptions, ConsumerOptions } from './consumer/options.js';
 export type { IsolationLevel } from './store/claim.js';
 export type { RetentionOptions, StoreOptions, TransactionOptions } from './shared-options.js';
+export type { DataLayer, LayerTransactionSettings, SqlResult, SqlRunner } from './data-layer.js';
 export { DOOR_DEFAULTS } from './shared-options.js';
 export type { Observable } from './event-hub.js';
 export { migrate } from './store/migrate.js';

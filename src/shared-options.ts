@@ -5,6 +5,7 @@
  * own defaults, where its semantics need one of its own, are in {@link DOOR_DEFAULTS}.
  */
 import type { Pool } from 'pg';
+import type { DataLayer } from './data-layer.js';
 import { ConfigurationError } from './errors.js';
 import { silentLogger } from './logger.js';
 import { fractionOption, intOption } from './option-checks.js';
@@ -92,6 +93,15 @@ export interface TransactionOptions {
   handlerTimeoutMs?: number;
   /** Longest accepted key, in characters: 1 to 1024. Default 255 (the IETF draft's and Stripe's). */
   maxKeyLength?: number;
+  /**
+   * The data layer whose transaction the claim runs in (`prismaLayer(prisma)` from
+   * `effectively-once/prisma`, `knexLayer(knex)`…): the handler's `ctx.tx` is then the
+   * layer's own transaction object. Absent: the library opens the transaction on a
+   * client of `pool`, and `ctx.tx` is that pg client. `pool` stays required either way
+   * (migrations, pruning, and the other connection that cancels a statement and settles
+   * a COMMIT whose answer was lost); it must reach the same database as the layer.
+   */
+  dataLayer?: DataLayer<unknown>;
 }
 
 /** Every shared option; a door that has no claim transaction ignores its part. */
@@ -148,6 +158,8 @@ export interface SharedConfig<Telemetry> {
   lockTimeoutMs: number;
   handlerTimeoutMs: number;
   maxKeyLength: number;
+  /** Undefined: the claim transaction is the library's own, on `pool`. */
+  dataLayer: DataLayer<unknown> | undefined;
 }
 
 /** Default longest key, in characters (the IETF draft's and Stripe's Idempotency-Key limit). */
@@ -227,7 +239,27 @@ export function resolveSharedOptions<Telemetry>(
       1,
       MAX_KEY_LENGTH,
     ),
+    dataLayer: resolveDataLayer(options.dataLayer),
   };
+}
+
+const DATA_LAYER_METHODS = ['transaction', 'sql', 'serverError'] as const;
+
+/** A data layer must at least have the functions the claim transaction calls. */
+function resolveDataLayer(layer: unknown): DataLayer<unknown> | undefined {
+  if (layer === undefined) return undefined;
+  const fields =
+    typeof layer === 'object' && layer !== null ? (layer as Record<string, unknown>) : {};
+  if (
+    typeof layer !== 'object' ||
+    layer === null ||
+    DATA_LAYER_METHODS.some((m) => typeof fields[m] !== 'function')
+  )
+    throw new ConfigurationError(
+      'dataLayer',
+      `must be a DataLayer (with ${DATA_LAYER_METHODS.join(', ')}), e.g. prismaLayer(prisma) from effectively-once/prisma`,
+    );
+  return layer as DataLayer<unknown>;
 }
 
 /** The retention of a door: off when `false`, or when absent and the door has no default. */

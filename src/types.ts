@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import type { SqlRunner } from './data-layer.js';
 import type { EffectivelyOnceError } from './errors.js';
 
 /**
@@ -58,7 +59,7 @@ export interface Delivery<T = unknown> {
    * `together` lists the deliveries that commit in this transaction, this one included
    * (several in batch mode), in order; each one's hook runs, one after the other.
    */
-  inTransaction?(tx: PoolClient, together: ReadonlyArray<Delivery<unknown>>): Promise<void>;
+  inTransaction?(tx: SqlRunner, together: ReadonlyArray<Delivery<unknown>>): Promise<void>;
   /**
    * Optional: where the delivery comes from, for telemetry (the OpenTelemetry messaging
    * attributes and the producer's trace context). Called only when telemetry is on.

@@ -1,7 +1,7 @@
 import type { EffectivelyOnceError } from '../../src/errors.js';
 import { PartitionRevokedError } from './errors.js';
 import { sleep } from '../../src/sleep.js';
-import type { PoolClient } from 'pg';
+import type { SqlRunner } from '../../src/data-layer.js';
 import type { Delivery, DeliveryOutcome, SourceContext } from '../../src/types.js';
 import type { DeadLetterPublisher } from './dead-letter.js';
 import { decodeRecord } from './decode.js';
@@ -405,7 +405,7 @@ export class PartitionWorker<T> implements RecordOwner {
    */
   private async storeOffset(
     store: PostgresOffsetStore,
-    tx: PoolClient,
+    tx: SqlRunner,
     delivery: RecordDelivery<T>,
     together: ReadonlyArray<Delivery<unknown>>,
   ): Promise<void> {

@@ -1,4 +1,5 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
+import type { SqlRunner } from '../../src/data-layer.js';
 import { DEFAULT_SCHEMA, qualifiedTable } from '../../src/store/identifiers.js';
 import { DEFAULT_OFFSETS_TABLE, kafkaOffsetsTables } from '../../src/store/kafka-offsets.js';
 import { applyMigrations } from '../../src/store/migrator.js';
@@ -89,7 +90,7 @@ export class PostgresOffsetStore {
    * whenever the offset is not lowered (the mark stays below the stored offset).
    */
   async save(
-    tx: PoolClient,
+    tx: SqlRunner,
     topic: string,
     partition: number,
     nextOffset: bigint,

@@ -262,9 +262,9 @@ export class BatchRunner<T> {
       key: items[0]!.key,
       claimWaitMs: cfg.lockTimeoutMs,
       // A key Postgres cannot store fails its batch (claimFailed); bisection isolates it.
-      claim: async (client) => {
+      claim: async (session) => {
         const claim = await this.claims.begin(
-          client,
+          session,
           cfg.name,
           [...leaders.values()],
           cfg.lockTimeoutMs,
@@ -272,7 +272,7 @@ export class BatchRunner<T> {
         const seenBefore = [...leaders.keys()].filter(
           (k) => !claim.claimed.has(k) && leaders.get(k)!.hash !== null,
         );
-        const stored = await this.claims.storedHashes(client, cfg.name, seenBefore);
+        const stored = await this.claims.storedHashes(session.sql, cfg.name, seenBefore);
         return { claim, stored };
       },
       claimed: async ({ claim, stored }, conn) => {

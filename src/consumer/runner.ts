@@ -91,7 +91,7 @@ export class Runner<T> {
     return {
       key,
       claimWaitMs: cfg.lockTimeoutMs,
-      claim: (client) => this.claims.begin(client, cfg.name, key, hash, cfg.lockTimeoutMs),
+      claim: (session) => this.claims.begin(session, cfg.name, key, hash, cfg.lockTimeoutMs),
       claimed: async ({ xid }, conn) =>
         xid === null
           ? { kind: 'done', verdict: await this.seenBefore(conn, key, hash) }
@@ -114,14 +114,13 @@ export class Runner<T> {
     }
     let stored: Buffer | null | undefined;
     try {
-      stored = await conn.untilHardStop(
-        this.claims.storedHashAndRollback(conn.client, this.cfg.name, key),
-      );
+      stored = await conn.untilHardStop(this.claims.storedHash(conn.client, this.cfg.name, key));
     } catch (cause) {
       return conn.claimFailed(cause, this.cfg.lockTimeoutMs);
     }
     // Given up on at the hard stop: the connection is destroyed, which ends the transaction.
     if (stored === undefined) return { kind: 'released', error: new ShutdownError(key) };
+    await conn.rollback();
     if (stored !== null && !stored.equals(hash)) {
       return {
         kind: 'mismatch',

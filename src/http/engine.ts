@@ -150,8 +150,7 @@ export class Engine<Tx = PoolClient> {
       claimWaitMs: waitMs,
       // A claim waiting on a key another instance holds is cancelled at the hard stop (the
       // driver runs it under untilHardStop), or close() would wait for it up to `lockTimeoutMs`.
-      claim: (client) =>
-        this.statements.claim({ sql: client, pg: client, begins: true }, claim, waitMs),
+      claim: (session) => this.statements.claim(session, claim, waitMs),
       claimed: async (found, conn) => {
         if (found.kind === 'stored') {
           // Answered without waiting for the ROLLBACK's round trip. Nothing after the read

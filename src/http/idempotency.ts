@@ -8,6 +8,7 @@ import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
 import type { ClaimTransactions } from '../tx/claim-transaction.js';
 import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
+import { layerClaimTransactions } from '../tx/layer-transaction.js';
 import { checkRequestBody, readRequestBody } from './body.js';
 import type { IdempotentHandler } from './context.js';
 import { committedRow, Engine, type Job, type JobHandler, type Verdict } from './engine.js';
@@ -576,9 +577,33 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
  * user's data layer (`dataLayer`), whose transaction the handler gets as `ctx.tx`.
  */
 function claimTransactions<Tx>(
-  _cfg: IdempotencyConfig<Tx>,
+  cfg: IdempotencyConfig<Tx>,
   deps: ConnectionDeps,
 ): ClaimTransactions<Tx> {
+  const layer = cfg.dataLayer;
   // No data layer: `Tx` is PoolClient (createIdempotency's default), the guarded client.
-  return pgClaimTransactions(deps) as unknown as ClaimTransactions<Tx>;
+  if (layer === undefined) return pgClaimTransactions(deps) as unknown as ClaimTransactions<Tx>;
+  return layerClaimTransactions(layer, {
+    ...deps,
+    isolationLevel: cfg.isolationLevel,
+    timeoutMs: layerTimeoutMs(cfg),
+  });
+}
+
+/**
+ * Room the layer's own transaction limit (Prisma's interactive `timeout`) leaves beyond
+ * the handler's: the library's statements after it (the stored response, the xid
+ * check) and the COMMIT with its deferred checks. Generous on purpose: a layer limit
+ * that fires first would roll back work the door still means to commit.
+ */
+const LAYER_TIMEOUT_MARGIN_MS = 30_000;
+
+/**
+ * The longest a request's work runs inside the layer's transaction: the claim's wait on
+ * a key another request holds, the handler with its body read (`handlerTimeoutMs`), and
+ * the margin; 0 (no limit) when the handler has none.
+ */
+function layerTimeoutMs(cfg: IdempotencyConfig<unknown>): number {
+  if (cfg.handlerTimeoutMs === 0) return 0;
+  return cfg.lockTimeoutMs + cfg.handlerTimeoutMs + LAYER_TIMEOUT_MARGIN_MS;
 }

@@ -39,13 +39,11 @@ export interface CommittedEvent {
 export interface IdempotencyOptions<Tx = PoolClient>
   extends StoreOptions<IdempotencyTelemetry>, TransactionOptions {
   /**
-   * The data layer the handlers write their effects with (Prisma, Drizzle, Knex,
-   * TypeORM, Kysely, postgres.js: each one's bridge from its `effectively-once/<layer>`
-   * entry): the claim transaction is then the layer's own, opened in its idiom, the
-   * key claimed and the response stored in it by single statements, and `ctx.tx` is
-   * the layer's transaction object. `pool` still serves the library's own work (the
-   * key table's migration and pruning, settling an unknown COMMIT, cancelling a
-   * handler's statement). Default: none, `ctx.tx` is a pg client of `pool`.
+   * The data layer the handlers write their effects with (see `TransactionOptions`):
+   * each request's claim, handler and stored response then run in the layer's own
+   * transaction, opened in its idiom, and `ctx.tx` is the layer's transaction object,
+   * typed `Tx`. The claim and the stored response are single statements through the
+   * layer's raw-SQL call. Default: none, `ctx.tx` is a pg client of `pool`.
    */
   dataLayer?: DataLayer<Tx>;
   /**
@@ -214,22 +212,10 @@ export function resolveOptions<Tx = PoolClient>(
     throw new ConfigurationError('concurrent', "must be 'wait' or 'reject'", {
       value: concurrent,
     });
-  const dataLayer = options.dataLayer;
-  if (
-    dataLayer !== undefined &&
-    (typeof dataLayer !== 'object' ||
-      dataLayer === null ||
-      typeof dataLayer.transaction !== 'function' ||
-      typeof dataLayer.sql !== 'function' ||
-      typeof dataLayer.serverError !== 'function')
-  )
-    throw new ConfigurationError(
-      'dataLayer',
-      'must be a DataLayer (a bridge from an effectively-once/<layer> entry, e.g. prismaLayer(prisma))',
-    );
   return {
     ...shared,
-    dataLayer,
+    // Checked by resolveSharedOptions; typed here by the endpoint family's Tx.
+    dataLayer: options.dataLayer,
     scope: typeof scope === 'string' ? constantScope(scope) : scope,
     constantScope: typeof scope === 'string' ? scope : undefined,
     header,

@@ -80,6 +80,7 @@ type TransactionConfig = Pick<
   | 'lockTimeoutMs'
   | 'handlerTimeoutMs'
   | 'maxKeyLength'
+  | 'dataLayer'
 >;
 
 /** Validates `options`; throws a `ConfigurationError` naming the first bad one. */

@@ -1,11 +1,6 @@
-import type { PoolClient } from 'pg';
-import {
-  CLAIM_EPILOGUE,
-  claimPrologue,
-  claimResults,
-  expirySql,
-  type IsolationLevel,
-} from './claim.js';
+import type { SqlRunner } from '../data-layer.js';
+import type { ClaimSession } from '../tx/claim-transaction.js';
+import { expirySql, type IsolationLevel, runClaim } from './claim.js';
 import { arrayLiteral, sqlLiteral } from './literals.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 
@@ -41,7 +36,7 @@ export class BatchClaimStatements {
    * as escaped array literals.
    */
   async begin(
-    client: PoolClient,
+    session: ClaimSession,
     consumer: string,
     items: readonly BatchClaimItem[],
     lockTimeoutMs: number,
@@ -56,24 +51,26 @@ export class BatchClaimStatements {
       hashes += (i > 0 ? ',' : '') + (hash === null ? 'NULL' : hash.toString('hex'));
     }
     hashes += '}';
-    const sql =
-      claimPrologue(lockTimeoutMs, this.isolation) +
-      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash, expires_at)` +
+    const insert =
+      `INSERT INTO ${this.table} (consumer, message_key, payload_hash, expires_at)` +
       ` SELECT ${sqlLiteral(consumer)}, k, decode(h, 'hex'), ${this.expires}` +
       ` FROM unnest(${sqlLiteral(keys)}::text[], '${hashes}'::text[])` +
-      ` WITH ORDINALITY AS u(k, h, n) ORDER BY n ON CONFLICT DO NOTHING RETURNING message_key;` +
-      CLAIM_EPILOGUE;
-    const { insert, xid } = claimResults<{ message_key: string }>(
-      await client.query(sql),
+      ` WITH ORDINALITY AS u(k, h, n) ORDER BY n ON CONFLICT DO NOTHING`;
+    const { rows, xid } = await runClaim<{ message_key: string }>(
+      session,
+      insert,
+      'message_key',
       items.length,
+      lockTimeoutMs,
+      this.isolation,
     );
-    const claimed = new Set(insert.rows.map((r) => r.message_key));
+    const claimed = new Set(rows.map((r) => r.message_key));
     return { claimed, xid: claimed.size > 0 ? xid : null };
   }
 
   /** Stored hashes of keys processed before (for mismatch detection). */
   async storedHashes(
-    client: PoolClient,
+    client: SqlRunner,
     consumer: string,
     keys: readonly string[],
   ): Promise<Map<string, Buffer | null>> {

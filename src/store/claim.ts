@@ -1,5 +1,7 @@
-import type { PoolClient, QueryResult } from 'pg';
+import type { QueryResult } from 'pg';
+import type { SqlRunner } from '../data-layer.js';
 import { DatabaseError } from '../errors.js';
+import type { ClaimSession } from '../tx/claim-transaction.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 import { sqlLiteral } from './literals.js';
 
@@ -32,6 +34,89 @@ export function claimPrologue(
     `${begin}; SELECT set_config('${SAVED_LOCK_TIMEOUT}', current_setting('lock_timeout'), true);` +
     ` SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};`
   );
+}
+
+/**
+ * Runs a claim INSERT (`insert`, one statement ending in `ON CONFLICT DO NOTHING`,
+ * without RETURNING) in `session` with the claim's own `lock_timeout`, and returns the
+ * rows its RETURNING `returning` gave and the transaction id:
+ * - on the library's pg client, one simple-protocol round trip: BEGIN (with
+ *   `isolation`), the saved and the claim's lock_timeout, the INSERT, the epilogue;
+ * - in a data layer's transaction (found open, its isolation level already set), the
+ *   same as single statements, the transaction id read by the INSERT's RETURNING.
+ * `maxInserted`: more rows than that is an odd answer, which fails closed.
+ */
+export async function runClaim<R extends object>(
+  session: ClaimSession,
+  insert: string,
+  returning: string | undefined,
+  maxInserted: number,
+  lockTimeoutMs: number,
+  isolation: IsolationLevel | undefined,
+): Promise<{ rows: R[]; inserted: number; xid: string | null }> {
+  if (session.pg !== undefined && session.begins) {
+    const sql =
+      claimPrologue(lockTimeoutMs, isolation) +
+      ` ${insert}${returning === undefined ? '' : ` RETURNING ${returning}`};` +
+      CLAIM_EPILOGUE;
+    const { insert: result, xid } = claimResults<R>(await session.pg.query(sql), maxInserted);
+    return { rows: result.rows, inserted: result.rowCount ?? 0, xid };
+  }
+  return claimInSingleStatements<R>(
+    session.sql,
+    session.begins ? isolation : undefined,
+    session.begins,
+    insert,
+    returning,
+    maxInserted,
+    lockTimeoutMs,
+  );
+}
+
+/**
+ * The claim as one statement per call (a data layer runs nothing else). The INSERT's
+ * RETURNING carries the transaction id, so a row inserted proves which transaction
+ * holds it; the rows are counted, not the layer's rowCount (some layers report none).
+ */
+async function claimInSingleStatements<R extends object>(
+  sql: SqlRunner,
+  isolation: IsolationLevel | undefined,
+  begins: boolean,
+  insert: string,
+  returning: string | undefined,
+  maxInserted: number,
+  lockTimeoutMs: number,
+): Promise<{ rows: R[]; inserted: number; xid: string | null }> {
+  if (begins)
+    await sql.query(
+      isolation === undefined ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`,
+    );
+  await sql.query(
+    `SELECT set_config('${SAVED_LOCK_TIMEOUT}', current_setting('lock_timeout'), true)`,
+  );
+  await sql.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+  const result = await sql.query<R & { effectively_once_xid?: unknown }>(
+    `${insert} RETURNING ${returning === undefined ? '' : `${returning}, `}` +
+      'pg_current_xact_id()::text AS effectively_once_xid',
+  );
+  await sql.query(
+    `SELECT set_config('lock_timeout', current_setting('${SAVED_LOCK_TIMEOUT}'), true)`,
+  );
+  const rows = Array.isArray(result?.rows) ? result.rows : undefined;
+  const xids = new Set(rows?.map((r) => r.effectively_once_xid));
+  const xid = rows !== undefined && rows.length > 0 ? [...xids][0] : null;
+  if (
+    rows === undefined ||
+    rows.length > maxInserted ||
+    xids.size > 1 ||
+    (xid !== null && (typeof xid !== 'string' || !/^\d+$/.test(xid)))
+  ) {
+    throw new DatabaseError(
+      'claim',
+      new Error('unexpected answer to the claim statement; nothing is acked on it'),
+    );
+  }
+  return { rows, inserted: rows.length, xid };
 }
 
 /**
@@ -112,7 +197,7 @@ export class ClaimStatements {
    * `xid` is set when this delivery owns the key, null when it was processed before.
    */
   async begin(
-    client: PoolClient,
+    session: ClaimSession,
     consumer: string,
     key: string,
     hash: Buffer | null,
@@ -120,27 +205,30 @@ export class ClaimStatements {
   ): Promise<ClaimResult> {
     // decode(hex): a '\x..' bytea literal is misread when standard_conforming_strings is off.
     const hashSql = hash === null ? 'NULL' : `decode('${hash.toString('hex')}', 'hex')`;
-    const sql =
-      claimPrologue(lockTimeoutMs, this.isolation) +
-      ` INSERT INTO ${this.table} (consumer, message_key, payload_hash, expires_at)` +
-      ` VALUES (${sqlLiteral(consumer)}, ${sqlLiteral(key)}, ${hashSql}, ${this.expires}) ON CONFLICT DO NOTHING;` +
-      CLAIM_EPILOGUE;
-    // The INSERT's command tag says whether a row went in: no RETURNING row to parse.
-    const { insert, xid } = claimResults(await client.query(sql), 1);
-    return { xid: insert.rowCount === 1 ? xid : null };
+    const insert =
+      `INSERT INTO ${this.table} (consumer, message_key, payload_hash, expires_at)` +
+      ` VALUES (${sqlLiteral(consumer)}, ${sqlLiteral(key)}, ${hashSql}, ${this.expires}) ON CONFLICT DO NOTHING`;
+    // On pg, the INSERT's command tag says whether a row went in: no RETURNING row to parse.
+    const { inserted, xid } = await runClaim(
+      session,
+      insert,
+      undefined,
+      1,
+      lockTimeoutMs,
+      this.isolation,
+    );
+    return { xid: inserted === 1 ? xid : null };
   }
 
-  /** Reads the stored hash of a key already processed, then ends the (empty) transaction. */
-  async storedHashAndRollback(
-    client: PoolClient,
-    consumer: string,
-    key: string,
-  ): Promise<Buffer | null> {
+  /**
+   * Reads the stored hash of a key already processed (on `client`, in the claim's
+   * transaction). The caller ends the (empty) transaction.
+   */
+  async storedHash(client: SqlRunner, consumer: string, key: string): Promise<Buffer | null> {
     const result = await client.query<{ payload_hash: Buffer | null }>(
       `SELECT payload_hash FROM ${this.table} WHERE consumer = $1 AND message_key = $2`,
       [consumer, key],
     );
-    await client.query('ROLLBACK');
     return result.rows[0]?.payload_hash ?? null;
   }
 }

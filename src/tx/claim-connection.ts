@@ -27,6 +27,7 @@ import type { Logger } from '../types.js';
 import { acquireClient } from './acquire.js';
 import { cancelBackend } from './cancel.js';
 import type {
+  ClaimSession,
   ClaimTransaction,
   ClaimTransactions,
   FailedAttempt,
@@ -51,12 +52,32 @@ export interface ConnectionDeps {
 /** Bound on the socket that carries a cancel request (nothing waits for it). */
 const CANCEL_TIMEOUT_MS = 5000;
 
+/** The claim session of a client of the library's own: one round trip, the claim BEGINs. */
+export function pgClaimSession(client: PoolClient): ClaimSession {
+  return { sql: client, pg: client, begins: true };
+}
+
+/**
+ * The library's pg client in a claim session, for a door whose claim is one pg round
+ * trip and which takes no data layer yet. A data layer's session has none: the door's
+ * option checks keep it from getting there, so this only throws on a wiring mistake.
+ */
+export function pgClientOf(session: ClaimSession): PoolClient {
+  if (session.pg === undefined || !session.begins)
+    throw new TypeError("effectively-once: this claim needs the library's own pg client");
+  return session.pg;
+}
+
 /**
  * The claim transactions of `deps.pool`: each on a pg client the library checks out,
  * the transaction begun by the claim statement itself.
  */
 export function pgClaimTransactions(deps: ConnectionDeps): ClaimTransactions<PoolClient> {
-  return { hardStop: deps.hardStop, open: (key) => ClaimConnection.open(deps, key) };
+  return {
+    hardStop: deps.hardStop,
+    claimBegins: true,
+    open: (key) => ClaimConnection.open(deps, key),
+  };
 }
 
 /**
@@ -78,11 +99,15 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
     this.deps.logger.warn({ err, key: this.key }, 'effectively-once: connection lost');
   };
 
+  /** {@inheritDoc ClaimTransaction.pg}: the same client as {@link client}. */
+  readonly pg: PoolClient;
+
   private constructor(
     readonly client: PoolClient,
     private readonly deps: ConnectionDeps,
     readonly key: string,
   ) {
+    this.pg = client;
     // A checked-out client whose socket dies emits 'error'; unhandled, that kills the process.
     client.on('error', this.onError);
     this.guard = new TransactionGuard(client);

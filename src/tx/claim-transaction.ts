@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import type { SqlRunner } from '../data-layer.js';
 import type {
   EffectivelyOnceError,
   HandlerTimeoutError,
@@ -102,10 +103,16 @@ export interface ClaimTransaction<Tx = PoolClient> {
   readonly key: string;
   /**
    * Runs the library's own statements inside the transaction (the claim, the stored
-   * hash, the adapter hooks, the stored response after a handler's own COMMIT); never
-   * given to the handler.
+   * hash, the adapter hooks, the stored response after a handler's own COMMIT), one
+   * statement per call; never given to the handler.
    */
-  readonly client: PoolClient;
+  readonly client: SqlRunner;
+  /**
+   * The pg client under {@link client} when the library opened the transaction on a
+   * client of its own pool: there a door may send several statements in one round trip
+   * (its claim, which BEGINs the transaction). Undefined in a data layer's transaction.
+   */
+  readonly pg: PoolClient | undefined;
   /** What the handler gets as `ctx.tx`: the same transaction, behind the guard. */
   readonly tx: Tx;
   /**
@@ -154,9 +161,25 @@ export interface ClaimTransactions<Tx = PoolClient> {
   /** Aborts when the owner's grace period ran out: what still runs is given up on. */
   readonly hardStop: AbortSignal;
   /**
+   * Whether a door's claim must BEGIN the transaction (with the isolation level): true
+   * for the library's own pool, whose claim round trip starts with BEGIN; false inside a
+   * data layer's transaction, which {@link open} found open and set the isolation level
+   * of (the claim then runs as single statements through {@link ClaimTransaction.client}).
+   */
+  readonly claimBegins: boolean;
+  /**
    * Opens one claim transaction for `key`, or says why the work cannot run now. The
-   * database transaction itself may begin with the claim: the pg implementation's claim
-   * statement starts with BEGIN; one inside a data layer's own transaction finds it open.
+   * database transaction itself may begin with the claim (see {@link claimBegins}).
    */
   open(key: string): Promise<ClaimTransaction<Tx> | FailedAttempt | Released>;
+}
+
+/** Where a door's claim statements run, and how they must be sent (see ClaimPlan.claim). */
+export interface ClaimSession {
+  /** One statement per call, inside the claim's transaction. */
+  readonly sql: SqlRunner;
+  /** Set when several statements may share a round trip: the library's own pg client. */
+  readonly pg: PoolClient | undefined;
+  /** The claim's first statement BEGINs the transaction ({@link ClaimTransactions.claimBegins}). */
+  readonly begins: boolean;
 }

@@ -1,7 +1,7 @@
-import type { PoolClient } from 'pg';
 import { HandlerTimeoutError, ShutdownError } from '../errors.js';
 import { guardedCall } from '../guarded-call.js';
 import type {
+  ClaimSession,
   ClaimTransaction,
   ClaimTransactions,
   FailedAttempt,
@@ -52,10 +52,12 @@ export interface ClaimPlan<C, V extends { kind: string }, Tx> {
   /** How long the claim may wait on the key's row lock (for the busy claim's error). */
   readonly claimWaitMs: number;
   /**
-   * The claim: statement(s) on the transaction's library client, bounded by the hard
-   * stop (cancelled and given up on); a throw is filed by `claimFailed`. Never undefined.
+   * The claim: statement(s) on the transaction's library client (one round trip on the
+   * library's pg client; single statements, the transaction found open, in a data
+   * layer's: see {@link ClaimSession}), bounded by the hard stop (cancelled and given up
+   * on); a throw is filed by `claimFailed`. Never undefined.
    */
-  claim(client: PoolClient): Promise<C>;
+  claim(session: ClaimSession): Promise<C>;
   /** What the claim found: run the work, or the door's verdict (a key seen before). */
   claimed(found: C, transaction: ClaimTransaction<Tx>): Promise<Claimed | Done<V>>;
   /**
@@ -109,7 +111,12 @@ async function transaction<C, V extends { kind: string }, Tx>(
     try {
       // A claim can wait without end (a key another instance holds, a database that
       // answers nothing): at the hard stop it is given up on, cancelled and released.
-      found = await steps.step('claim', () => conn.untilHardStop(plan.claim(conn.client)));
+      const session: ClaimSession = {
+        sql: conn.client,
+        pg: conn.pg,
+        begins: transactions.claimBegins,
+      };
+      found = await steps.step('claim', () => conn.untilHardStop(plan.claim(session)));
     } catch (cause) {
       return await conn.claimFailed(cause, plan.claimWaitMs);
     }

@@ -4,6 +4,7 @@
  * transaction only through the interface.
  */
 import type { PoolClient } from 'pg';
+import type { SqlRunner } from '../../src/data-layer.js';
 import { DatabaseError } from '../../src/errors.js';
 import type {
   ClaimTransaction,
@@ -22,7 +23,16 @@ export interface FakeTx {
 export class FakeTransaction implements ClaimTransaction<FakeTx> {
   readonly calls: string[] = [];
   readonly tx: FakeTx = { kind: 'fake-tx' };
-  readonly client = { fake: 'library client' } as unknown as PoolClient;
+  /** The library's statements: recorded, answered with no rows. */
+  readonly client: SqlRunner & { readonly fake: string } = {
+    fake: 'library client',
+    query: async (text: string) => {
+      this.calls.push(`query ${text}`);
+      return { rows: [], rowCount: 0 };
+    },
+  };
+  /** Stands for the library's own pg client (the doors' one-round-trip claims take it). */
+  readonly pg = this.client as unknown as PoolClient;
   lateUse = undefined;
   finishWith: TransactionEnd = { kind: 'committed', warning: undefined };
 
@@ -83,6 +93,7 @@ export function fakeTransactions(
     opened,
     transactions: {
       hardStop,
+      claimBegins: true,
       open: async (key) => {
         const conn = new FakeTransaction(key, hardStop);
         configure(conn);

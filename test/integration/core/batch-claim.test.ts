@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { migrate } from '../../../src/index.js';
 import { payloadHash } from '../../../src/consumer/hash.js';
 import { BatchClaimStatements } from '../../../src/store/batch-claim.js';
+import { pgClaimSession } from '../../../src/tx/claim-connection.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 
 let db: TestDatabase;
@@ -41,12 +42,12 @@ describe('batch claim (one simple-protocol round trip)', () => {
     }));
     const client = await db.pool.connect();
     try {
-      const first = await claims.begin(client, 'hostile', items, 1000);
+      const first = await claims.begin(pgClaimSession(client), 'hostile', items, 1000);
       await client.query('COMMIT');
       expect([...first.claimed].sort()).toEqual([...HOSTILE].sort());
 
       const again = await claims.begin(
-        client,
+        pgClaimSession(client),
         'hostile',
         [...items.slice(0, 3), { key: 'fresh', hash: null }],
         1000,
@@ -82,7 +83,7 @@ describe('batch claim (one simple-protocol round trip)', () => {
     const client = await db.pool.connect();
     try {
       const before = (await client.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0];
-      await claims.begin(client, 'timeout-reset', [{ key: 'k', hash: null }], 1234);
+      await claims.begin(pgClaimSession(client), 'timeout-reset', [{ key: 'k', hash: null }], 1234);
       const inside = (await client.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0];
       await client.query('ROLLBACK');
       expect(inside?.lock_timeout).toBe(before?.lock_timeout);

@@ -15,6 +15,33 @@ const resolve = (options: Partial<SharedOptions<{ start(): void }>>, door: DoorD
   resolveSharedOptions({ pool, ...options }, door, shape);
 
 describe('the shared options resolver', () => {
+  it('takes a data layer that has the functions the claim calls, and refuses anything else', () => {
+    const layer = {
+      name: 'fake',
+      transaction: async <T>(_s: unknown, body: (tx: string) => Promise<T>) => body('tx'),
+      sql: () => ({ query: async () => ({ rows: [], rowCount: 0 }) }),
+      serverError: (e: unknown) => e,
+    };
+    expect(resolve({}, DOOR_DEFAULTS.consumer).dataLayer).toBeUndefined();
+    expect(resolve({ dataLayer: layer }, DOOR_DEFAULTS.consumer).dataLayer).toBe(layer);
+    for (const bad of [
+      null,
+      'prisma',
+      {},
+      { ...layer, serverError: undefined },
+      { ...layer, sql: 1 },
+    ]) {
+      let thrown: unknown;
+      try {
+        resolve({ dataLayer: bad as never }, DOOR_DEFAULTS.consumer);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ConfigurationError);
+      expect((thrown as ConfigurationError).details).toMatchObject({ option: 'dataLayer' });
+    }
+  });
+
   it('gives every door the same defaults where the doors agree', () => {
     for (const door of Object.values(DOOR_DEFAULTS)) {
       expect(resolve({}, door)).toMatchObject({

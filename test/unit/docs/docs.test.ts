@@ -4,6 +4,7 @@ import type { PoolClient } from 'pg';
 import { describe, expect, it } from '@jest/globals';
 import { blocks, docFiles, repoRoot } from '../../../scripts/docs-sync.js';
 import { ClaimStatements } from '../../../src/store/claim.js';
+import { pgClaimSession } from '../../../src/tx/claim-connection.js';
 
 const read = (file: string) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
 const readme = read('README.md');
@@ -98,7 +99,7 @@ describe('README.md and docs/', () => {
       { schema: 'public', table: 'processed_messages' },
       undefined,
     );
-    await claims.begin(client, '<name>', '<key>', Buffer.alloc(32, 7), 5000);
+    await claims.begin(pgClaimSession(client), '<name>', '<key>', Buffer.alloc(32, 7), 5000);
     const [sql = ''] = sent;
     const shown = readme.replace(/\s+/g, ' ');
     const statements = sql

@@ -45,8 +45,8 @@ function plan(
     log,
     key: 'k',
     claimWaitMs: 1234,
-    claim: async (client) => {
-      log.push(`claim on ${(client as unknown as { fake: string }).fake}`);
+    claim: async (session) => {
+      log.push(`claim on ${(session.sql as { fake?: string }).fake}`);
       return claim();
     },
     claimed: async (found, conn) => {
@@ -165,7 +165,7 @@ describe('driveTransaction: the sequence, through ClaimTransaction only', () => 
     };
     const p = plan('1');
     const verdict = await driveTransaction(
-      { hardStop: new AbortController().signal, open: async () => refused },
+      { hardStop: new AbortController().signal, claimBegins: false, open: async () => refused },
       p,
     );
     expect(verdict).toBe(refused);
