@@ -167,6 +167,17 @@ export function httpMatrix<Tx>(fixture: LayerFixture<Tx>): void {
       expect(again.headers.get(REPLAYED_HEADER)).toBe('true');
       expect(runs.get(key)).toBe(1);
       expect(await effects(key)).toBe(1);
+      // The replay's own layer transaction (it read the row, wrote nothing) is rolled back
+      // after the answer, not left open holding a connection.
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+          );
+          return rows.length === 0;
+        },
+        { what: "the replay's transaction to end" },
+      );
     });
 
     it('rolls back a handler that throws: no answer stored, and the retry runs it', async () => {

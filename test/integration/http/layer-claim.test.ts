@@ -144,6 +144,29 @@ describe('the claim inside an open transaction', () => {
     });
   });
 
+  it('says the row vanished when the claim found neither its insert nor a row', async () => {
+    const pruned: SqlRunner = {
+      query: async <R extends object>() => ({
+        rows: [
+          {
+            xid: null,
+            method: null,
+            route: null,
+            fingerprint: null,
+            status: null,
+            headers: null,
+            body: null,
+            body_omitted: null,
+          },
+        ] as unknown as R[],
+        rowCount: 1,
+      }),
+    };
+    await expect(
+      keys().claim({ sql: pruned, pg: undefined, begins: false }, claimOf('pruned'), 1000),
+    ).resolves.toEqual({ kind: 'vanished' });
+  });
+
   it('fails closed on an answer that is not the claim row', async () => {
     const odd: SqlRunner = {
       query: async <R extends object>() => ({
