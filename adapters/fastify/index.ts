@@ -195,7 +195,7 @@ type WithFamily = FastifyRequest & { [FAMILY]?: Idempotency<unknown> | undefined
  * });
  * ```
  *
- * @throws {@link ConfigurationError} outside an idempotent route's run, or when the
+ * @throws `ConfigurationError` outside an idempotent route's run, or when the
  * route runs under another family than `idempotency`.
  */
 export function idempotencyContext<Tx>(
