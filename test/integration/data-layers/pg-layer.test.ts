@@ -1,0 +1,9 @@
+/**
+ * The consumer matrix on the reference data layer (a plain pg Pool with a callback
+ * transaction): proves the matrix and LayerClaimTransaction themselves, before any real
+ * layer runs them.
+ */
+import { consumerMatrix } from './matrix-consumer.js';
+import { pgLayerFixture } from './pg-layer.fixture.js';
+
+consumerMatrix(pgLayerFixture);
