@@ -5,7 +5,9 @@
  * the layer's idiom commits with its claim or not at all, whatever the handler, the
  * layer, COMMIT or the connection do.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import {
@@ -133,8 +135,22 @@ interface Message {
   amount: number;
 }
 
-/** Runs the consumer door's matrix against `fixture`'s data layer. */
-export function consumerMatrix<Tx>(fixture: LayerFixture<Tx>): void {
+/**
+ * Where a child process finds the fixture (for the crash case): the fixture module's
+ * path and the name it exports the fixture under.
+ */
+export interface FixtureModule {
+  readonly path: string;
+  readonly exportName: string;
+}
+
+const CRASH_CHILD = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
+
+/**
+ * Runs the consumer door's matrix against `fixture`'s data layer; with `module`, also
+ * the crash after COMMIT before the ack (a child process SIGKILLed).
+ */
+export function consumerMatrix<Tx>(fixture: LayerFixture<Tx>, module?: FixtureModule): void {
   describe(`the consumer on ${fixture.name}`, () => {
     let db: LayerDatabase;
     let opened: OpenedLayer<Tx>;
@@ -381,6 +397,39 @@ export function consumerMatrix<Tx>(fixture: LayerFixture<Tx>): void {
       ]);
       expect(await claims('batch', 'batch-e')).toBe(0);
     });
+
+    if (module !== undefined)
+      it('a crash after COMMIT before the ack: the redelivery finds the key done', async () => {
+        const child = spawn(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            CRASH_CHILD,
+            db.url,
+            module.path,
+            module.exportName,
+            'crash',
+            'crash-1',
+          ],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        const said = await new Promise<string>((resolve) => {
+          let out = '';
+          child.stdout.on('data', (chunk: Buffer) => {
+            out += chunk.toString();
+            if (out.includes('\n')) resolve(out.trim());
+          });
+          void exited.then(() => resolve(out.trim() || 'exited'));
+        });
+        child.kill('SIGKILL');
+        await exited;
+        expect(said).toBe('committed');
+        const source = await consumer('crash', async (m, ctx) => write(ctx.tx, ctx.key, m.amount));
+        expect((await source.deliver('crash-1', { amount: 1 }, 2)).outcome).toBe('duplicate');
+        expect(await effects('crash-1')).toEqual([{ id: 'crash-1', amount: 1 }]);
+      });
 
     it('an outbox row enqueued through the layer commits with the effect, not without it', async () => {
       let fail = true;

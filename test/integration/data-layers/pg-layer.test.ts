@@ -3,7 +3,11 @@
  * transaction): proves the matrix and LayerClaimTransaction themselves, before any real
  * layer runs them.
  */
+import { fileURLToPath } from 'node:url';
 import { consumerMatrix } from './matrix-consumer.js';
 import { pgLayerFixture } from './pg-layer.fixture.js';
 
-consumerMatrix(pgLayerFixture);
+consumerMatrix(pgLayerFixture, {
+  path: fileURLToPath(new URL('./pg-layer.fixture.ts', import.meta.url)),
+  exportName: 'pgLayerFixture',
+});
