@@ -144,17 +144,24 @@ export interface Source<T = unknown> {
   close(options?: { readonly signal?: AbortSignal }): Promise<void>;
 }
 
-/** What the handler receives besides the message. */
-export interface HandlerContext<T = unknown> {
+/**
+ * What the handler receives besides the message. `Tx`: what `ctx.tx` is, a pg client
+ * by default, the data layer's own transaction object with the consumer's `dataLayer`.
+ */
+export interface HandlerContext<T = unknown, Tx = PoolClient> {
   /**
-   * A pg client inside the open transaction that also holds the claim. The runner
+   * The open transaction that also holds the claim. With a `dataLayer`: the layer's
+   * own transaction object (Prisma's transaction client, a Knex `Transaction`…); write
+   * through it as the layer's docs show, and leave ending it to the library (the layer
+   * commits once the handler returned and the library's last statement proved the
+   * transaction is still the claim's). Without one: a pg client. The runner
    * commits it: statements that would end it (BEGIN, COMMIT, ROLLBACK, END, ABORT,
    * PREPARE TRANSACTION) and `release()` are refused with a `TransactionControlError`.
    * To recover from a statement you expect to fail, wrap it in a SAVEPOINT and
    * `ROLLBACK TO SAVEPOINT`: a failed statement caught any other way aborts the
    * transaction, and the delivery then fails with `EO_TX_ABORTED`.
    */
-  readonly tx: PoolClient;
+  readonly tx: Tx;
   /** Aborts on shutdown (after the grace period), on handler timeout, or when the delivery is lost. */
   readonly signal: AbortSignal;
   /** 1-based attempt number. */
@@ -166,7 +173,7 @@ export interface HandlerContext<T = unknown> {
 }
 
 /** The user's handler: do the effect through `ctx.tx`; throw to retry. */
-export type Handler<T> = (message: T, ctx: HandlerContext<T>) => Promise<void>;
+export type Handler<T, Tx = PoolClient> = (message: T, ctx: HandlerContext<T, Tx>) => Promise<void>;
 
 /** One message of a batch handed to a {@link BatchHandler}. */
 export interface BatchItem<T = unknown> {
@@ -180,18 +187,18 @@ export interface BatchItem<T = unknown> {
   readonly delivery: Delivery<T>;
 }
 
-/** What a batch handler receives besides the messages. */
-export interface BatchContext {
-  /** A pg client inside the open transaction that holds every claim of the batch (guarded as {@link HandlerContext.tx}). */
-  readonly tx: PoolClient;
+/** What a batch handler receives besides the messages. `Tx`: as {@link HandlerContext}'s. */
+export interface BatchContext<Tx = PoolClient> {
+  /** The open transaction that holds every claim of the batch (as {@link HandlerContext.tx}). */
+  readonly tx: Tx;
   /** Aborts on shutdown (after the grace period) or on handler timeout. */
   readonly signal: AbortSignal;
 }
 
 /** Batch mode's effect: apply all `items` through `ctx.tx`; throw to roll the batch back. */
-export type BatchHandler<T> = (
+export type BatchHandler<T, Tx = PoolClient> = (
   items: ReadonlyArray<BatchItem<T>>,
-  ctx: BatchContext,
+  ctx: BatchContext<Tx>,
 ) => Promise<void>;
 
 /** A pino-compatible logger (pino, bunyan-style `(obj, msg)` and console-like loggers fit). */

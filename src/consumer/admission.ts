@@ -1,4 +1,4 @@
-import type { AdmissionFloor, ConsumerConfig } from './config.js';
+import type { AdmissionFloor, ConsumerSettings } from './config.js';
 import {
   BodyParseError,
   DeliveryExpiredError,
@@ -28,7 +28,7 @@ export type Admission =
  * claim may have been pruned, so the claim could not tell it from a new message).
  */
 export function admit<T>(
-  cfg: ConsumerConfig<T>,
+  cfg: ConsumerSettings<T>,
   settler: Settler<T>,
   lifecycle: Lifecycle,
   delivery: Delivery<T>,

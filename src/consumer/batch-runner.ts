@@ -15,7 +15,6 @@ import type {
 } from '../tx/claim-transaction.js';
 import { retryConflicts } from '../tx/conflicts.js';
 import { type ClaimPlan, driveTransaction, runWork, type Steps } from '../tx/drive.js';
-import type { PoolClient } from 'pg';
 import type { BatchItem, Delivery, DeliveryOutcome } from '../types.js';
 
 interface Item<T> {
@@ -51,13 +50,13 @@ type BatchVerdict =
  * batch is bisected (first half, then second half, so order holds) until the failing
  * delivery is alone and takes the per-message retry / dead-letter path.
  */
-export class BatchRunner<T> {
+export class BatchRunner<T, Tx> {
   private readonly claims: BatchClaimStatements;
 
   constructor(
-    private readonly cfg: ConsumerConfig<T>,
+    private readonly cfg: ConsumerConfig<T, Tx>,
     private readonly settler: Settler<T>,
-    private readonly transactions: ClaimTransactions,
+    private readonly transactions: ClaimTransactions<Tx>,
     private readonly lifecycle: Lifecycle,
   ) {
     this.claims = new BatchClaimStatements(
@@ -251,7 +250,7 @@ export class BatchRunner<T> {
   }
 
   /** One transaction: claim every key, run the handler on the new ones, verified COMMIT. */
-  private plan(items: ReadonlyArray<Item<T>>): ClaimPlan<BatchClaimed, BatchVerdict, PoolClient> {
+  private plan(items: ReadonlyArray<Item<T>>): ClaimPlan<BatchClaimed, BatchVerdict, Tx> {
     const { cfg } = this;
     // The first delivery of a key inside the batch leads; later ones follow its fate.
     const leaders = new Map<string, Item<T>>();
@@ -294,7 +293,7 @@ export class BatchRunner<T> {
   }
 
   private async runHandlers(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     fresh: ReadonlyArray<Item<T>>,
   ): Promise<WorkResult> {
     const first = fresh[0]!;
@@ -321,7 +320,7 @@ export class BatchRunner<T> {
    */
   private async callHandlers(
     fresh: ReadonlyArray<Item<T>>,
-    tx: PoolClient,
+    tx: Tx,
     link: { readonly signal: AbortSignal },
   ): Promise<void> {
     const { batchHandler, handler } = this.cfg;

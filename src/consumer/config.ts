@@ -6,13 +6,17 @@ import { DOOR_DEFAULTS, resolveSharedOptions, type SharedConfig } from '../share
 import type { ConsumerOptions } from './options.js';
 import type { ConsumerTelemetry } from './telemetry.js';
 import type { BatchHandler, Handler, MismatchPolicy, Source } from '../types.js';
+import type { PoolClient } from 'pg';
+import type { DataLayer } from '../data-layer.js';
 
 /** {@link ConsumerOptions} with every default filled in and every bound checked. */
-export interface ConsumerConfig<T> extends SharedConfig<ConsumerTelemetry> {
+export interface ConsumerConfig<T, Tx = PoolClient> extends SharedConfig<ConsumerTelemetry> {
   name: string;
   source: Source<T>;
-  handler: Handler<T> | undefined;
-  batchHandler: BatchHandler<T> | undefined;
+  handler: Handler<T, Tx> | undefined;
+  batchHandler: BatchHandler<T, Tx> | undefined;
+  /** Undefined: the claim transaction is the library's own, on `pool`. */
+  dataLayer: DataLayer<Tx> | undefined;
   /** Batch mode settings; undefined for one transaction per message. */
   batch: { maxSize: number; maxWaitMs: number } | undefined;
   concurrency: number;
@@ -36,8 +40,11 @@ export interface AdmissionFloor {
 /** The default margin: a tenth of the window, at most an hour. */
 const MAX_DEFAULT_MARGIN_MS = 3_600_000;
 
+/** What the broker side (admission, settling) reads of the config: nothing of `Tx`'s. */
+export type ConsumerSettings<T> = Omit<ConsumerConfig<T>, 'handler' | 'batchHandler' | 'dataLayer'>;
+
 /** Validates options at construction so a typo fails at deploy time, not at 3 a.m. */
-export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T> {
+export function resolveConfig<T, Tx>(options: ConsumerOptions<T, Tx>): ConsumerConfig<T, Tx> {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigurationError('options', 'must be an object');
   }
@@ -93,6 +100,8 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
     source,
     handler,
     batchHandler,
+    // Checked by resolveSharedOptions; kept typed by the layer's transaction object.
+    dataLayer: shared.dataLayer === undefined ? undefined : options.dataLayer,
     batch: batched
       ? {
           maxSize: intOption('batch.maxSize', options.batch?.maxSize, 100, 1, 10_000),
@@ -115,7 +124,7 @@ export function resolveConfig<T>(options: ConsumerOptions<T>): ConsumerConfig<T>
  * consumer prunes (its rows are kept `retention.olderThanMs`), off without a window.
  */
 function resolveFloor(
-  option: ConsumerOptions<unknown>['admissionFloor'],
+  option: ConsumerOptions<unknown, unknown>['admissionFloor'],
   retentionMs: number | undefined,
 ): AdmissionFloor | undefined {
   if (option === false) return undefined;

@@ -17,7 +17,10 @@ import { emptyStats } from './stats.js';
 import { Tracing } from './tracing.js';
 import { dedupTables } from '../store/migrate.js';
 import { applyMigrations, checkMigratedAtStart } from '../store/migrator.js';
-import { pgClaimTransactions } from '../tx/claim-connection.js';
+import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
+import type { ClaimTransactions } from '../tx/claim-transaction.js';
+import { layerClaimTransactions, layerTimeoutMs } from '../tx/layer-transaction.js';
+import type { PoolClient } from 'pg';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
 import type { Consumer, StopOptions } from './types.js';
 
@@ -27,11 +30,11 @@ import type { Consumer, StopOptions } from './types.js';
  * and the broker is acked only after COMMIT. Options are validated here and a
  * {@link ConfigurationError} names the first bad one.
  */
-export function createConsumer<T>(options: ConsumerOptions<T>): Consumer {
+export function createConsumer<T, Tx = PoolClient>(options: ConsumerOptions<T, Tx>): Consumer {
   return new ConsumerImpl(resolveConfig(options));
 }
 
-class ConsumerImpl<T> implements Consumer {
+class ConsumerImpl<T, Tx> implements Consumer {
   private readonly hub: ConsumerEventHub;
   private readonly counters = emptyStats();
   private readonly receiveAbort = new AbortController();
@@ -49,7 +52,7 @@ class ConsumerImpl<T> implements Consumer {
   private resolveDone!: () => void;
   readonly done: Promise<void>;
 
-  constructor(private readonly cfg: ConsumerConfig<T>) {
+  constructor(private readonly cfg: ConsumerConfig<T, Tx>) {
     this.hub = new ConsumerEventHub(cfg.logger);
     this.lifecycle = { stopping: false, hardStop: this.hardStop.signal };
     // Every delivery waiting for a pool connection listens for the hard stop: many at
@@ -58,7 +61,7 @@ class ConsumerImpl<T> implements Consumer {
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
     const tracing = new Tracing(cfg.telemetry, cfg.name);
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle, tracing);
-    const connections = pgClaimTransactions({
+    const connections = claimTransactions(cfg, {
       pool: cfg.pool,
       health: this.health,
       logger: cfg.logger,
@@ -239,7 +242,27 @@ class ConsumerImpl<T> implements Consumer {
  * pool (or the retention pruner, the health probe) needs one more: a pool of
  * `concurrency` connections or fewer can leave one waiting for a connection no one frees.
  */
-function warnIfPoolTooSmall<T>(cfg: ConsumerConfig<T>): void {
+/**
+ * Where the consumer's claim transactions come from: the data layer's, or the library's
+ * own on `pool`.
+ */
+function claimTransactions<T, Tx>(
+  cfg: ConsumerConfig<T, Tx>,
+  deps: ConnectionDeps,
+): ClaimTransactions<Tx> {
+  if (cfg.dataLayer !== undefined)
+    return layerClaimTransactions(cfg.dataLayer, {
+      ...deps,
+      isolationLevel: cfg.isolationLevel,
+      timeoutMs: layerTimeoutMs(cfg.handlerTimeoutMs, cfg.lockTimeoutMs),
+    });
+  // Without a data layer nothing can type `Tx` but ConsumerOptions' default, PoolClient:
+  // a handler typed for anything else does not compile without a `dataLayer` of it.
+  const own: ClaimTransactions<unknown> = pgClaimTransactions(deps);
+  return own as ClaimTransactions<Tx>;
+}
+
+function warnIfPoolTooSmall<T, Tx>(cfg: ConsumerConfig<T, Tx>): void {
   const max = (cfg.pool as { options?: { max?: unknown } }).options?.max;
   const size = typeof max === 'number' ? max : 10; // pg's default
   if (size >= cfg.concurrency + 1) return;

@@ -1,3 +1,5 @@
+import type { PoolClient } from 'pg';
+import type { DataLayer } from '../data-layer.js';
 import type { StoreOptions, TransactionOptions } from '../shared-options.js';
 import type { ConsumerTelemetry } from './telemetry.js';
 import type { Backoff, BatchHandler, Handler, MismatchPolicy, Source } from '../types.js';
@@ -9,7 +11,14 @@ import type { Backoff, BatchHandler, Handler, MismatchPolicy, Source } from '../
  * must cover the broker's redelivery, which only the operator knows. The dedup key is the
  * source's to derive (its `key` option).
  */
-export interface ConsumerOptions<T> extends StoreOptions<ConsumerTelemetry>, TransactionOptions {
+export interface ConsumerOptions<T, Tx = PoolClient>
+  extends StoreOptions<ConsumerTelemetry>, TransactionOptions {
+  /**
+   * The data layer the claim's transaction runs in (`prismaLayer(prisma)`,
+   * `knexLayer(knex)`…): the handler's `ctx.tx` is then its transaction object, typed
+   * `Tx`. Absent: a pg client of `pool`.
+   */
+  dataLayer?: DataLayer<Tx>;
   /**
    * Dedup namespace written to `processed_messages.consumer`; two consumers each process
    * a message once. Changing it starts an empty namespace: a message the old name applied
@@ -24,12 +33,12 @@ export interface ConsumerOptions<T> extends StoreOptions<ConsumerTelemetry>, Tra
    * and retry. In batch mode it runs once per new message inside the batch transaction.
    * Give either `handler` or `batchHandler`.
    */
-  handler?: Handler<T>;
+  handler?: Handler<T, Tx>;
   /**
    * Batch mode's effect: receives only the messages whose keys were newly claimed, in
    * delivery order, inside one transaction with all their claims. Implies `batch`.
    */
-  batchHandler?: BatchHandler<T>;
+  batchHandler?: BatchHandler<T, Tx>;
   /**
    * Batch mode: one transaction claims (one `INSERT ... SELECT FROM unnest(...)`) and
    * applies up to `maxSize` deliveries; all are acked after the one COMMIT. A failing

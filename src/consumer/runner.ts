@@ -1,4 +1,3 @@
-import type { PoolClient } from 'pg';
 import { admit } from './admission.js';
 import type { ConsumerConfig } from './config.js';
 import { type EffectivelyOnceError, PayloadMismatchError, ShutdownError } from '../errors.js';
@@ -30,13 +29,13 @@ type Verdict =
  * acks a delivery whose effect did not commit (or whose key was not already
  * committed). Never rejects: every failure becomes a retry, a dead letter or an event.
  */
-export class Runner<T> {
+export class Runner<T, Tx> {
   private readonly claims: ClaimStatements;
 
   constructor(
-    private readonly cfg: ConsumerConfig<T>,
+    private readonly cfg: ConsumerConfig<T, Tx>,
     private readonly settler: Settler<T>,
-    private readonly transactions: ClaimTransactions,
+    private readonly transactions: ClaimTransactions<Tx>,
     private readonly lifecycle: Lifecycle,
   ) {
     this.claims = new ClaimStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs);
@@ -86,7 +85,7 @@ export class Runner<T> {
     delivery: Delivery<T>,
     key: string,
     hash: Buffer | null,
-  ): ClaimPlan<{ xid: string | null }, Verdict, PoolClient> {
+  ): ClaimPlan<{ xid: string | null }, Verdict, Tx> {
     const { cfg } = this;
     return {
       key,
@@ -104,7 +103,7 @@ export class Runner<T> {
 
   /** The key was committed before: a duplicate, or a mismatch when the payload differs. */
   private async seenBefore(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     key: string,
     hash: Buffer | null,
   ): Promise<Verdict> {
@@ -132,7 +131,7 @@ export class Runner<T> {
 
   /** Runs the user's handler, then the adapter's in-transaction hook. */
   private async runHandler(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     delivery: Delivery<T>,
     key: string,
   ): Promise<WorkResult> {

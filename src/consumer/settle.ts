@@ -1,4 +1,4 @@
-import type { ConsumerConfig } from './config.js';
+import type { ConsumerSettings } from './config.js';
 import {
   BrokerError,
   ClaimBusyError,
@@ -20,7 +20,7 @@ import type { ConsumerStats, Delivery, DeliveryOutcome } from '../types.js';
  */
 export class Settler<T> {
   constructor(
-    private readonly cfg: ConsumerConfig<T>,
+    private readonly cfg: ConsumerSettings<T>,
     private readonly hub: ConsumerEventHub,
     readonly stats: ConsumerStats,
     private readonly lifecycle: Lifecycle,

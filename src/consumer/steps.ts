@@ -15,6 +15,11 @@ import type { Delivery } from '../types.js';
  * hook runs.
  */
 const LIBRARY_SESSION_SQL = 'SET LOCAL ROLE NONE; SET LOCAL statement_timeout TO DEFAULT';
+/** {@link LIBRARY_SESSION_SQL} one statement per call, for a data layer's transaction. */
+const LIBRARY_SESSION_STATEMENTS = [
+  'SET LOCAL ROLE NONE',
+  'SET LOCAL statement_timeout TO DEFAULT',
+];
 
 /**
  * Runs the adapters' in-transaction hooks (e.g. Kafka offsets stored in Postgres) on
@@ -23,11 +28,12 @@ const LIBRARY_SESSION_SQL = 'SET LOCAL ROLE NONE; SET LOCAL statement_timeout TO
  */
 export async function runAdapterHook(
   deliveries: ReadonlyArray<Delivery<unknown>>,
-  conn: ClaimTransaction,
+  conn: ClaimTransaction<unknown>,
 ): Promise<WorkResult> {
   try {
     if (deliveries.some((d) => d.inTransaction !== undefined)) {
-      await conn.client.query(LIBRARY_SESSION_SQL);
+      if (conn.pg !== undefined) await conn.pg.query(LIBRARY_SESSION_SQL);
+      else for (const statement of LIBRARY_SESSION_STATEMENTS) await conn.client.query(statement);
     }
     for (const d of deliveries) {
       // No `await` of a missing hook: a microtask per delivery, a hundred per batch.

@@ -62,10 +62,24 @@ export async function commitClaim(
  * caller) still runs, `last`, COMMIT. Exported for the HTTP bench's pgbench replay.
  */
 export function commitClaimSql(xid: string, last?: string): string {
+  return `${xidCheckSql(xid)};${last === undefined ? '' : ` ${last};`} COMMIT;`;
+}
+
+/**
+ * The check that the running transaction is still `xid` (digits, checked by the
+ * caller), the one the claim was inserted in: one statement that raises an error
+ * {@link isNotOurs} recognises when it is not (another transaction, or none).
+ */
+export function xidCheckSql(xid: string): string {
   return (
     `SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NOT DISTINCT FROM '${xid}'::xid8` +
-    ` THEN '' ELSE current_setting('${NOT_OURS}') END;${last === undefined ? '' : ` ${last};`} COMMIT;`
+    ` THEN '' ELSE current_setting('${NOT_OURS}') END`
   );
+}
+
+/** The error {@link xidCheckSql} raises: the claim's transaction is not the one running. */
+export function isNotOurs(error: unknown): boolean {
+  return sqlstateOf(error) === '42704' && String((error as Error).message).includes(NOT_OURS);
 }
 
 async function afterError(client: PoolClient, error: unknown, xid: string): Promise<CommitOutcome> {
@@ -78,7 +92,7 @@ async function afterError(client: PoolClient, error: unknown, xid: string): Prom
   }
   const code = sqlstateOf(error);
   if (code === IN_FAILED_TRANSACTION) return { kind: 'aborted' };
-  if (code === '42704' && String((error as Error).message).includes(NOT_OURS)) {
+  if (isNotOurs(error)) {
     try {
       const { rows } = await client.query<{ status: string | null }>(
         `SELECT pg_xact_status('${xid}'::xid8) AS status`,

@@ -1,0 +1,13 @@
+/**
+ * The consumer matrix on the reference data layer (a plain pg Pool with a callback
+ * transaction): proves the matrix and LayerClaimTransaction themselves, before any real
+ * layer runs them.
+ */
+import { fileURLToPath } from 'node:url';
+import { consumerMatrix } from './matrix-consumer.js';
+import { pgLayerFixture } from './pg-layer.fixture.js';
+
+consumerMatrix(pgLayerFixture, {
+  path: fileURLToPath(new URL('./pg-layer.fixture.ts', import.meta.url)),
+  exportName: 'pgLayerFixture',
+});
