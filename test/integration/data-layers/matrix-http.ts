@@ -33,6 +33,7 @@ import {
   type Served,
 } from '../http/layer-support.js';
 import { portOf } from '../../../kit/payments/payments.js';
+import type { DataLayer } from '../../../src/data-layer.js';
 import type { LayerFixture, OpenedLayer } from './fixture.js';
 
 /** What one request's handler does inside the layer's transaction. */
@@ -48,11 +49,25 @@ export function httpMatrix<Tx>(fixture: LayerFixture<Tx>): void {
     /** What the handler does, per key; the default inserts the effect and answers 201. */
     const behaviours = new Map<string, Behaviour<Tx>>();
     const closing: Array<() => Promise<void>> = [];
+    /** Transactions the endpoints opened through the layer. */
+    let layerTransactions = 0;
+    /** The fixture's layer, its transactions counted: proof the door used it. */
+    let counted: DataLayer<Tx>;
 
     beforeAll(async () => {
       db = await createLayerDatabase(`http_${fixture.name}`);
       await migrateOutbox(db.pool);
       opened = await fixture.open(db.url);
+      const layer = opened.layer;
+      counted = {
+        name: layer.name,
+        transaction: (settings, body) => {
+          layerTransactions++;
+          return layer.transaction(settings, body);
+        },
+        sql: (tx) => layer.sql(tx),
+        serverError: (error) => layer.serverError(error),
+      };
     });
     afterEach(async () => {
       for (const close of closing.splice(0).reverse()) await close();
@@ -80,7 +95,7 @@ export function httpMatrix<Tx>(fixture: LayerFixture<Tx>): void {
     function endpoints(options: Partial<IdempotencyOptions<Tx>> = {}): Idempotency<Tx> {
       const idempotency = createIdempotency<Tx>({
         pool: db.pool,
-        dataLayer: opened.layer,
+        dataLayer: counted,
         scope: 'matrix',
         ...options,
       });
@@ -147,9 +162,12 @@ export function httpMatrix<Tx>(fixture: LayerFixture<Tx>): void {
     it('commits the effect, the claim and the stored answer in one transaction', async () => {
       const server = await served(endpoints());
       const key = randomUUID();
+      const opening = layerTransactions;
       const first = await send(server, key);
       expect(first.status).toBe(201);
       expect(first.json).toEqual({ id: key });
+      // The claim ran in a transaction the layer opened, not one of the library's pool.
+      expect(layerTransactions).toBe(opening + 1);
       const row = await keyRow(key);
       expect(row?.status).toBe(201);
       // One xmin: the effect row and the key row (inserted, then its answer stored) were
