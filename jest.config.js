@@ -40,6 +40,10 @@ const needsNewNode = platformaticRuns ? [] : ['/test/integration/kafka-platforma
 const needsNewPostgres =
   Number(process.env.EO_PG_VERSION ?? 0) >= 17 ? [] : ['/test/integration/.*\\.pg17\\.test\\.ts$'];
 
+// test/integration/pgbouncer/ needs PgBouncer (a Debian package, not on every machine):
+// only with EO_VIA_PGBOUNCER=1, .ci/run's PgBouncer step, which global setup starts it for.
+const needsPgBouncer = process.env.EO_VIA_PGBOUNCER === '1' ? [] : ['/test/integration/pgbouncer/'];
+
 /** @type {import('jest').Config} */
 export default {
   // Jest reads testTimeout only at the top level; integration tests need broker round trips.
@@ -50,7 +54,13 @@ export default {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testPathIgnorePatterns: ['/node_modules/', ...alone, ...needsNewNode, ...needsNewPostgres],
+      testPathIgnorePatterns: [
+        '/node_modules/',
+        ...alone,
+        ...needsNewNode,
+        ...needsNewPostgres,
+        ...needsPgBouncer,
+      ],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },

@@ -5,7 +5,8 @@ import { STATE_ENV, currentState } from './state.js';
  * Entry point for global setup. Provider `native` (default) runs the
  * services from local binaries and Maven jars; EO_TEST_PROVIDER=testcontainers
  * runs containers instead, where a Docker engine exists. Either way the
- * tests only see DATABASE_URL, SQS_ENDPOINT and KAFKA_BROKERS.
+ * tests only see DATABASE_URL, SQS_ENDPOINT and KAFKA_BROKERS (and PGBOUNCER_URL,
+ * natively, when PgBouncer was asked for).
  */
 export async function startServices(): Promise<void> {
   const services = servicesToStart();

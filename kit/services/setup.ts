@@ -5,6 +5,7 @@ import { stopJava } from './java.js';
 import { KAFKA_VERSIONS, createKafka, kafkaMajor } from './kafka.js';
 import { createLocalstack } from './localstack.js';
 import { HOST, freePorts } from './ports.js';
+import { createPgBouncer, pgBouncerStop, pgBouncerVersion } from './pgbouncer.js';
 import { createPostgres, pgStop, postgresMajor } from './postgres.js';
 import { isAlive, killProcessesUsing } from './process.js';
 import {
@@ -21,13 +22,26 @@ export const ENDPOINT_ENV = {
   postgres: 'DATABASE_URL',
   sqs: 'SQS_ENDPOINT',
   kafka: 'KAFKA_BROKERS',
+  pgbouncer: 'PGBOUNCER_URL',
 } as const;
 export type ServiceName = keyof typeof ENDPOINT_ENV;
 
+/** Started only when asked for: PgBouncer (a Debian package) is not on every machine. */
+const ON_REQUEST: readonly ServiceName[] = ['pgbouncer'];
+
 /**
- * Services to start: all of them, or the EO_SERVICES list (e.g. "postgres,sqs"
- * when iterating on tests that need no broker), minus those whose endpoint
- * env var is already set: a given endpoint is used as is.
+ * EO_VIA_PGBOUNCER=1: the tests' `databaseUrl()` (test/helpers/db.ts) is PgBouncer's,
+ * in transaction mode, in front of the test Postgres; global setup starts it.
+ */
+export function viaPgBouncer(): boolean {
+  return process.env['EO_VIA_PGBOUNCER'] === '1';
+}
+
+/**
+ * Services to start: the default ones, or the EO_SERVICES list (e.g. "postgres,sqs"
+ * when iterating on tests that need no broker), plus PgBouncer with
+ * EO_VIA_PGBOUNCER=1, minus those whose endpoint env var is already set: a given
+ * endpoint is used as is.
  */
 export function servicesToStart(): ServiceName[] {
   const all = Object.keys(ENDPOINT_ENV) as ServiceName[];
@@ -40,7 +54,11 @@ export function servicesToStart(): ServiceName[] {
     throw new Error(
       `EO_SERVICES: unknown service(s) ${unknown.join(', ')}; known: ${all.join(', ')}`,
     );
-  return all.filter((s) => (!listed || listed.includes(s)) && !process.env[ENDPOINT_ENV[s]]);
+  const wanted = (s: ServiceName): boolean =>
+    listed ? listed.includes(s) : !ON_REQUEST.includes(s);
+  return all.filter(
+    (s) => (wanted(s) || (s === 'pgbouncer' && viaPgBouncer())) && !process.env[ENDPOINT_ENV[s]],
+  );
 }
 
 /** Names of the endpoint env vars global setup set, so teardown unsets exactly those (watch mode reruns setup). */
@@ -82,7 +100,8 @@ export async function startNative(services: ServiceName[]): Promise<void> {
   writeState(state);
   process.env[STATE_ENV] = stateFile(root);
 
-  const [pgPort, sqsPort, kafkaPort, controllerPort] = (await freePorts(4)) as [
+  const [pgPort, sqsPort, kafkaPort, controllerPort, bouncerPort] = (await freePorts(5)) as [
+    number,
     number,
     number,
     number,
@@ -90,10 +109,37 @@ export async function startNative(services: ServiceName[]): Promise<void> {
   ];
   const started = Date.now();
   const timings: string[] = [];
+  // PgBouncer starts in front of the Postgres this run starts, or of the DATABASE_URL given.
+  let postgresUp: (url: string) => void = () => undefined;
+  let postgresFailed: (error: unknown) => void = () => undefined;
+  const postgresUrl = services.includes('postgres')
+    ? new Promise<string>((resolve, reject) => {
+        postgresUp = resolve;
+        postgresFailed = reject;
+      })
+    : Promise.resolve(process.env[ENDPOINT_ENV.postgres]);
+  postgresUrl.catch(() => undefined); // reported by the postgres start itself
   const start: Record<ServiceName, () => Promise<void>> = {
     postgres: async () => {
-      state.postgres = await createPostgres(root, pgPort);
+      try {
+        state.postgres = await createPostgres(root, pgPort);
+      } catch (error) {
+        postgresFailed(error);
+        throw error;
+      }
       exportEndpoint('postgres', state.postgres.url);
+      postgresUp(state.postgres.url);
+    },
+    pgbouncer: async () => {
+      const serverUrl = await postgresUrl.catch(() => {
+        throw new Error('PgBouncer not started: its Postgres did not start');
+      });
+      if (!serverUrl)
+        throw new Error(
+          'PgBouncer needs a Postgres: add postgres to EO_SERVICES or set DATABASE_URL',
+        );
+      state.pgbouncer = await createPgBouncer(root, bouncerPort, serverUrl);
+      exportEndpoint('pgbouncer', state.pgbouncer.url);
     },
     sqs: async () => {
       if (sqsEmulator() === 'localstack') state.localstack = await createLocalstack(root, sqsPort);
@@ -114,7 +160,9 @@ export async function startNative(services: ServiceName[]): Promise<void> {
           ? ` (${sqsEmulator()})`
           : name === 'kafka'
             ? ` ${KAFKA_VERSIONS[kafkaMajor()].version}`
-            : ` ${(state.postgres && (await postgresMajor(state.postgres.bindir))) ?? ''}`;
+            : name === 'pgbouncer'
+              ? ` (${state.pgbouncer ? await pgBouncerVersion(state.pgbouncer.binary) : ''}, transaction mode)`
+              : ` ${(state.postgres && (await postgresMajor(state.postgres.bindir))) ?? ''}`;
       timings.push(`${name}${which} ${seconds(Date.now() - t0)}`);
     }),
   );
@@ -139,6 +187,8 @@ export async function startNative(services: ServiceName[]): Promise<void> {
  * EO_KEEP_SERVICES_DIR=1 keeps the directory (logs) for a post-mortem.
  */
 export async function stopNative(state: ServicesState): Promise<void> {
+  // Before its server: stopped together, it would log the server's going away.
+  if (state.pgbouncer) await pgBouncerStop(state.pgbouncer).catch(() => undefined);
   await Promise.allSettled([
     state.postgres && pgStop(state.postgres, 'immediate'),
     state.elasticmq && stopJava(state.elasticmq, 'SIGKILL'),

@@ -28,6 +28,21 @@ export interface PostgresState {
   runAs?: RunAs | undefined;
 }
 
+/** PgBouncer in front of the test Postgres (EO_SERVICES=…,pgbouncer or EO_VIA_PGBOUNCER=1). */
+export interface PgBouncerState {
+  binary: string;
+  pid: number;
+  port: number;
+  iniFile: string;
+  logFile: string;
+  /** Where tests connect: PgBouncer's address, the server's user and database. */
+  url: string;
+  /** The Postgres it pools connections to. */
+  serverUrl: string;
+  /** Set when we are root: PgBouncer refuses to run as root. */
+  runAs?: RunAs | undefined;
+}
+
 /** A JVM service, recorded with its full command line so any process can start it again. */
 export interface JavaServiceState {
   pid: number;
@@ -54,6 +69,7 @@ export interface ServicesState {
   /** LocalStack instead of ElasticMQ (EO_SQS_EMULATOR=localstack): a Python process, recorded the same way. */
   localstack?: JavaServiceState;
   kafka?: KafkaState;
+  pgbouncer?: PgBouncerState;
 }
 
 export function stateFile(root: string): string {

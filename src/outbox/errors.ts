@@ -32,3 +32,23 @@ export class PublishError extends EffectivelyOnceError {
     });
   }
 }
+
+/**
+ * The relay's `listen` connection, given explicitly, reaches Postgres through a
+ * connection pooler (PgBouncer or the like), detected at `start()`: the pid of the server
+ * session differs from the one the connection was given. LISTEN is session state; in
+ * transaction mode the pooler runs it on a server connection it then hands to other
+ * clients, and no notification reaches the relay. Give `listen` a direct connection to
+ * Postgres, or `listen: false` to poll only. (With the default `listen: true`, the
+ * pool's own settings, the relay polls instead and says so in one warn line.)
+ */
+export class ListenThroughPoolerError extends EffectivelyOnceError {
+  constructor(details: { keyPid: number; backendPid: number }) {
+    super(
+      'EO_LISTEN_POOLED',
+      'The outbox relay cannot LISTEN through a connection pooler (the server session is not ' +
+        "the connection's own): give `listen` a direct connection to Postgres, or `listen: false` to poll only",
+      { retryable: false, details },
+    );
+  }
+}

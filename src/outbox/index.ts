@@ -24,5 +24,5 @@ export type { OutboxTableOptions, PruneOutboxOptions } from './table.js';
 export { uuidv7, uuidv7Time } from './uuid.js';
 export { httpPublisher } from './publishers/http.js';
 export type { HttpPublisherOptions } from './publishers/http.js';
-export { OutboxMessageError, PublishError } from './errors.js';
+export { ListenThroughPoolerError, OutboxMessageError, PublishError } from './errors.js';
 export { ConfigurationError, DatabaseError, EffectivelyOnceError, StateError } from '../errors.js';

@@ -49,6 +49,10 @@ export interface RelayOptions extends Omit<StoreOptions<RelayTelemetry>, 'migrat
   /**
    * LISTEN for `enqueue`'s notifications on a dedicated connection: `true` (default)
    * connects with the pool's settings, a `ClientConfig` with those, `false` polls only.
+   * LISTEN needs a session of its own on the server: through a connection pooler
+   * (PgBouncer in transaction mode delivers no notifications), detected at `start()`,
+   * `true` polls instead and logs one warn line, and a `ClientConfig` is refused with a
+   * `ListenThroughPoolerError`: give it a direct connection to Postgres.
    */
   listen?: boolean | ClientConfig;
   /** How often the `lag` event fires while it has a listener, in ms. Default 10 000. */

@@ -4,6 +4,7 @@ import type { ClientConfig } from 'pg';
 import { retryDelay } from '../backoff.js';
 import { DatabaseError, EffectivelyOnceError, StateError } from '../errors.js';
 import { Doorbell } from './doorbell.js';
+import { ListenThroughPoolerError } from './errors.js';
 import { outboxChannel } from './enqueue.js';
 import { RelayEventHub } from './events.js';
 import { NotifyListener } from './listener.js';
@@ -91,11 +92,30 @@ export function createRelay(options: RelayOptions): Relay {
     const listen = options.listen ?? true;
     if (listen !== false) {
       const clientConfig: ClientConfig = listen === true ? { ...options.pool.options } : listen;
+      let pooled: { keyPid: number; backendPid: number } | undefined;
+      let listening = false;
       listener = new NotifyListener(clientConfig, outboxChannel(ref), {
         wake,
         lost: (error) => fail(new DatabaseError('outbox LISTEN connection', error), 'listen'),
+        pooled: (pids) => {
+          pooled = pids;
+          // Only the pool's settings: a connection asked for by name is refused below.
+          if (listen === true || listening)
+            logger.warn(
+              { ...pids, schema: ref.schema, table: ref.table },
+              `effectively-once: the outbox relay's LISTEN connection goes through a connection pooler, ` +
+                `which delivers no notifications in transaction mode: not listening, polling every ` +
+                `${config.pollIntervalMs} ms (give \`listen\` a direct connection to Postgres to be woken by NOTIFY)`,
+            );
+        },
       });
       await listener.start();
+      listening = true;
+      // Asked for LISTEN on that connection, which cannot deliver: refused, not degraded.
+      if (pooled !== undefined && listen !== true) {
+        state = 'stopped';
+        throw new ListenThroughPoolerError(pooled);
+      }
     }
     if (state !== 'running') return;
     const retention = config.retention;

@@ -93,6 +93,8 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   private lost: unknown;
   private broken: unknown;
   private abandoned = false;
+  /** The abandoned statement's cancel, until it was sent (or failed): see {@link close}. */
+  private cancelling: Promise<void> | undefined;
   private closed = false;
   private readonly onError = (err: Error): void => {
     this.lost ??= err;
@@ -290,7 +292,14 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
     this.guard.end();
     this.client.off('error', this.onError);
     const reason = this.broken ?? this.lost;
-    this.client.release(reason === undefined ? undefined : toError(reason));
+    const release = (): void =>
+      this.client.release(reason === undefined ? undefined : toError(reason));
+    // Through a pooler (PgBouncer) the cancel names the client connection, not the server
+    // session: sent after that connection closed, it names a key the pooler has already
+    // forgotten and the statement runs on, holding the claim's locks. So the connection
+    // is destroyed once the cancel was sent (at most CANCEL_TIMEOUT_MS later).
+    if (this.cancelling !== undefined) void this.cancelling.then(release, release);
+    else release();
   }
 
   /** Whether the connection can still be used (no socket error, nothing that broke it). */
@@ -513,11 +522,12 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
     // One cancel per connection: a rollback raced inside another race meets the same stop.
     if (this.lost !== undefined || this.abandoned) return;
     this.abandoned = true;
-    cancelBackend(this.client, this.deps.pool, CANCEL_TIMEOUT_MS).catch((err: unknown) =>
-      this.deps.logger.warn(
-        { err, key: this.key },
-        'effectively-once: could not cancel an abandoned handler',
-      ),
+    this.cancelling = cancelBackend(this.client, this.deps.pool, CANCEL_TIMEOUT_MS).catch(
+      (err: unknown) =>
+        this.deps.logger.warn(
+          { err, key: this.key },
+          'effectively-once: could not cancel an abandoned handler',
+        ),
     );
   }
 
