@@ -9,6 +9,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { PoolClient } from 'pg';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
   checkWebhookOptions,
@@ -48,10 +49,10 @@ import { nextFor, PassedOn } from './next.js';
  * without a callback does on a missing file): the next handler answers, unstored. A
  * 5xx rolls back and is sent unstored.
  */
-export type ExpressIdempotentHandler = (
+export type ExpressIdempotentHandler<Tx = PoolClient> = (
   req: Request,
   res: Response,
-  ctx: IdempotencyContext,
+  ctx: IdempotencyContext<Tx>,
 ) => void | Promise<void>;
 
 /** Options of {@link idempotentExpress}. */
@@ -67,7 +68,9 @@ export interface ExpressIdempotentOptions {
 /**
  * Wraps an Express 5 handler into an idempotent one: the key is claimed, the handler
  * runs in its transaction, and the response it writes is stored, committed, then sent.
- * A retry gets the stored response with `Idempotent-Replayed: true`.
+ * A retry gets the stored response with `Idempotent-Replayed: true`. `ctx.tx` is typed
+ * by the endpoint family's data layer (`createIdempotency({ dataLayer })`), a pg client
+ * without one.
  *
  * ```ts
  * app.post('/charges', idempotentExpress(idempotency, async (req, res, { tx }) => {
@@ -76,9 +79,9 @@ export interface ExpressIdempotentOptions {
  * }));
  * ```
  */
-export function idempotentExpress(
-  idempotency: Idempotency,
-  handler: ExpressIdempotentHandler,
+export function idempotentExpress<Tx = PoolClient>(
+  idempotency: Idempotency<Tx>,
+  handler: ExpressIdempotentHandler<Tx>,
   options: ExpressIdempotentOptions = {},
 ): RequestHandler {
   if (typeof handler !== 'function')
@@ -100,18 +103,18 @@ export function idempotentExpress(
  * claimed on its id and `handler` applies it once. Answer with `res` (a 2xx is stored
  * and replayed to redeliveries).
  */
-export function expressWebhook(
-  idempotency: Idempotency,
+export function expressWebhook<Tx = PoolClient>(
+  idempotency: Idempotency<Tx>,
   webhook: WebhookOptions,
-  handler: ExpressIdempotentHandler,
+  handler: ExpressIdempotentHandler<Tx>,
 ): RequestHandler {
   return idempotentExpress(idempotency, handler, { webhook });
 }
 
 /** Runs one request; resolves with an error for Express's `next`, if any. */
-async function run(
-  idempotency: Idempotency,
-  handler: ExpressIdempotentHandler,
+async function run<Tx>(
+  idempotency: Idempotency<Tx>,
+  handler: ExpressIdempotentHandler<Tx>,
   options: ExpressIdempotentOptions,
   req: Request,
   res: Response,

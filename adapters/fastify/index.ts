@@ -8,6 +8,7 @@
  * @module effectively-once/http/fastify
  */
 import { Readable } from 'node:stream';
+import type { PoolClient } from 'pg';
 import type {
   FastifyInstance,
   FastifyReply,
@@ -34,6 +35,27 @@ import {
 } from '../../src/http/framework-kit.js';
 import { dropStream, headOf, putHead, runRoute, type RouteRun } from './reply.js';
 
+/**
+ * What `request.idempotency.tx` is in your routes: a pg client, unless you name your
+ * data layer's transaction type here (the endpoint families you register then take
+ * that layer, `createIdempotency({ dataLayer })`):
+ *
+ * ```ts
+ * declare module 'effectively-once/http/fastify' {
+ *   interface FastifyIdempotencyTypes {
+ *     tx: PrismaTx; // the type of your layer's transaction object
+ *   }
+ * }
+ * ```
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging
+export interface FastifyIdempotencyTypes {}
+
+/** `ctx.tx`'s type in Fastify routes: {@link FastifyIdempotencyTypes}' `tx`, else a pg client. */
+export type FastifyIdempotencyTx = FastifyIdempotencyTypes extends { tx: infer Tx }
+  ? Tx
+  : PoolClient;
+
 /** A route's own setting, in its `config.idempotency`. */
 export type RouteIdempotency =
   /** Not idempotent: the route runs as usual. */
@@ -43,7 +65,7 @@ export type RouteIdempotency =
    * with another endpoint family than the registration's (`use`: e.g. one created
    * with `concurrent: 'reject'`).
    */
-  | { webhook?: WebhookOptions; use?: Idempotency };
+  | { webhook?: WebhookOptions; use?: Idempotency<unknown> };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -51,7 +73,7 @@ declare module 'fastify' {
      * In an idempotent route: the key's transaction (`tx`), the key, the signal… See
      * IdempotencyContext. Null elsewhere.
      */
-    idempotency: IdempotencyContext | null;
+    idempotency: IdempotencyContext<FastifyIdempotencyTx> | null;
   }
   interface FastifyContextConfig {
     /**
@@ -64,8 +86,12 @@ declare module 'fastify' {
 
 /** Options of {@link idempotencyPlugin}. */
 export interface FastifyIdempotencyOptions {
-  /** The endpoint settings and key table (see createIdempotency). */
-  idempotency: Idempotency;
+  /**
+   * The endpoint settings and key table (see createIdempotency), with its data layer if
+   * any: read the context with {@link idempotencyContext} (typed by it), or through
+   * `request.idempotency` once {@link FastifyIdempotencyTypes} names its `tx`.
+   */
+  idempotency: Idempotency<unknown>;
   /**
    * Which routes the plugin wraps (runs inside a key's transaction): those with one of
    * these methods, unless `config.idempotency` says otherwise. Default POST, PATCH.
@@ -151,7 +177,48 @@ export const idempotencyPlugin = Object.assign(
   },
 );
 
-function checkIdempotency(idempotency: Idempotency | undefined, name: string): void {
+/** The endpoint family a request's context came from (see idempotencyContext). */
+const FAMILY = Symbol('effectively-once.fastifyFamily');
+type WithFamily = FastifyRequest & { [FAMILY]?: Idempotency<unknown> | undefined };
+
+/**
+ * The context of an idempotent route's request, typed by the endpoint family it runs
+ * under (`createIdempotency({ dataLayer })` types `tx` as the layer's transaction
+ * object): an alternative to `request.idempotency` that needs no
+ * {@link FastifyIdempotencyTypes} declaration, for apps with more than one family.
+ *
+ * ```ts
+ * app.post('/charges', async (request, reply) => {
+ *   const { tx } = idempotencyContext(request, idempotency); // e.g. a Knex Transaction
+ *   await tx('charges').insert({ … });
+ *   return reply.code(201).send({ … });
+ * });
+ * ```
+ *
+ * @throws `ConfigurationError` outside an idempotent route's run, or when the
+ * route runs under another family than `idempotency`.
+ */
+export function idempotencyContext<Tx>(
+  request: FastifyRequest,
+  idempotency: Idempotency<Tx>,
+): IdempotencyContext<Tx> {
+  const ctx = request.idempotency;
+  const family = (request as WithFamily)[FAMILY] as unknown;
+  if (ctx === null || family === undefined)
+    throw new ConfigurationError(
+      'idempotencyContext',
+      'is only available while an idempotent route runs (the plugin wraps the route)',
+    );
+  if (family !== idempotency)
+    throw new ConfigurationError(
+      'idempotencyContext',
+      'the route runs under another endpoint family (config.idempotency.use, or another registration)',
+    );
+  // The family that built `ctx` is `idempotency`: its tx is that family's Tx.
+  return ctx as unknown as IdempotencyContext<Tx>;
+}
+
+function checkIdempotency(idempotency: Idempotency<unknown> | undefined, name: string): void {
   if (typeof idempotency?.execute !== 'function')
     throw new ConfigurationError(name, 'must come from createIdempotency()');
 }
@@ -195,7 +262,7 @@ async function keepRawBody(
 
 function wrap(
   handler: RouteHandlerMethod,
-  idempotency: Idempotency,
+  idempotency: Idempotency<unknown>,
   options: FastifyIdempotencyOptions,
   webhook: WebhookOptions | undefined,
 ): RouteHandlerMethod {
@@ -216,16 +283,19 @@ function wrap(
     const snapshot = headOf(reply);
     // The latest run (a serialization failure runs the handler again).
     let latest: RouteRun | undefined;
-    const routeHandler = async (ctx: IdempotencyContext): Promise<Response> => {
+    const routeHandler = async (ctx: IdempotencyContext<unknown>): Promise<Response> => {
       // An earlier run's answer is void: its transaction rolled back.
       dropStream(latest?.stream);
       putHead(reply, snapshot);
-      request.idempotency = ctx;
+      // Typed by FastifyIdempotencyTypes, which the app declares to match its family.
+      request.idempotency = ctx as IdempotencyContext<FastifyIdempotencyTx>;
+      (request as WithFamily)[FAMILY] = idempotency;
       try {
         latest = await runRoute(handler, this, request, reply, ctx);
         return latest.response;
       } finally {
         request.idempotency = null;
+        (request as WithFamily)[FAMILY] = undefined;
       }
     };
     // The body is in hand already: the core gets it as is, with a bodyless Request.
@@ -294,7 +364,7 @@ function payloadOf(bytes: Uint8Array, headers: Headers): string | Buffer {
 }
 
 function isBufferedExecutor(
-  idempotency: Idempotency,
-): idempotency is Idempotency & BufferedExecutor {
+  idempotency: Idempotency<unknown>,
+): idempotency is Idempotency<unknown> & BufferedExecutor<unknown> {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
 }

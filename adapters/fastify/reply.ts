@@ -67,7 +67,7 @@ export async function runRoute(
   instance: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  ctx: IdempotencyContext,
+  ctx: IdempotencyContext<unknown>,
 ): Promise<RouteRun> {
   // Fastify's rules for what a handler returns: a sync handler's value is sent unless
   // it is undefined; an async handler's is sent (undefined too) unless it sent already.

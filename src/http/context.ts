@@ -1,15 +1,25 @@
 import type { PoolClient } from 'pg';
 
-/** What an idempotent handler receives besides the request. */
-export interface IdempotencyContext {
+/**
+ * What an idempotent handler receives besides the request. `Tx`: the type of `tx`, a pg
+ * client by default, the data layer's own transaction object with `dataLayer`.
+ */
+export interface IdempotencyContext<Tx = PoolClient> {
   /**
-   * A pg client inside the open transaction that holds the key's claim. Write the
-   * effect through it: it commits together with the stored response, or not at all.
-   * Statements that would end the transaction (BEGIN, COMMIT, ROLLBACK …) and
-   * `release()` are refused; use SAVEPOINT / ROLLBACK TO SAVEPOINT to recover from a
-   * statement you expect to fail.
+   * The open transaction that holds the key's claim. Write the effect through it: it
+   * commits together with the stored response, or not at all.
+   *
+   * - Without `dataLayer`: a pg client. Statements that would end the transaction
+   *   (BEGIN, COMMIT, ROLLBACK …) and `release()` are refused; use SAVEPOINT / ROLLBACK
+   *   TO SAVEPOINT to recover from a statement you expect to fail.
+   * - With `dataLayer`: that layer's own transaction object (Prisma's transaction
+   *   client, a Knex `Transaction`, a TypeORM `EntityManager`, a Drizzle or Kysely
+   *   transaction, postgres.js's `sql` inside `begin`), opened by the layer in its own
+   *   idiom; write the effect as the layer's docs show. Do not end it yourself (the
+   *   library commits it, after checking it is still the claim's). Outbox rows go in it
+   *   with `enqueue(layer.sql(ctx.tx), message)`.
    */
-  readonly tx: PoolClient;
+  readonly tx: Tx;
   /** The idempotency key claimed (the header's, or a webhook's delivery id). */
   readonly key: string;
   /** The scope the key was claimed in (tenant, principal, webhook sender). */
@@ -42,9 +52,9 @@ export interface IdempotencyContext {
  * a problem+json 500). Any other response is stored with the effect, committed, then
  * sent.
  */
-export type IdempotentHandler = (
+export type IdempotentHandler<Tx = PoolClient> = (
   request: Request,
-  ctx: IdempotencyContext,
+  ctx: IdempotencyContext<Tx>,
 ) => Response | Promise<Response>;
 
 /** What the engine tells an adapter's handler beyond the public context (internal). */
@@ -62,7 +72,7 @@ export interface AdapterHooks {
 export const adapterHooks = Symbol('effectively-once.adapterHooks');
 
 /** The hooks of a context the engine built; defaults for any other. */
-export function hooksOf(ctx: IdempotencyContext): AdapterHooks {
+export function hooksOf(ctx: IdempotencyContext<unknown>): AdapterHooks {
   const hooks = (ctx as { [adapterHooks]?: AdapterHooks })[adapterHooks];
   return hooks ?? { maxBodyBytes: 1024 * 1024, workDone: () => undefined };
 }

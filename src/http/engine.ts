@@ -9,7 +9,6 @@ import type {
   WorkResult,
 } from '../tx/claim-transaction.js';
 import { retryConflicts } from '../tx/conflicts.js';
-import { pgClientOf } from '../tx/claim-connection.js';
 import { type ClaimPlan, type Done, driveTransaction, runWork } from '../tx/drive.js';
 import { readResponseBody } from './body.js';
 import { bytesResponse, knownBytes } from './known-body.js';
@@ -52,20 +51,20 @@ export type Verdict =
  * buffered body for this run, built when called (a fetch-style handler calls it; an
  * adapter's does not).
  */
-export type JobHandler = (
-  ctx: IdempotencyContext,
+export type JobHandler<Tx = PoolClient> = (
+  ctx: IdempotencyContext<Tx>,
   request: () => Request,
 ) => Response | Promise<Response>;
 
 /** One request, everything that stays the same across its transaction's runs. */
-export interface Job {
+export interface Job<Tx = PoolClient> {
   claim: KeyClaim;
   /** False for a request that had no key of its own: its row is dropped before COMMIT. */
   keyed: boolean;
   /** The request (bodyless for an adapter's buffered one), built when first asked for. */
   request: () => Request;
   body: Uint8Array;
-  handler: JobHandler;
+  handler: JobHandler<Tx>;
   /**
    * An adapter's job: its handler needs no Request of its own, and the responses
    * answered (the handler's, replays) may be carriers, whose bytes it sends itself.
@@ -76,8 +75,8 @@ export interface Job {
 }
 
 /** What one run of a request's transaction learns on the way, for its answer. */
-interface Run {
-  readonly job: Job;
+interface Run<Tx> {
+  readonly job: Job<Tx>;
   /** This run's number (ctx.attempt): every transaction of the request counts. */
   readonly attempt: number;
   /** What the handler answered, once its body was read. */
@@ -106,15 +105,15 @@ type HandlerOutcome =
  * claim-transaction driver's sequence (src/tx/drive.ts), the consumer's, with a
  * response in place of the ack.
  */
-export class Engine {
+export class Engine<Tx = PoolClient> {
   private readonly streamedResponses = new WeakSet<Response>();
   /** Replays' ROLLBACKs still on the wire (see releaseLater). */
   private readonly releasing = new Set<Promise<void>>();
 
   constructor(
-    private readonly cfg: IdempotencyConfig,
+    private readonly cfg: IdempotencyConfig<Tx>,
     private readonly statements: KeyStatements,
-    private readonly transactions: ClaimTransactions,
+    private readonly transactions: ClaimTransactions<Tx>,
   ) {}
 
   /**
@@ -122,7 +121,7 @@ export class Engine {
    * (bounded; past that a database failure, answered 503), or while the key's row
    * vanishes between the claim and its read (bounded).
    */
-  run(job: Job): Promise<Verdict> {
+  run(job: Job<Tx>): Promise<Verdict> {
     let runs = 0;
     let vanished = 0;
     return retryConflicts<Verdict>(
@@ -142,16 +141,16 @@ export class Engine {
   }
 
   /** One transaction's steps for a request: claim, then the handler or the stored response. */
-  private plan(job: Job, attempt: number): ClaimPlan<ClaimFound, Attempt, PoolClient> {
+  private plan(job: Job<Tx>, attempt: number): ClaimPlan<ClaimFound, Attempt, Tx> {
     const { claim } = job;
     const waitMs = job.waitMs ?? this.cfg.lockTimeoutMs;
-    const run: Run = { job, attempt, outcome: undefined, stored: undefined };
+    const run: Run<Tx> = { job, attempt, outcome: undefined, stored: undefined };
     return {
       key: claim.key,
       claimWaitMs: waitMs,
       // A claim waiting on a key another instance holds is cancelled at the hard stop (the
       // driver runs it under untilHardStop), or close() would wait for it up to `lockTimeoutMs`.
-      claim: (session) => this.statements.claim(pgClientOf(session), claim, waitMs),
+      claim: (session) => this.statements.claim(session, claim, waitMs),
       claimed: async (found, conn) => {
         if (found.kind === 'stored') {
           // Answered without waiting for the ROLLBACK's round trip. Nothing after the read
@@ -187,7 +186,7 @@ export class Engine {
    * background. A ROLLBACK still out at the hard stop (a stalled socket) is abandoned,
    * its connection destroyed: close() waits for these, and must not wait past it.
    */
-  private releaseLater(conn: ClaimTransaction): void {
+  private releaseLater(conn: ClaimTransaction<Tx>): void {
     // rollback() is bounded by the hard stop itself (abandoned there, destroyed on close);
     // it resolves to nothing, which untilHardStop would read as the hard stop's answer.
     const done: Promise<void> = conn
@@ -206,8 +205,8 @@ export class Engine {
    * rolled back by its answer or committed the claim's transaction itself.
    */
   private async execute(
-    run: Run,
-    conn: ClaimTransaction,
+    run: Run<Tx>,
+    conn: ClaimTransaction<Tx>,
     xid: string,
   ): Promise<WorkResult | Done<Attempt>> {
     const { job, attempt } = run;
@@ -224,7 +223,7 @@ export class Engine {
       conn,
       { timeoutMs: this.cfg.handlerTimeoutMs, hardStop: this.transactions.hardStop, attempt },
       (tx, link) => {
-        const ctx: IdempotencyContext & { [adapterHooks]: AdapterHooks } = {
+        const ctx: IdempotencyContext<Tx> & { [adapterHooks]: AdapterHooks } = {
           tx,
           key: claim.key,
           scope: claim.scope,
@@ -289,10 +288,10 @@ export class Engine {
 
   /** What the transaction's end means for the request: its answer. */
   private async answered(
-    run: Run,
+    run: Run<Tx>,
     end: TransactionEnd,
     work: WorkResult,
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
   ): Promise<Attempt> {
     const { job, outcome, stored } = run;
     const { claim } = job;
@@ -364,8 +363,8 @@ export class Engine {
    * stays), so it is an execution, answered the same way first and on every replay.
    */
   private async failedAfterOwnCommit(
-    conn: ClaimTransaction,
-    job: Job,
+    conn: ClaimTransaction<Tx>,
+    job: Job<Tx>,
     error: unknown,
   ): Promise<Verdict> {
     const { claim } = job;
@@ -385,7 +384,7 @@ export class Engine {
 
   /** Runs the stored-response statement in autocommit, after a commit the handler made. */
   private async completeAfterCommit(
-    conn: ClaimTransaction,
+    conn: ClaimTransaction<Tx>,
     statement: string,
     key: string,
   ): Promise<void> {

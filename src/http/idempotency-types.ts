@@ -3,6 +3,7 @@
  * returns, what a request's handling reports) and the adapters' way in; the
  * implementation is in idempotency.ts.
  */
+import type { PoolClient } from 'pg';
 import type { EffectivelyOnceError } from '../errors.js';
 import type { Observable } from '../event-hub.js';
 import type { IdempotencyContext, IdempotentHandler } from './context.js';
@@ -128,20 +129,26 @@ export interface CloseOptions {
  * Idempotency-Key handling on one Postgres table, for any number of endpoints. Create
  * one per process with {@link createIdempotency} and wrap each endpoint's handler.
  * Observed like every door: `on(event, listener)` / `off` (returning it) and `stats()`.
+ * `Tx` is what handlers get as `ctx.tx`: a pg client by default, the data layer's own
+ * transaction object with `dataLayer` (see DataLayer).
  */
-export interface Idempotency extends Observable<IdempotencyEvents, IdempotencyStats, Idempotency> {
+export interface Idempotency<Tx = PoolClient> extends Observable<
+  IdempotencyEvents,
+  IdempotencyStats,
+  Idempotency<Tx>
+> {
   /**
    * A fetch-style endpoint (`(request) => Promise<Response>`): a Next.js route handler,
    * a Hono handler (`(c) => endpoint(c.req.raw)`), Deno.serve, Bun.serve …
    */
   handler(
-    handler: IdempotentHandler,
+    handler: IdempotentHandler<Tx>,
     overrides?: RequestOverrides,
   ): (request: Request) => Promise<Response>;
   /** Handles one request with `handler`; never rejects. */
   handle(
     request: Request,
-    handler: IdempotentHandler,
+    handler: IdempotentHandler<Tx>,
     overrides?: RequestOverrides,
   ): Promise<Response>;
   /**
@@ -151,12 +158,12 @@ export interface Idempotency extends Observable<IdempotencyEvents, IdempotencySt
    */
   webhook(
     options: WebhookOptions,
-    handler: WebhookHandler,
+    handler: WebhookHandler<Tx>,
   ): (request: Request) => Promise<Response>;
   /** As `handle`, but tells a throw of the user's code apart (for adapters). Never rejects. */
   execute(
     request: Request,
-    handler: IdempotentHandler,
+    handler: IdempotentHandler<Tx>,
     overrides?: RequestOverrides,
   ): Promise<Execution>;
   /** Applies the key table's pending migration steps (done before the first request unless `migrate: false`). */
@@ -213,14 +220,16 @@ export function headOf(request: Request): RequestHead {
 }
 
 /** An adapter's handler: it holds its own request and needs only the context. */
-export type ContextHandler = (ctx: IdempotencyContext) => Response | Promise<Response>;
+export type ContextHandler<Tx = PoolClient> = (
+  ctx: IdempotencyContext<Tx>,
+) => Response | Promise<Response>;
 
 /** An {@link Idempotency} from createIdempotency, which adapters call through {@link executeBuffered}. */
-export interface BufferedExecutor {
+export interface BufferedExecutor<Tx = PoolClient> {
   [executeBuffered](
     head: RequestHead,
     body: Uint8Array,
-    handler: ContextHandler,
+    handler: ContextHandler<Tx>,
     overrides?: RequestOverrides,
   ): Promise<Execution>;
 }

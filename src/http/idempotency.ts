@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import { setMaxListeners } from 'node:events';
 import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { untilAborted } from '../deadline.js';
 import { EventHub } from '../event-hub.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
+import type { ClaimTransactions } from '../tx/claim-transaction.js';
 import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
+import { layerClaimTransactions } from '../tx/layer-transaction.js';
 import { checkRequestBody, readRequestBody } from './body.js';
 import type { IdempotentHandler } from './context.js';
 import { committedRow, Engine, type Job, type JobHandler, type Verdict } from './engine.js';
@@ -61,12 +64,14 @@ import {
  * that arrives while the original runs waits for it. Options are validated here; a
  * {@link ConfigurationError} names the first bad one.
  */
-export function createIdempotency(options: IdempotencyOptions): Idempotency {
-  return new IdempotencyImpl(resolveOptions(options));
+export function createIdempotency<Tx = PoolClient>(
+  options: IdempotencyOptions<Tx>,
+): Idempotency<Tx> {
+  return new IdempotencyImpl<Tx>(resolveOptions(options));
 }
 
-class IdempotencyImpl implements Idempotency {
-  private readonly engine: Engine;
+class IdempotencyImpl<Tx> implements Idempotency<Tx> {
+  private readonly engine: Engine<Tx>;
   private readonly hardStop = new AbortController();
   private readonly pruner: RetentionPruner | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -83,7 +88,7 @@ class IdempotencyImpl implements Idempotency {
   private ready: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly cfg: IdempotencyConfig) {
+  constructor(private readonly cfg: IdempotencyConfig<Tx>) {
     this.hub = new EventHub<IdempotencyEvents>(cfg.logger, 'idempotency');
     // Every request waiting for a connection listens to it: as many as the server takes.
     setMaxListeners(0, this.hardStop.signal);
@@ -98,10 +103,10 @@ class IdempotencyImpl implements Idempotency {
       acquireTimeoutMs: cfg.acquireTimeoutMs,
       hardStop: this.hardStop.signal,
     };
-    this.engine = new Engine(
+    this.engine = new Engine<Tx>(
       cfg,
       new KeyStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs),
-      pgClaimTransactions(deps),
+      claimTransactions(cfg, deps),
     );
     this.flights = new KeyFlights(this.hardStop.signal);
     const retention = cfg.retention;
@@ -120,7 +125,7 @@ class IdempotencyImpl implements Idempotency {
   }
 
   handler(
-    handler: IdempotentHandler,
+    handler: IdempotentHandler<Tx>,
     overrides?: RequestOverrides,
   ): (request: Request) => Promise<Response> {
     return (request) => this.handle(request, handler, overrides);
@@ -128,7 +133,7 @@ class IdempotencyImpl implements Idempotency {
 
   webhook(
     options: WebhookOptions,
-    handler: WebhookHandler,
+    handler: WebhookHandler<Tx>,
   ): (request: Request) => Promise<Response> {
     checkWebhookOptions(options);
     return this.handler(asIdempotentHandler(handler), { webhook: options });
@@ -136,7 +141,7 @@ class IdempotencyImpl implements Idempotency {
 
   async handle(
     request: Request,
-    handler: IdempotentHandler,
+    handler: IdempotentHandler<Tx>,
     overrides?: RequestOverrides,
   ): Promise<Response> {
     return (await this.execute(request, handler, overrides)).response;
@@ -144,18 +149,18 @@ class IdempotencyImpl implements Idempotency {
 
   execute(
     request: Request,
-    handler: IdempotentHandler,
+    handler: IdempotentHandler<Tx>,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
     const head = headOf(request);
-    const run: JobHandler = (ctx, copy) => handler(copy(), ctx);
+    const run: JobHandler<Tx> = (ctx, copy) => handler(copy(), ctx);
     return this.track(head, (scope) => this.run(head, run, overrides, undefined, scope));
   }
 
   [executeBuffered](
     head: RequestHead,
     body: Uint8Array,
-    handler: ContextHandler,
+    handler: ContextHandler<Tx>,
     overrides: RequestOverrides = {},
   ): Promise<Execution> {
     if (overrides.webhook !== undefined) {
@@ -207,7 +212,7 @@ class IdempotencyImpl implements Idempotency {
   on<E extends IdempotencyEventName>(
     event: E,
     listener: (payload: IdempotencyEvents[E]) => void,
-  ): Idempotency {
+  ): Idempotency<Tx> {
     this.hub.on(event, listener);
     return this;
   }
@@ -215,7 +220,7 @@ class IdempotencyImpl implements Idempotency {
   off<E extends IdempotencyEventName>(
     event: E,
     listener: (payload: IdempotencyEvents[E]) => void,
-  ): Idempotency {
+  ): Idempotency<Tx> {
     this.hub.off(event, listener);
     return this;
   }
@@ -297,7 +302,7 @@ class IdempotencyImpl implements Idempotency {
    */
   private async run(
     head: RequestHead,
-    handler: JobHandler,
+    handler: JobHandler<Tx>,
     overrides: RequestOverrides,
     buffered?: Uint8Array,
     telemetry?: HttpRequestScope,
@@ -411,7 +416,7 @@ class IdempotencyImpl implements Idempotency {
       cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
-    const job: Job = {
+    const job: Job<Tx> = {
       claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
       keyed: key !== undefined,
       request: () => head.request(),
@@ -429,7 +434,7 @@ class IdempotencyImpl implements Idempotency {
    * request of its key this process has at the database, answered from the row that one
    * committed or found, or claiming in its turn with what is left of `lockTimeoutMs`.
    */
-  private async inTurn(job: Job): Promise<Verdict> {
+  private async inTurn(job: Job<Tx>): Promise<Verdict> {
     const { claim } = job;
     const waitMs = this.cfg.lockTimeoutMs;
     const turn = await this.flights.enter(claim.scope, claim.key, waitMs);
@@ -565,4 +570,40 @@ class IdempotencyImpl implements Idempotency {
     });
     return this.ready;
   }
+}
+
+/**
+ * Where the endpoint's claim transactions come from: the library's own pool, or the
+ * user's data layer (`dataLayer`), whose transaction the handler gets as `ctx.tx`.
+ */
+function claimTransactions<Tx>(
+  cfg: IdempotencyConfig<Tx>,
+  deps: ConnectionDeps,
+): ClaimTransactions<Tx> {
+  const layer = cfg.dataLayer;
+  // No data layer: `Tx` is PoolClient (createIdempotency's default), the guarded client.
+  if (layer === undefined) return pgClaimTransactions(deps) as unknown as ClaimTransactions<Tx>;
+  return layerClaimTransactions(layer, {
+    ...deps,
+    isolationLevel: cfg.isolationLevel,
+    timeoutMs: layerTimeoutMs(cfg),
+  });
+}
+
+/**
+ * Room the layer's own transaction limit (Prisma's interactive `timeout`) leaves beyond
+ * the handler's: the library's statements after it (the stored response, the xid
+ * check) and the COMMIT with its deferred checks. Generous on purpose: a layer limit
+ * that fires first would roll back work the door still means to commit.
+ */
+const LAYER_TIMEOUT_MARGIN_MS = 30_000;
+
+/**
+ * The longest a request's work runs inside the layer's transaction: the claim's wait on
+ * a key another request holds, the handler with its body read (`handlerTimeoutMs`), and
+ * the margin; 0 (no limit) when the handler has none.
+ */
+function layerTimeoutMs(cfg: IdempotencyConfig<unknown>): number {
+  if (cfg.handlerTimeoutMs === 0) return 0;
+  return cfg.lockTimeoutMs + cfg.handlerTimeoutMs + LAYER_TIMEOUT_MARGIN_MS;
 }

@@ -19,6 +19,12 @@ export type {
   RequestOverrides,
 } from './idempotency-types.js';
 export type { IdempotencyContext, IdempotentHandler } from './context.js';
+export type {
+  DataLayer,
+  LayerTransactionSettings,
+  SqlResult,
+  SqlRunner,
+} from '../data-layer.js';
 export type { CommittedEvent, IdempotencyOptions } from './options.js';
 export type {
   HttpRequestEnd,

@@ -1,3 +1,5 @@
+import type { PoolClient } from 'pg';
+import type { DataLayer } from '../data-layer.js';
 import { ConfigurationError } from '../errors.js';
 import { isWellFormedText } from '../keys.js';
 import { intOption, refuseRenamed } from '../option-checks.js';
@@ -34,7 +36,16 @@ export interface CommittedEvent {
  * 30 000 (a client is waiting; past it the answer is 503, reading the response body
  * included); `lockTimeoutMs` is how long a retry waits on its running original.
  */
-export interface IdempotencyOptions extends StoreOptions<IdempotencyTelemetry>, TransactionOptions {
+export interface IdempotencyOptions<Tx = PoolClient>
+  extends StoreOptions<IdempotencyTelemetry>, TransactionOptions {
+  /**
+   * The data layer the handlers write their effects with (see `TransactionOptions`):
+   * each request's claim, handler and stored response then run in the layer's own
+   * transaction, opened in its idiom, and `ctx.tx` is the layer's transaction object,
+   * typed `Tx`. The claim and the stored response are single statements through the
+   * layer's raw-SQL call. Default: none, `ctx.tx` is a pg client of `pool`.
+   */
+  dataLayer?: DataLayer<Tx>;
   /**
    * Whose keys these are: the tenant or authenticated principal of a request. Keys are
    * unique per scope, so a key sent by tenant A never replays tenant B's response. A
@@ -106,7 +117,9 @@ export interface IdempotencyOptions extends StoreOptions<IdempotencyTelemetry>, 
 }
 
 /** Options with defaults applied and bounds checked. */
-export interface IdempotencyConfig extends SharedConfig<IdempotencyTelemetry> {
+export interface IdempotencyConfig<Tx = PoolClient> extends SharedConfig<IdempotencyTelemetry> {
+  /** The data layer of the claim transactions, if any. */
+  dataLayer: DataLayer<Tx> | undefined;
   scope: (request: Request) => string | Promise<string>;
   /** The scope when it is a constant: no Request needs building to ask for it. */
   constantScope: string | undefined;
@@ -164,7 +177,9 @@ const REFUSED_HEADERS = new Set([
 ]);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
+export function resolveOptions<Tx = PoolClient>(
+  options: IdempotencyOptions<Tx>,
+): IdempotencyConfig<Tx> {
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError('options', 'must be an object');
   refuseRenamed(options, { waitMs: 'use lockTimeoutMs', timeoutMs: 'use handlerTimeoutMs' });
@@ -199,6 +214,8 @@ export function resolveOptions(options: IdempotencyOptions): IdempotencyConfig {
     });
   return {
     ...shared,
+    // Checked by resolveSharedOptions; typed here by the endpoint family's Tx.
+    dataLayer: options.dataLayer,
     scope: typeof scope === 'string' ? constantScope(scope) : scope,
     constantScope: typeof scope === 'string' ? scope : undefined,
     header,

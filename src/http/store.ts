@@ -1,4 +1,5 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
+import type { SqlRunner } from '../data-layer.js';
 import { DatabaseError } from '../errors.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
@@ -30,6 +31,17 @@ export interface ResponseRecord {
   headers: Record<string, string>;
   body: Uint8Array | null;
   bodyOmitted: BodyOmitted | null;
+}
+
+/**
+ * Where the claim runs: `sql`, one statement per call inside the claim's transaction;
+ * `pg`, the library's own client when it may take several in one round trip; `begins`,
+ * whether the claim opens the transaction (the driver's ClaimSession).
+ */
+export interface ClaimStatementSession {
+  readonly sql: SqlRunner;
+  readonly pg: PoolClient | undefined;
+  readonly begins: boolean;
 }
 
 /** One claim of `(scope, key)`. */
@@ -265,12 +277,26 @@ export class KeyStatements {
   }
 
   /**
-   * Opens the transaction and claims the key. The INSERT blocks while another open
-   * transaction holds the key, up to `lockTimeoutMs` (then 55P03); once it may go on, a key
-   * the other committed is read back in the same round trip.
+   * Claims the key. When the claim opens the transaction (`session.begins`, on the
+   * library's own pg client), BEGIN and the claim go in one round trip. Inside a
+   * transaction already open (a data layer's, see DataLayer) the claim is one statement
+   * of its own with `$1…` parameters, whose columns come back as text (each layer
+   * decodes bytea, jsonb and smallint its own way). The INSERT blocks while another open
+   * transaction holds the key, up to `waitMs` (then 55P03; the claim function sets
+   * `lock_timeout` for itself, transaction-locally); once it may go on, a key the other
+   * committed is read back in the same statement.
    */
-  async claim(client: PoolClient, claim: KeyClaim, waitMs: number): Promise<ClaimFound> {
-    const row = claimRow(await client.query(this.claimSql(claim, waitMs)));
+  async claim(
+    session: ClaimStatementSession,
+    claim: KeyClaim,
+    waitMs: number,
+  ): Promise<ClaimFound> {
+    const row =
+      session.begins && session.pg !== undefined
+        ? claimRow(await session.pg.query(this.claimSql(claim, waitMs)))
+        : layerClaimRow(
+            await session.sql.query(this.layerClaimSql(waitMs), layerClaimValues(claim)),
+          );
     if (row.xid !== null) return { kind: 'claimed', xid: row.xid };
     if (row.method === null) return { kind: 'vanished' };
     return {
@@ -285,6 +311,20 @@ export class KeyStatements {
         bodyOmitted: row.body_omitted,
       },
     };
+  }
+
+  /**
+   * The claim as one statement inside a transaction already open (a data layer's): no
+   * BEGIN, parameters `$1…$5` (scope, key, method, route, the fingerprint in hex), every
+   * column cast to text so any layer's decoding reads it the same.
+   */
+  layerClaimSql(waitMs: number): string {
+    return (
+      `SELECT c.xid, c.method, c.route, encode(c.fingerprint, 'hex') AS fingerprint,` +
+      ` c.status::text AS status, c.headers::text AS headers, encode(c.body, 'hex') AS body,` +
+      ` c.body_omitted FROM ${this.fn.claim}($1::text, $2::text, $3::text, $4::text,` +
+      ` decode($5::text, 'hex'), '${Math.max(1, Math.floor(waitMs))}', ${this.keep}) AS c`
+    );
   }
 
   /** The claim's round trip, as `claim` sends it (the HTTP bench replays it with pgbench). */
@@ -345,6 +385,63 @@ function claimRow(results: unknown): ClaimRow {
       ),
     );
   return row;
+}
+
+/** The claim's parameters inside a data layer's transaction, all text (see layerClaimSql). */
+function layerClaimValues(claim: KeyClaim): string[] {
+  return [claim.scope, claim.key, claim.method, claim.route, claim.fingerprint.toString('hex')];
+}
+
+/**
+ * The layer claim's one row, its text columns decoded. Anything else fails CLOSED, as
+ * {@link claimRow}: an odd answer is never read as "stored" or "claimed".
+ */
+function layerClaimRow(result: unknown): ClaimRow {
+  const rows = (result as { rows?: unknown } | null)?.rows;
+  const row = Array.isArray(rows) && rows.length === 1 ? (rows[0] as LayerClaimRow) : undefined;
+  const text = (v: unknown): v is string | null => v === null || typeof v === 'string';
+  const hex = (v: string | null): Buffer | null =>
+    v === null ? null : /^(?:[0-9a-f]{2})*$/.test(v) ? Buffer.from(v, 'hex') : odd();
+  const odd = (): never => {
+    throw new DatabaseError(
+      'claim',
+      new Error('unexpected answer to the claim through the data layer; nothing is answered on it'),
+    );
+  };
+  if (
+    row === undefined ||
+    typeof row !== 'object' ||
+    ![row.xid, row.method, row.route, row.fingerprint, row.status, row.headers, row.body].every(
+      text,
+    ) ||
+    !text(row.body_omitted) ||
+    (row.xid !== null && !/^\d+$/.test(row.xid)) ||
+    (row.xid === null && row.method !== null && row.fingerprint === null) ||
+    (row.status !== null && !/^\d+$/.test(row.status))
+  )
+    return odd();
+  return {
+    xid: row.xid,
+    method: row.method,
+    route: row.route,
+    fingerprint: hex(row.fingerprint),
+    status: row.status === null ? null : Number(row.status),
+    headers: row.headers === null ? null : (JSON.parse(row.headers) as Record<string, string>),
+    body: hex(row.body),
+    body_omitted: row.body_omitted as BodyOmitted | null,
+  };
+}
+
+/** The layer claim's row as it comes back: every column text. */
+interface LayerClaimRow {
+  xid: string | null;
+  method: string | null;
+  route: string | null;
+  fingerprint: string | null;
+  status: string | null;
+  headers: string | null;
+  body: string | null;
+  body_omitted: string | null;
 }
 
 interface ClaimRow {

@@ -1,3 +1,4 @@
+import type { PoolClient } from 'pg';
 import { isLosslessNumber, parse as parseLossless } from 'lossless-json';
 import { untilAborted } from '../deadline.js';
 import { ConfigurationError, EffectivelyOnceError } from '../errors.js';
@@ -237,9 +238,9 @@ export interface WebhookOptions {
  * A webhook handler: apply the event through `ctx.tx`. Return nothing for
  * `204 No Content`, or a Response (a 2xx is stored and replayed to redeliveries).
  */
-export type WebhookHandler = (
+export type WebhookHandler<Tx = PoolClient> = (
   request: Request,
-  ctx: IdempotencyContext,
+  ctx: IdempotencyContext<Tx>,
 ) => Response | void | Promise<Response | void>;
 
 /** What a delivery turned into before the claim. */
@@ -335,7 +336,7 @@ export function webhookScope(door: string, tenant: string | undefined): string {
 }
 
 /** A webhook handler as an idempotent one: nothing returned is 204. */
-export function asIdempotentHandler(handler: WebhookHandler): IdempotentHandler {
-  return async (request: Request, ctx: IdempotencyContext): Promise<Response> =>
+export function asIdempotentHandler<Tx>(handler: WebhookHandler<Tx>): IdempotentHandler<Tx> {
+  return async (request: Request, ctx: IdempotencyContext<Tx>): Promise<Response> =>
     (await handler(request, ctx)) ?? new Response(null, { status: 204 });
 }

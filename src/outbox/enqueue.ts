@@ -6,7 +6,10 @@ import { uuidv7 } from './uuid.js';
 
 /**
  * Anything that runs a parameterised query: a consumer handler's `ctx.tx`, an HTTP
- * handler's `ctx.tx`, a `pg` PoolClient inside your own BEGIN … COMMIT.
+ * handler's `ctx.tx` (a pg client), a `pg` PoolClient inside your own BEGIN … COMMIT,
+ * or a data layer's transaction through its bridge, `layer.sql(ctx.tx)` (a `SqlRunner`,
+ * see DataLayer). {@link enqueue} sends one statement per call, `$1…` placeholders
+ * bound to strings, numbers, a Buffer and null, so any of these runs it.
  */
 export interface Queryable {
   /** Runs `text` with `$1…` bound to `values`. */
@@ -80,6 +83,12 @@ export const CONTENT_TYPES = {
  * `orderingKey` first takes its destination and key's lock until the transaction ends,
  * unless `options.order` is `'enqueue'`: another transaction enqueuing a row of that key
  * waits here meanwhile.
+ *
+ * With a data layer, enqueue through its bridge in the layer's transaction, the one the
+ * effect is written in: `enqueue(layer.sql(ctx.tx), message)` in a door's handler, or
+ * `enqueue(layer.sql(tx), message)` inside your own `layer.transaction`. It is one
+ * statement (the key's lock, the row and its NOTIFY in one `WITH`), so it runs as the
+ * layer's raw-SQL call runs any single statement.
  *
  * @throws {@link OutboxMessageError} for a message it cannot store, before any SQL runs.
  */

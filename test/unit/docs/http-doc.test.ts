@@ -46,7 +46,7 @@ describe('docs/http.md', () => {
 
   it('documents every context field', () => {
     const context =
-      /export interface IdempotencyContext \{([\s\S]*?)\n\}/.exec(
+      /export interface IdempotencyContext(?:<[^>]*>)? \{([\s\S]*?)\n\}/.exec(
         source('src/http/context.ts'),
       )?.[1] ?? '';
     const fields = [...context.matchAll(/^ {2}(?:readonly )?(\w+)[(?:]/gm)].map((m) => m[1] ?? '');
