@@ -1,0 +1,38 @@
+import type { EntityManager } from 'typeorm';
+import type { SqlResult, SqlRunner } from '../../src/data-layer.js';
+import { StateError } from '../../src/errors.js';
+
+/**
+ * The library's statements on the query runner of the transaction `manager` belongs to
+ * (the one `dataSource.transaction` hands its callback): its connection, its
+ * transaction. `queryRunner.query(text, values, true)` answers with TypeORM's structured
+ * QueryResult (`records`: pg's rows, `affected`: pg's rowCount) instead of the
+ * command-dependent raw shape.
+ */
+export function transactionSql(manager: EntityManager): SqlRunner {
+  const runner = manager.queryRunner;
+  // dataSource.manager (or any manager made without a query runner) takes a pool
+  // connection per statement: a claim written through it would commit on its own.
+  if (runner === undefined) {
+    throw new StateError(
+      "the TypeORM EntityManager has no query runner of its own: pass the transaction's (the one dataSource.transaction hands its callback)",
+    );
+  }
+  return {
+    async query<R extends object = Record<string, unknown>>(
+      text: string,
+      values: readonly unknown[] = [],
+    ): Promise<SqlResult<R>> {
+      // A handler that ended the transaction through TypeORM (queryRunner.commitTransaction
+      // or rollbackTransaction) leaves the connection in autocommit: a library write run
+      // there would commit outside any claim, so it is refused instead.
+      if (!runner.isTransactionActive) {
+        throw new StateError(
+          "the TypeORM transaction has ended (its query runner's commitTransaction or rollbackTransaction ran): the library's statement was not run",
+        );
+      }
+      const result = await runner.query(text, [...values], true);
+      return { rows: result.records as R[], rowCount: result.affected ?? null };
+    },
+  };
+}
