@@ -11,7 +11,11 @@ import type { EntityManager } from 'typeorm';
 import { typeormLayer } from 'effectively-once/typeorm';
 import type { DataLayer, LayerTransactionSettings } from '../../../src/data-layer.js';
 import { StateError } from '../../../src/errors.js';
-import { isSerializationFailure, isStatementError } from '../../../src/store/pg-errors.js';
+import {
+  isSerializationFailure,
+  isStatementError,
+  isTransactionTimeout,
+} from '../../../src/store/pg-errors.js';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import type { OpenedLayer } from './fixture.js';
@@ -268,21 +272,40 @@ describe('typeormLayer: a failed COMMIT through serverError', () => {
     expect(await effectIds()).toEqual([]);
   });
 
-  it('the backend terminated while the handler ran: the rejection is not a statement error', async () => {
-    const error = await rejection(
+  // A session the server ends while it is idle in the transaction: pg reads the FATAL as
+  // the connection's 'error' event, and TypeORM releases the query runner on it, so the
+  // COMMIT that follows fails with "Query runner already released" and no server answer.
+  // The bridge passes the connection's error on instead: the FATAL the server sent.
+  async function endedWhileIdle(end: (tx: EntityManager, pid: number) => Promise<void>) {
+    return rejection(
       layer.transaction(settings, async (tx) => {
         const pid = await backendPid(tx);
         await opened.insertEffect(tx, { id: 'k', door: 'bridge', amount: 1 });
-        await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-        await waitFor(
-          async () =>
-            (await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]))
-              .rowCount === 0,
-          { what: 'the backend gone' },
-        );
+        await end(tx, pid);
+        await waitFor(() => tx.queryRunner!.isReleased, {
+          what: 'TypeORM releasing the query runner on the connection error',
+        });
       }),
     );
-    expect(isStatementError(layer.serverError(error))).toBe(false);
+  }
+
+  it("the backend terminated while the handler ran: the server's FATAL 57P01, not a statement error", async () => {
+    const error = await endedWhileIdle(async (_tx, pid) => {
+      await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    });
+    const server = layer.serverError(error);
+    expect(server).toMatchObject({ code: '57P01', severity: 'FATAL' });
+    expect(isStatementError(server)).toBe(false);
+    expect(await effectIds()).toEqual([]);
+  });
+
+  it("idle_in_transaction_session_timeout ended the session: the server's FATAL 25P03", async () => {
+    const error = await endedWhileIdle(async (tx) => {
+      await layer.sql(tx).query("SET LOCAL idle_in_transaction_session_timeout = '50ms'");
+    });
+    const server = layer.serverError(error);
+    expect(server).toMatchObject({ code: '25P03', severity: 'FATAL' });
+    expect(isTransactionTimeout(server)).toBe(true);
     expect(await effectIds()).toEqual([]);
   });
 });
