@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DataLayer, LayerTransactionSettings } from '../../src/data-layer.js';
 import { ConfigurationError } from '../../src/errors.js';
+import { ConnectionErrorWatch } from './connection-error.js';
 import { typeormServerError } from './server-error.js';
 import { transactionSql } from './sql-runner.js';
 
@@ -19,6 +20,11 @@ import { transactionSql } from './sql-runner.js';
  * either way. It never retries. A `tx.transaction(…)` inside the handler is a savepoint
  * of the claim's transaction (`SAVEPOINT typeorm_1`), not a transaction of its own.
  *
+ * When the server ends the session while it idles in the transaction, TypeORM releases
+ * the query runner and the COMMIT fails with "Query runner already released": the
+ * transaction rejects with the connection's error instead (the server's FATAL, e.g.
+ * 25P03 or 57P01), so the library sees what the server said.
+ *
  * TypeORM sets no time limit on a transaction and takes no per-transaction pool wait:
  * the door's limits (`settings`) are enforced by the library (cancellation by the
  * backend's pid); the pool's wait is the DataSource's `connectTimeoutMS`.
@@ -34,10 +40,22 @@ export function typeormLayer(dataSource: DataSource): DataLayer<EntityManager> {
   }
   return {
     name: 'typeorm',
-    transaction: <T>(
+    async transaction<T>(
       _settings: LayerTransactionSettings,
       body: (tx: EntityManager) => Promise<T>,
-    ) => dataSource.transaction((manager) => body(manager)),
+    ): Promise<T> {
+      const connection = new ConnectionErrorWatch();
+      try {
+        return await dataSource.transaction(async (manager) => {
+          await connection.watch(manager);
+          return body(manager);
+        });
+      } catch (error) {
+        throw connection.explain(error);
+      } finally {
+        connection.close();
+      }
+    },
     sql: transactionSql,
     serverError: typeormServerError,
   };
