@@ -299,6 +299,19 @@ describe('typeormLayer: a failed COMMIT through serverError', () => {
     expect(await effectIds()).toEqual([]);
   });
 
+  it("a library statement after the session ended: the server's FATAL, not the released runner", async () => {
+    let statementError: unknown;
+    await rejection(
+      layer.transaction(settings, async (tx) => {
+        const pid = await backendPid(tx);
+        await db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+        await waitFor(() => tx.queryRunner!.isReleased, { what: 'the query runner released' });
+        statementError = await rejection(layer.sql(tx).query('SELECT 1'));
+      }),
+    );
+    expect(layer.serverError(statementError)).toMatchObject({ code: '57P01', severity: 'FATAL' });
+  });
+
   it("idle_in_transaction_session_timeout ended the session: the server's FATAL 25P03", async () => {
     const error = await endedWhileIdle(async (tx) => {
       await layer.sql(tx).query("SET LOCAL idle_in_transaction_session_timeout = '50ms'");
