@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
 
 /** What this needs of pg's client: its 'error' event. */
 interface ErrorEmitter {
@@ -14,6 +14,14 @@ interface ErrorEmitter {
  * longer says what the server answered. This keeps that answer.
  */
 export class ConnectionErrorWatch {
+  /** The watch of each query runner a transaction runs on, for its sql(tx) statements. */
+  private static readonly byRunner = new WeakMap<QueryRunner, ConnectionErrorWatch>();
+
+  /** The watch on `runner`'s connection, if a typeormLayer transaction runs on it. */
+  static of(runner: QueryRunner): ConnectionErrorWatch | undefined {
+    return ConnectionErrorWatch.byRunner.get(runner);
+  }
+
   private error: unknown;
   private stop: (() => void) | undefined;
 
@@ -21,6 +29,7 @@ export class ConnectionErrorWatch {
   async watch(manager: EntityManager): Promise<void> {
     const runner = manager.queryRunner;
     if (runner === undefined) return;
+    ConnectionErrorWatch.byRunner.set(runner, this);
     const client = (await runner.connect()) as ErrorEmitter;
     const record = (error: unknown) => {
       this.error ??= error;

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { SqlResult, SqlRunner } from '../../src/data-layer.js';
 import { StateError } from '../../src/errors.js';
+import { ConnectionErrorWatch } from './connection-error.js';
 
 /**
  * The library's statements on the query runner of the transaction `manager` belongs to
@@ -31,8 +32,13 @@ export function transactionSql(manager: EntityManager): SqlRunner {
           "the TypeORM transaction has ended (its query runner's commitTransaction or rollbackTransaction ran): the library's statement was not run",
         );
       }
-      const result = await runner.query(text, [...values], true);
-      return { rows: result.records as R[], rowCount: result.affected ?? null };
+      try {
+        const result = await runner.query(text, [...values], true);
+        return { rows: result.records as R[], rowCount: result.affected ?? null };
+      } catch (error) {
+        // After the server ended the session: its FATAL, not "query runner released".
+        throw ConnectionErrorWatch.of(runner)?.explain(error) ?? error;
+      }
     },
   };
 }
