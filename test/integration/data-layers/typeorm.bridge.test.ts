@@ -19,7 +19,7 @@ import {
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import type { OpenedLayer } from './fixture.js';
-import { LayerEffectEntity, typeormFixture } from './typeorm.fixture.js';
+import { LayerEffectEntity, openDataSource, typeormFixture } from './typeorm.fixture.js';
 
 const settings: LayerTransactionSettings = { timeoutMs: 0, acquireTimeoutMs: 10_000 };
 
@@ -361,6 +361,26 @@ describe("typeormLayer: the handler's nested manager.transaction", () => {
       await layer.sql(tx).query('INSERT INTO layer_effects VALUES ($1, $2, $3)', ['o', 'lib', 1]);
     });
     expect(await effectIds()).toEqual(['m', 'o']);
+  });
+});
+
+describe('typeormLayer: isolation', () => {
+  it("the library's SET TRANSACTION after TypeORM's (a DataSource isolationLevel) decides the level", async () => {
+    const dataSource = await openDataSource(urlIn(db.schema), { isolationLevel: 'SERIALIZABLE' });
+    try {
+      const own = typeormLayer(dataSource);
+      const levels = await own.transaction(settings, async (tx) => {
+        const show = async () =>
+          (await own.sql(tx).query<{ transaction_isolation: string }>('SHOW transaction_isolation'))
+            .rows[0]!.transaction_isolation;
+        const typeorms = await show();
+        await own.sql(tx).query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+        return [typeorms, await show()];
+      });
+      expect(levels).toEqual(['serializable', 'read committed']);
+    } finally {
+      await dataSource.destroy();
+    }
   });
 });
 

@@ -1,4 +1,5 @@
 import { DataSource, EntitySchema, type EntityManager } from 'typeorm';
+import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions.js';
 import { typeormLayer } from 'effectively-once/typeorm';
 import { EFFECTS_TABLE, type LayerFixture } from './fixture.js';
 
@@ -20,13 +21,20 @@ export const LayerEffectEntity = new EntitySchema<LayerEffect>({
   },
 });
 
-/** A DataSource over `databaseUrl` with the effects entity (the tables exist already). */
-export async function openDataSource(databaseUrl: string): Promise<DataSource> {
+/**
+ * A DataSource over `databaseUrl` with the effects entity (the tables exist already);
+ * `options` adds to the postgres options (an `isolationLevel`, a `poolSize`).
+ */
+export async function openDataSource(
+  databaseUrl: string,
+  options: Partial<Pick<PostgresDataSourceOptions, 'isolationLevel' | 'poolSize'>> = {},
+): Promise<DataSource> {
   const dataSource = new DataSource({
     type: 'postgres',
     url: databaseUrl,
     entities: [LayerEffectEntity],
     applicationName: 'eo-typeorm-fixture',
+    ...options,
   });
   return dataSource.initialize();
 }
