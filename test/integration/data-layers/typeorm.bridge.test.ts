@@ -151,6 +151,19 @@ describe('typeormLayer: sql(tx)', () => {
     expect(await effectIds()).toEqual(['d', 'e']);
   });
 
+  it('passes the text and the values to pg untouched: Buffers, arrays, null, a literal ?', async () => {
+    const row = await layer.transaction(settings, async (tx) => {
+      const { rows } = await layer
+        .sql(tx)
+        .query<{ q: string; b: string; a: string; n: string | null }>(
+          "SELECT '?:$1' AS q, encode($1::bytea, 'hex') AS b, array_to_string($2::text[], ',') AS a, $3::text AS n",
+          [Buffer.from([0xde, 0xad]), ['x', 'y'], null],
+        );
+      return rows[0];
+    });
+    expect(row).toEqual({ q: '?:$1', b: 'dead', a: 'x,y', n: null });
+  });
+
   it('refuses a manager with no query runner of its own (dataSource.manager)', async () => {
     await layer.transaction(settings, async (tx) => {
       expect(() => layer.sql(tx.connection.manager)).toThrow(StateError);
