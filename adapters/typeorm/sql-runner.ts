@@ -24,14 +24,9 @@ export function transactionSql(manager: EntityManager): SqlRunner {
       text: string,
       values: readonly unknown[] = [],
     ): Promise<SqlResult<R>> {
-      // A handler that ended the transaction through TypeORM (queryRunner.commitTransaction
-      // or rollbackTransaction) leaves the connection in autocommit: a library write run
-      // there would commit outside any claim, so it is refused instead.
-      if (!runner.isTransactionActive) {
-        throw new StateError(
-          "the TypeORM transaction has ended (its query runner's commitTransaction or rollbackTransaction ran): the library's statement was not run",
-        );
-      }
+      // No check of runner.isTransactionActive: after a handler ended the transaction
+      // through its query runner, the library's xid check (its last statement) must run
+      // and raise, which is how the library learns of it (src/tx/layer-transaction.ts).
       try {
         const result = await runner.query(text, [...values], true);
         return { rows: result.records as R[], rowCount: result.affected ?? null };

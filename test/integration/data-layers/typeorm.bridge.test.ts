@@ -170,17 +170,27 @@ describe('typeormLayer: sql(tx)', () => {
     });
   });
 
-  it('refuses to run once the handler ended the transaction through its query runner', async () => {
+  it("after the handler ended the transaction through its query runner, runs outside it: the claim's xid is no longer the one running", async () => {
+    const xids: (string | null)[] = [];
     const error = await rejection(
       layer.transaction(settings, async (tx) => {
+        const xid = async () =>
+          (
+            await layer
+              .sql(tx)
+              .query<{ xid: string | null }>('SELECT pg_current_xact_id_if_assigned()::text AS xid')
+          ).rows[0]!.xid;
         await opened.insertEffect(tx, { id: 'f', door: 'bridge', amount: 1 });
+        xids.push(await xid());
         await tx.queryRunner!.commitTransaction();
-        // Would autocommit on the connection, outside any transaction:
-        await layer.sql(tx).query('INSERT INTO layer_effects VALUES ($1, $2, $3)', ['g', 'l', 1]);
+        // What the library's xid check compares: another transaction's, or none.
+        xids.push(await xid());
       }),
     );
-    expect(error).toBeInstanceOf(StateError);
-    // The handler's own COMMIT went through; the library's write did not run.
+    expect(xids).toEqual([expect.stringMatching(/^\d+$/), null]);
+    // TypeORM sends no COMMIT of its own then: it rejects, with no server answer inside.
+    expect(error).toMatchObject({ name: 'TransactionNotStartedError' });
+    expect(layer.serverError(error)).toBe(error);
     expect(await effectIds()).toEqual(['f']);
   });
 });
