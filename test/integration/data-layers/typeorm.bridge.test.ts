@@ -219,6 +219,7 @@ describe('typeormLayer: a failed COMMIT through serverError', () => {
   it('a serialization failure at COMMIT (SSI): 40001 at severity ERROR', async () => {
     // Write skew: each reads the class the other writes; the second to COMMIT fails.
     const serializable = 'SET TRANSACTION ISOLATION LEVEL SERIALIZABLE';
+    const runs = new Map<number, number>();
     const gate = () => {
       let open!: () => void;
       const opened = new Promise<void>((resolve) => (open = resolve));
@@ -232,6 +233,7 @@ describe('typeormLayer: a failed COMMIT through serverError', () => {
     ];
     const skew = (read: number, write: number, wrote: () => void, mayCommit: Promise<void>) =>
       layer.transaction(settings, async (tx) => {
+        runs.set(write, (runs.get(write) ?? 0) + 1);
         await layer.sql(tx).query(serializable);
         await layer.sql(tx).query('SELECT sum(value) FROM ssi WHERE class = $1', [read]);
         await tx.query('INSERT INTO ssi VALUES ($1, 1)', [write]);
@@ -252,6 +254,11 @@ describe('typeormLayer: a failed COMMIT through serverError', () => {
     const server = layer.serverError(error);
     expect(server).toMatchObject({ code: '40001', severity: 'ERROR' });
     expect(isSerializationFailure(server)).toBe(true);
+    // TypeORM retries nothing: each body ran once.
+    expect([...runs.entries()].sort()).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
   });
 
   it('a serialization failure on a statement: 40001 from the rejection the body passed on', async () => {
@@ -401,6 +408,26 @@ describe('typeormLayer: isolation', () => {
         return [typeorms, await show()];
       });
       expect(levels).toEqual(['serializable', 'read committed']);
+    } finally {
+      await dataSource.destroy();
+    }
+  });
+});
+
+describe('typeormLayer: the connection watch', () => {
+  it("leaves no listener behind on the pooled connection's 'error' event", async () => {
+    const dataSource = await openDataSource(urlIn(db.schema), { poolSize: 1 });
+    try {
+      const own = typeormLayer(dataSource);
+      const counts: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        await own.transaction(settings, async (tx) => {
+          const client = (await tx.queryRunner!.connect()) as pg.PoolClient;
+          counts.push(client.listenerCount('error'));
+        });
+      }
+      expect(counts[0]).toBeGreaterThan(0);
+      expect(counts).toEqual([counts[0], counts[0], counts[0]]);
     } finally {
       await dataSource.destroy();
     }
