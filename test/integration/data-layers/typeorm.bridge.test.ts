@@ -107,6 +107,18 @@ describe('typeormLayer: the transaction', () => {
     expect(await effectIds()).toEqual([]);
   });
 
+  it("refuses the transaction's manager once the transaction is over: nothing written late", async () => {
+    let kept: EntityManager | undefined;
+    await layer.transaction(settings, async (tx) => {
+      kept = tx;
+    });
+    await expect(
+      opened.insertEffect(kept!, { id: 'late', door: 'bridge', amount: 1 }),
+    ).rejects.toMatchObject({ name: 'QueryRunnerAlreadyReleasedError' });
+    await expect(kept!.transaction(async () => undefined)).rejects.toThrow(/released/i);
+    expect(await effectIds()).toEqual([]);
+  });
+
   it("the fixture's layerRollback (the query runner's rollbackTransaction) undoes the effect", async () => {
     const error = await rejection(
       layer.transaction(settings, async (tx) => {
