@@ -84,6 +84,7 @@ describe('the packed package', () => {
       './http/fastify',
       './outbox',
       './otel',
+      './typeorm',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),

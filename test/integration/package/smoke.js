@@ -12,6 +12,7 @@ import * as httpExpress from 'effectively-once/http/express';
 import * as httpFastify from 'effectively-once/http/fastify';
 import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
+import * as typeorm from 'effectively-once/typeorm';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -45,6 +46,8 @@ for (const [name, value] of Object.entries({
   'outbox.httpPublisher': outbox.httpPublisher,
   'otel.otelTelemetry': otel.otelTelemetry,
   'otel.propagateTraceContext': otel.propagateTraceContext,
+  // Loads without typeorm installed: the entry imports its types only.
+  'typeorm.typeormLayer': typeorm.typeormLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
