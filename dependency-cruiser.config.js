@@ -12,7 +12,7 @@ const AROUND = 'client|otel|cli|testing';
 // matches the package resolved (under node_modules/, its @types/ included) and, when it
 // is not installed, the bare name.
 const peer = (names) => `(^|node_modules/)(@types/)?(${names})(/|$)`;
-const BRIDGED_PEERS = peer('express|fastify|kafkajs|@aws-sdk|@platformatic');
+const BRIDGED_PEERS = peer('express|fastify|kafkajs|@aws-sdk|@platformatic|kysely');
 const OTEL = peer('@opentelemetry');
 
 /** @type {import('dependency-cruiser').IConfiguration} */

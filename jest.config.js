@@ -17,6 +17,7 @@ const common = {
     '^effectively-once/http/fastify$': '<rootDir>/adapters/fastify/index.ts',
     '^effectively-once/outbox$': '<rootDir>/src/outbox/index.ts',
     '^effectively-once/otel$': '<rootDir>/src/otel/index.ts',
+    '^effectively-once/kysely$': '<rootDir>/adapters/kysely/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -34,6 +34,7 @@ export const ENTRY_POINTS = [
   'http-fastify',
   'outbox',
   'otel',
+  'kysely',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -12,6 +12,7 @@ import * as httpExpress from 'effectively-once/http/express';
 import * as httpFastify from 'effectively-once/http/fastify';
 import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
+import * as kysely from 'effectively-once/kysely';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -45,11 +46,12 @@ for (const [name, value] of Object.entries({
   'outbox.httpPublisher': outbox.httpPublisher,
   'otel.otelTelemetry': otel.otelTelemetry,
   'otel.propagateTraceContext': otel.propagateTraceContext,
+  'kysely.kyselyLayer': kysely.kyselyLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
 
-// Only the eleven entry points (and package.json) are public.
+// Only the entry points of the exports map (and package.json) are public.
 try {
   await import('effectively-once/dist/src/consumer/runner.js');
   check(false, 'a deep import must be refused by the exports map');

@@ -1,0 +1,81 @@
+import type {
+  KyselyPlugin,
+  OperationNode,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RawNode,
+  RootOperationNode,
+  Transaction,
+  UnknownRow,
+} from 'kysely';
+import { TransactionControlError } from '../../src/errors.js';
+import { isTransactionControl } from '../../src/tx/guard.js';
+
+// What the handler's `ctx.tx` refuses, as a plugin on Kysely's own transaction object (so
+// it stays a `Transaction<DB>`, typed and used as Kysely's docs show):
+// - a statement that ends or replaces the transaction (`sql\`commit\``): Kysely commits
+//   after the body, so a handler's own COMMIT would have its later statements run in
+//   autocommit, and its own ROLLBACK would have Kysely's COMMIT succeed on nothing (the
+//   claim gone with it, the message acked with no effect);
+// - every statement once the body settled: Kysely marks its transaction ended only after
+//   COMMIT's answer, so a statement the handler left floating would otherwise queue
+//   behind COMMIT on the same connection and run in autocommit, outside the claim.
+
+/**
+ * Runs `body` with `trx` behind the guard, and seals the guard when `body` settles,
+ * before Kysely sends COMMIT or ROLLBACK.
+ */
+export async function guardedTransaction<DB, T>(
+  trx: Transaction<DB>,
+  body: (tx: Transaction<DB>) => Promise<T>,
+): Promise<T> {
+  const guard = new TransactionGuardPlugin();
+  try {
+    return await body(trx.withPlugin(guard));
+  } finally {
+    guard.sealed = true;
+  }
+}
+
+/** The guard, as a Kysely plugin: it sees every query built or written with `sql` on `ctx.tx`. */
+class TransactionGuardPlugin implements KyselyPlugin {
+  sealed = false;
+
+  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+    if (this.sealed)
+      throw new TransactionControlError(
+        "the handler's work is over: a statement sent through ctx.tx after it is refused",
+      );
+    if (node.kind === 'RawNode' && isTransactionControl(rawText(node)))
+      throw new TransactionControlError(
+        'statements that end the transaction are not allowed: the library commits it, ' +
+          'after checking the claim is still in it',
+      );
+    return node;
+  }
+
+  transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return Promise.resolve(result);
+  }
+}
+
+/**
+ * The SQL text of a `sql` template, its nested `sql.raw`/`sql.join` fragments spelled
+ * out and every other parameter as a placeholder (a bound value, an identifier or a
+ * subquery is never a statement of its own).
+ */
+function rawText(node: OperationNode): string {
+  if (!isRawNode(node)) return node.kind === 'ValueNode' ? '$0' : '"x"';
+  return node.sqlFragments
+    .map((fragment, i) => {
+      const parameter = node.parameters[i];
+      return parameter === undefined ? fragment : fragment + rawText(parameter);
+    })
+    .join('');
+}
+
+// By its kind, as Kysely's own RawNode.is does: the guard imports nothing of Kysely's at run time.
+function isRawNode(node: OperationNode): node is RawNode {
+  return node.kind === 'RawNode';
+}
