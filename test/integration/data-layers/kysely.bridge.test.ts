@@ -279,6 +279,43 @@ describe('kyselyLayer: what Kysely throws, read by serverError', () => {
     expect(reported.severity).not.toBe('ERROR');
   });
 
+  it('a statement cancelled by the pid read in the transaction (pg_cancel_backend): 57014, rolled back, the connection reusable', async () => {
+    let pid = 0;
+    const cancelled = rejectionOf(
+      layer().transaction(settings, async (tx) => {
+        pid = await backendPid(tx);
+        await tx
+          .insertInto('layer_effects')
+          .values({ id: 'effect', door: 'kysely', amount: 1 })
+          .execute();
+        await sql`SELECT pg_sleep(30)`.execute(tx);
+      }),
+    );
+    await waitFor(() => pid !== 0, { what: 'the body to run' });
+    await waitFor(
+      async () =>
+        (
+          await testDb.pool.query(
+            "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'",
+            [pid],
+          )
+        ).rowCount === 1,
+    );
+    await testDb.pool.query('SELECT pg_cancel_backend($1)', [pid]);
+    expect(layer().serverError(await cancelled)).toMatchObject({
+      code: '57014',
+      severity: 'ERROR',
+    });
+    expect(await effectIds()).toEqual([]);
+    await layer().transaction(settings, async (tx) => {
+      await tx
+        .insertInto('layer_effects')
+        .values({ id: 'next', door: 'kysely', amount: 1 })
+        .execute();
+    });
+    expect(await effectIds()).toEqual(['next']);
+  });
+
   it('COMMIT answered with ROLLBACK (the transaction had failed): a known rollback, 25P02 ERROR', async () => {
     // A statement that fails inside the body, its error swallowed: the transaction is
     // aborted, Kysely's COMMIT gets ROLLBACK back and throws its AbortedTransactionError.
