@@ -390,6 +390,37 @@ describe("kyselyLayer: what the handler's ctx.tx refuses", () => {
     expect(await effectIds()).toEqual(['kept']);
   });
 
+  it("statements the handler sent while the library's last statement ran: inside the transaction, never after COMMIT", async () => {
+    // The body's last statement is the library's (as LayerClaimTransaction's xid check);
+    // the handler's statements, sent while it runs, wait in Kysely's queue of the
+    // transaction's connection (it sends one statement at a time, COMMIT past the queue).
+    // COMMIT fails (a deferred constraint): had one of them run after it, in autocommit,
+    // its row would be there.
+    let late: Promise<unknown[]> | undefined;
+    const error = await rejectionOf(
+      layer().transaction(settings, async (tx) => {
+        await tx
+          .insertInto('layer_effects')
+          .values({ id: 'effect', door: 'kysely', amount: -1 })
+          .execute();
+        const last = layer().sql(tx).query('SELECT pg_sleep(0.1)');
+        late = Promise.all(
+          ['late-1', 'late-2', 'late-3'].map((id) =>
+            tx
+              .insertInto('layer_effects')
+              .values({ id, door: 'kysely', amount: 1 })
+              .execute()
+              .catch((refused: unknown) => refused),
+          ),
+        );
+        await last;
+      }),
+    );
+    expect(layer().serverError(error)).toMatchObject({ code: '23514', severity: 'ERROR' });
+    await late;
+    expect(await effectIds()).toEqual([]);
+  });
+
   it('a statement sent after the body settled, while COMMIT is on the wire: refused, not autocommitted', async () => {
     const key = randomInt(1, 2 ** 31 - 1);
     const release = await holdLock(key);
