@@ -1,13 +1,14 @@
-import type {
-  KyselyPlugin,
-  OperationNode,
-  PluginTransformQueryArgs,
-  PluginTransformResultArgs,
-  QueryResult,
-  RawNode,
-  RootOperationNode,
-  Transaction,
-  UnknownRow,
+import {
+  CompiledQuery,
+  type KyselyPlugin,
+  type OperationNode,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RawNode,
+  type RootOperationNode,
+  type Transaction,
+  type UnknownRow,
 } from 'kysely';
 import { TransactionControlError } from '../../src/errors.js';
 import { isTransactionControl } from '../../src/tx/guard.js';
@@ -21,10 +22,15 @@ import { isTransactionControl } from '../../src/tx/guard.js';
 // - every statement once the body settled: Kysely marks its transaction ended only after
 //   COMMIT's answer, so a statement the handler left floating would otherwise queue
 //   behind COMMIT on the same connection and run in autocommit, outside the claim.
+// And what passed the guard before it sealed runs before COMMIT (or ROLLBACK): Kysely
+// sends a transaction's statements one at a time, holding the others in a queue of its
+// own, but sends COMMIT and ROLLBACK past that queue, so a statement still waiting in it
+// would go out after them, in autocommit.
 
 /**
- * Runs `body` with `trx` behind the guard, and seals the guard when `body` settles,
- * before Kysely sends COMMIT or ROLLBACK.
+ * Runs `body` with `trx` behind the guard; when `body` settles, seals the guard and lets
+ * what the handler sent before run, in the transaction, before Kysely sends COMMIT or
+ * ROLLBACK.
  */
 export async function guardedTransaction<DB, T>(
   trx: Transaction<DB>,
@@ -35,14 +41,34 @@ export async function guardedTransaction<DB, T>(
     return await body(trx.withPlugin(guard));
   } finally {
     guard.sealed = true;
+    if (guard.unanswered.size > 0) await queueDrained(trx);
   }
+}
+
+/**
+ * Resolves once every statement sent on `trx` before it has been answered: a statement
+ * of its own queues behind them in Kysely's queue (first come, first sent) and is
+ * answered after them. Its failure (an aborted transaction, a lost connection) is
+ * COMMIT's to report.
+ */
+async function queueDrained<DB>(trx: Transaction<DB>): Promise<void> {
+  await trx
+    .withoutPlugins()
+    .executeQuery(CompiledQuery.raw('SELECT 1'))
+    .catch(() => undefined);
 }
 
 /** The guard, as a Kysely plugin: it sees every query built or written with `sql` on `ctx.tx`. */
 class TransactionGuardPlugin implements KyselyPlugin {
   sealed = false;
+  /**
+   * Queries compiled through the guard and not answered yet (or failed, or compiled and
+   * never run: Kysely tells a plugin only of results), by query id. Empty: nothing of
+   * the handler's can be waiting in Kysely's queue, no need to drain it.
+   */
+  readonly unanswered = new Set<string>();
 
-  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+  transformQuery({ node, queryId }: PluginTransformQueryArgs): RootOperationNode {
     if (this.sealed)
       throw new TransactionControlError(
         "the handler's work is over: a statement sent through ctx.tx after it is refused",
@@ -52,10 +78,15 @@ class TransactionGuardPlugin implements KyselyPlugin {
         'statements that end the transaction are not allowed: the library commits it, ' +
           'after checking the claim is still in it',
       );
+    this.unanswered.add(queryId.queryId);
     return node;
   }
 
-  transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+  transformResult({
+    result,
+    queryId,
+  }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.unanswered.delete(queryId.queryId);
     return Promise.resolve(result);
   }
 }

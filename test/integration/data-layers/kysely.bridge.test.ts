@@ -421,6 +421,30 @@ describe("kyselyLayer: what the handler's ctx.tx refuses", () => {
     expect(await effectIds()).toEqual([]);
   });
 
+  it('statements the handler left queued when it threw: inside the transaction, never after ROLLBACK', async () => {
+    const thrown = new Error('handler failed');
+    let late: Promise<unknown[]> | undefined;
+    const error = await rejectionOf(
+      layer().transaction(settings, async (tx) => {
+        const running = sql`SELECT pg_sleep(0.1)`.execute(tx);
+        late = Promise.all(
+          ['late-1', 'late-2', 'late-3'].map((id) =>
+            tx
+              .insertInto('layer_effects')
+              .values({ id, door: 'kysely', amount: 1 })
+              .execute()
+              .catch((refused: unknown) => refused),
+          ),
+        );
+        await running;
+        throw thrown;
+      }),
+    );
+    expect(error).toBe(thrown);
+    await late;
+    expect(await effectIds()).toEqual([]);
+  });
+
   it('a statement sent after the body settled, while COMMIT is on the wire: refused, not autocommitted', async () => {
     const key = randomInt(1, 2 ** 31 - 1);
     const release = await holdLock(key);
