@@ -279,6 +279,24 @@ describe('kyselyLayer: what Kysely throws, read by serverError', () => {
     expect(reported.severity).not.toBe('ERROR');
   });
 
+  it("the backend gone before the body threw: rejects with the body's error, not ROLLBACK's", async () => {
+    const thrown = new Error('handler failed');
+    const error = await rejectionOf(
+      layer().transaction(settings, async (tx) => {
+        const pid = await backendPid(tx);
+        await testDb.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+        await waitFor(
+          async () =>
+            (await testDb.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]))
+              .rowCount === 0,
+          { what: `backend ${pid} gone` },
+        );
+        throw thrown;
+      }),
+    );
+    expect(error).toBe(thrown);
+  });
+
   it('a statement cancelled by the pid read in the transaction (pg_cancel_backend): 57014, rolled back, the connection reusable', async () => {
     let pid = 0;
     const cancelled = rejectionOf(
