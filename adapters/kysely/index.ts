@@ -47,7 +47,20 @@ export function kyselyLayer<DB>(db: Kysely<DB>): DataLayer<Transaction<DB>> {
       _settings: LayerTransactionSettings,
       body: (tx: Transaction<DB>) => Promise<T>,
     ): Promise<T> {
-      return db.transaction().execute((trx) => guardedTransaction(trx, body));
+      let bodyFailed: { error: unknown } | undefined;
+      return db
+        .transaction()
+        .execute((trx) =>
+          guardedTransaction(trx, body).catch((error: unknown) => {
+            bodyFailed = { error };
+            throw error;
+          }),
+        )
+        .catch((error: unknown) => {
+          // Kysely throws ROLLBACK's failure (a connection gone) in place of the body's:
+          // a body that threw committed nothing either way, and its error is the answer.
+          throw bodyFailed ? bodyFailed.error : error;
+        });
     },
     sql: (tx) => statementsOn(tx),
     serverError: kyselyServerError,
