@@ -106,7 +106,7 @@ function rawText(node: OperationNode): string {
     .join('');
 }
 
-// By its kind, as Kysely's own RawNode.is does: the guard imports nothing of Kysely's at run time.
+// By its kind, as Kysely's own RawNode.is does, so RawNode is imported as a type only.
 function isRawNode(node: OperationNode): node is RawNode {
   return node.kind === 'RawNode';
 }
