@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { CamelCasePlugin, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { kyselyLayer } from 'effectively-once/kysely';
+import { enqueue, migrateOutbox } from 'effectively-once/outbox';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { kyselyPool, type LayerDatabase } from './kysely.fixture.js';
@@ -45,6 +46,7 @@ beforeAll(async () => {
     END $$;
     CREATE CONSTRAINT TRIGGER layer_effects_check AFTER INSERT ON layer_effects
       DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION layer_effects_check();`);
+  await migrateOutbox(testDb.pool, { schema: testDb.schema });
 });
 afterAll(async () => {
   await db.destroy();
@@ -198,6 +200,54 @@ describe('kyselyLayer: the transaction', () => {
       );
       expect(rows).toEqual([{ level: 'serializable' }]);
     });
+  });
+});
+
+describe('kyselyLayer: an outbox row enqueued through sql(tx)', () => {
+  async function outboxIds(): Promise<string[]> {
+    const { rows } = await testDb.pool.query<{ id: string }>(
+      `SELECT id::text FROM ${testDb.table('eo_outbox')} ORDER BY id`,
+    );
+    return rows.map((row) => row.id);
+  }
+
+  it('commits with the effect', async () => {
+    const before = await outboxIds();
+    const id = await layer().transaction(settings, async (tx) => {
+      await tx
+        .insertInto('layer_effects')
+        .values({ id: 'effect', door: 'kysely', amount: 1 })
+        .execute();
+      return enqueue(
+        layer().sql(tx),
+        { destination: 'orders', payload: { order: 1 }, orderingKey: 'o-1' },
+        { schema: testDb.schema },
+      );
+    });
+    expect(await outboxIds()).toEqual([...before, id].sort());
+    expect(await effectIds()).toEqual(['effect']);
+  });
+
+  it('is rolled back with it', async () => {
+    const before = await outboxIds();
+    const thrown = new Error('handler failed');
+    const error = await rejectionOf(
+      layer().transaction(settings, async (tx) => {
+        await tx
+          .insertInto('layer_effects')
+          .values({ id: 'effect', door: 'kysely', amount: 1 })
+          .execute();
+        await enqueue(
+          layer().sql(tx),
+          { destination: 'orders', payload: 'x' },
+          { schema: testDb.schema },
+        );
+        throw thrown;
+      }),
+    );
+    expect(error).toBe(thrown);
+    expect(await outboxIds()).toEqual(before);
+    expect(await effectIds()).toEqual([]);
   });
 });
 
