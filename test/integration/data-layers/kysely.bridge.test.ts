@@ -12,7 +12,7 @@ import { kyselyLayer } from 'effectively-once/kysely';
 import { enqueue, migrateOutbox } from 'effectively-once/outbox';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
-import { kyselyPool, type LayerDatabase } from './kysely.fixture.js';
+import { kyselyPool, type EffectsDatabase } from './kysely.fixture.js';
 
 interface ServerAnswer {
   code?: unknown;
@@ -21,7 +21,7 @@ interface ServerAnswer {
 
 let testDb: TestDatabase;
 let pool: pg.Pool;
-let db: Kysely<LayerDatabase>;
+let db: Kysely<EffectsDatabase>;
 const layer = () => kyselyLayer(db);
 const settings = { timeoutMs: 0, acquireTimeoutMs: 0 };
 
@@ -31,7 +31,7 @@ beforeAll(async () => {
     connectionString: databaseUrl(),
     options: `-c search_path=${testDb.schema}`,
   });
-  db = new Kysely<LayerDatabase>({ dialect: new PostgresDialect({ pool }) });
+  db = new Kysely<EffectsDatabase>({ dialect: new PostgresDialect({ pool }) });
   // The matrix's table, plus a way to hold COMMIT: a row of door 'held' takes, at COMMIT,
   // the advisory lock its amount names (the test holds it on another connection).
   await testDb.pool.query(`
@@ -96,7 +96,7 @@ async function waitUntilHeld(pid: number): Promise<void> {
   );
 }
 
-async function backendPid(tx: Transaction<LayerDatabase>): Promise<number> {
+async function backendPid(tx: Transaction<EffectsDatabase>): Promise<number> {
   const { rows } = await layer().sql(tx).query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   return rows[0]!.pid;
 }
@@ -516,7 +516,7 @@ describe("kyselyLayer: what the handler's ctx.tx refuses", () => {
   it('a statement sent after the body settled, while COMMIT is on the wire: refused, not autocommitted', async () => {
     const key = randomInt(1, 2 ** 31 - 1);
     const release = await holdLock(key);
-    let handlerTx: Transaction<LayerDatabase> | undefined;
+    let handlerTx: Transaction<EffectsDatabase> | undefined;
     let pid = 0;
     let late: Promise<unknown> | undefined;
     let committed: Promise<unknown> | undefined;
@@ -547,7 +547,7 @@ describe("kyselyLayer: what the handler's ctx.tx refuses", () => {
   });
 });
 
-async function backendXid(tx: Transaction<LayerDatabase>): Promise<string> {
+async function backendXid(tx: Transaction<EffectsDatabase>): Promise<string> {
   const { rows } = await layer()
     .sql(tx)
     .query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid');

@@ -4,7 +4,7 @@ import { kyselyLayer } from 'effectively-once/kysely';
 import type { LayerFixture, OpenedLayer } from './fixture.js';
 
 /** `layer_effects`, as Kysely's types see it. */
-export interface LayerDatabase {
+export interface EffectsDatabase {
   layer_effects: { id: string; door: string; amount: number };
 }
 
@@ -21,10 +21,10 @@ export function kyselyPool(config: pg.PoolConfig): pg.Pool {
 }
 
 /** Kysely over node-postgres, its effect written with Kysely's query builder. */
-export const kyselyFixture: LayerFixture<Transaction<LayerDatabase>> = {
+export const kyselyFixture: LayerFixture<Transaction<EffectsDatabase>> = {
   name: 'kysely',
-  open(databaseUrl: string): Promise<OpenedLayer<Transaction<LayerDatabase>>> {
-    const db = new Kysely<LayerDatabase>({
+  open(databaseUrl: string): Promise<OpenedLayer<Transaction<EffectsDatabase>>> {
+    const db = new Kysely<EffectsDatabase>({
       dialect: new PostgresDialect({ pool: kyselyPool({ connectionString: databaseUrl }) }),
     });
     return Promise.resolve({
