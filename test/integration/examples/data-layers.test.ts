@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { idempotentFetch } from 'effectively-once/client';
 import { memorySource } from 'effectively-once/testing';
+import * as kysely from '../../../examples/data-layers/kysely.js';
 import * as typeorm from '../../../examples/data-layers/typeorm.js';
 import type { OrderPlaced } from '../../../examples/data-layers/run.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -21,7 +22,10 @@ afterEach(async () => {
   }
 });
 
-describe.each([['examples/data-layers/typeorm.ts', typeorm.main]] as const)('%s', (_name, main) => {
+describe.each([
+  ['examples/data-layers/typeorm.ts', typeorm.main],
+  ['examples/data-layers/kysely.ts', kysely.main],
+] as const)('%s', (_name, main) => {
   it('applies an order and a charge once each, with the order’s outbox row', async () => {
     const db = await createExampleDatabase('layers');
     const source = memorySource<OrderPlaced>();
