@@ -35,6 +35,7 @@ export const ENTRY_POINTS = [
   'outbox',
   'otel',
   'typeorm',
+  'postgres-js',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -1,0 +1,47 @@
+/**
+ * postgres.js's bridge (effectively-once/postgres-js) on postgres.js 4 and a real
+ * Postgres: the checks every bridge passes (bridge-checks.ts), and what postgres.js does
+ * of its own that the claim's driver must allow for.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { TransactionSql } from 'postgres';
+import { describeBridgeChecks } from './bridge-checks.js';
+import { createBridgeDatabase, type BridgeDatabase } from './bridge-database.js';
+import type { OpenedLayer } from './fixture.js';
+import { postgresJsFixture } from './postgres-js.fixture.js';
+
+describeBridgeChecks(postgresJsFixture);
+
+describe('postgres-js bridge, postgres.js of its own', () => {
+  let db: BridgeDatabase;
+  let opened: OpenedLayer<TransactionSql>;
+  beforeAll(async () => {
+    db = await createBridgeDatabase('postgres_js_own');
+    opened = await postgresJsFixture.open(db.url);
+  });
+  afterAll(async () => {
+    await opened?.close();
+    await db?.drop();
+  });
+
+  it('rejects the transaction once its connection closes, while the body still runs', async () => {
+    const { layer } = opened;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let bodyDone = false;
+    const transaction = layer.transaction({ timeoutMs: 0, acquireTimeoutMs: 0 }, async (tx) => {
+      const { rows } = await layer.sql(tx).query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await db.terminate(rows[0]!.pid);
+      // Waits for the transaction to settle first: it does, with the body unfinished.
+      await released;
+      bodyDone = true;
+    });
+    const error = await transaction.then(
+      () => undefined,
+      (rejection: unknown) => rejection,
+    );
+    expect(bodyDone).toBe(false);
+    expect(layer.serverError(error)).toMatchObject({ code: '57P01', severity: 'FATAL' });
+    release();
+  });
+});
