@@ -35,6 +35,7 @@ export const ENTRY_POINTS = [
   'outbox',
   'otel',
   'typeorm',
+  'drizzle',
   'postgres-js',
 ] as const;
 
