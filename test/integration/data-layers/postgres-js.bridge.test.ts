@@ -4,7 +4,8 @@
  * of its own that the claim's driver must allow for.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { TransactionSql } from 'postgres';
+import postgres, { type TransactionSql } from 'postgres';
+import { postgresLayer } from '../../../adapters/postgres-js/index.js';
 import { describeBridgeChecks } from './bridge-checks.js';
 import { createBridgeDatabase, type BridgeDatabase } from './bridge-database.js';
 import type { OpenedLayer } from './fixture.js';
@@ -43,5 +44,40 @@ describe('postgres-js bridge, postgres.js of its own', () => {
     expect(bodyDone).toBe(false);
     expect(layer.serverError(error)).toMatchObject({ code: '57P01', severity: 'FATAL' });
     release();
+  });
+
+  it("bounds the wait for one of postgres.js's connections by acquireTimeoutMs", async () => {
+    const single = postgres(db.url, { max: 1 });
+    const layer = postgresLayer(single);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const holding = new Promise<void>((resolve) => (started = resolve));
+    try {
+      // The only connection, held by a transaction until the second one gave up.
+      const first = layer.transaction({ timeoutMs: 0, acquireTimeoutMs: 0 }, async () => {
+        started();
+        await held;
+      });
+      await holding;
+      let ran = false;
+      const second = await layer
+        .transaction({ timeoutMs: 0, acquireTimeoutMs: 50 }, async () => {
+          ran = true;
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      // Taken out of the queue, never sent: postgres.js's own 57014, no server answer.
+      expect(second).toMatchObject({ code: '57014' });
+      expect(layer.serverError(second)).not.toHaveProperty('severity');
+      expect(ran).toBe(false);
+      release();
+      await first;
+    } finally {
+      release();
+      await single.end({ timeout: 5 });
+    }
   });
 });
