@@ -2,6 +2,7 @@ import { entityKind, sql } from 'drizzle-orm';
 import type { TablesRelationalConfig } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import type { DataLayer, SqlResult, SqlRunner } from '../../src/data-layer.js';
+import { ConfigurationError } from '../../src/errors.js';
 import { rolledBackAtCommit } from '../postgres-js/server-error.js';
 import { drizzleServerError } from './server-error.js';
 import { drizzleStatement } from './statement.js';
@@ -34,13 +35,33 @@ interface PgConnection {
   removeListener(event: 'error', listener: (error: unknown) => void): unknown;
 }
 
+/** The Drizzle drivers the bridge knows, by their session's entity kind. */
+const DRIVERS = { NodePgSession: 'node-postgres', PostgresJsSession: 'postgres-js' } as const;
+type Driver = (typeof DRIVERS)[keyof typeof DRIVERS];
+
 /**
- * The pg connection under `tx` when it is node-postgres's, undefined under postgres.js.
- * Drizzle does not expose it: its session's `client`, as Drizzle 0.45 names it.
+ * Which driver `db` runs on, by the entity kind Drizzle gives its session class; another
+ * driver's COMMIT, its answer and its connection's errors are unknown to the bridge.
+ */
+function driverOf(db: { _: { session: unknown } }): Driver {
+  const session = db._.session as object | undefined;
+  const kind = (session?.constructor as { [entityKind]?: unknown } | undefined)?.[entityKind];
+  const driver = DRIVERS[kind as keyof typeof DRIVERS] as Driver | undefined;
+  if (driver === undefined)
+    throw new ConfigurationError(
+      'dataLayer',
+      'drizzleLayer takes a Drizzle database over node-postgres (drizzle-orm/node-postgres) ' +
+        'or postgres.js (drizzle-orm/postgres-js)',
+      { session: typeof kind === 'string' ? kind : undefined },
+    );
+  return driver;
+}
+
+/**
+ * The pg connection under a node-postgres transaction (a PoolClient, or the app's
+ * Client). Drizzle does not expose it: its session's `client`, as Drizzle 0.45 names it.
  */
 function nodePgConnection(tx: { _: { session: unknown } }): PgConnection | undefined {
-  const kind = (tx.constructor as { [entityKind]?: unknown })[entityKind];
-  if (kind !== 'NodePgTransaction') return undefined;
   const client = (tx._.session as { client?: Partial<PgConnection> }).client;
   return typeof client?.on === 'function' && typeof client.removeListener === 'function'
     ? (client as PgConnection)
@@ -73,6 +94,7 @@ async function commitChecked(tx: {
  * the bridge sends COMMIT itself to read its answer, and listens for the connection's
  * errors while the transaction is open.
  * @param db - The app's Drizzle database (`drizzle(pool)` / `drizzle({ client })`).
+ * @throws ConfigurationError when `db` runs on another driver than these two.
  */
 export function drizzleLayer<
   TQueryResult extends PgQueryResultHKT,
@@ -81,6 +103,7 @@ export function drizzleLayer<
 >(
   db: PgDatabase<TQueryResult, TFullSchema, TSchema>,
 ): DataLayer<PgTransaction<TQueryResult, TFullSchema, TSchema>> {
+  const driver = driverOf(db);
   return {
     name: 'drizzle',
     async transaction(_settings, body) {
@@ -96,20 +119,22 @@ export function drizzleLayer<
       };
       try {
         return await db.transaction(async (tx) => {
-          connection = nodePgConnection(tx);
-          connection?.on('error', onError);
+          if (driver === 'node-postgres') {
+            connection = nodePgConnection(tx);
+            connection?.on('error', onError);
+          }
           const value = await body(tx).catch((error: unknown) => {
             bodyFailed = { error };
             throw error;
           });
           bodyResolved = true;
-          if (connection !== undefined) await commitChecked(tx);
+          if (driver === 'node-postgres') await commitChecked(tx);
           return value;
         });
       } catch (error) {
         // Drizzle's ROLLBACK after a failed body, on a lost connection, rejects in its
         // place under node-postgres: nothing committed, and the body's error says why.
-        if (bodyFailed !== undefined && connection !== undefined) throw bodyFailed.error;
+        if (bodyFailed !== undefined && driver === 'node-postgres') throw bodyFailed.error;
         // After the body resolved, on a connection pg lost, what Drizzle rejects with is
         // pg's refusal to use it ("not queryable"), or its ROLLBACK's: the server's FATAL
         // (25P03 idle in transaction too long, 57P01 terminated) says why.
