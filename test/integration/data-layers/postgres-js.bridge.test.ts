@@ -80,4 +80,19 @@ describe('postgres-js bridge, postgres.js of its own', () => {
       await single.end({ timeout: 5 });
     }
   });
+
+  it("reads the library's columns as named on an instance with transform: postgres.camel", async () => {
+    const camel = postgres(db.url, { max: 1, transform: postgres.camel });
+    try {
+      const layer = postgresLayer(camel);
+      const rows = await layer.transaction({ timeoutMs: 0, acquireTimeoutMs: 0 }, async (tx) => {
+        // The app's own queries on that instance are renamed, as it asked.
+        expect(await tx`SELECT 1 AS app_column`).toEqual([{ appColumn: 1 }]);
+        return (await layer.sql(tx).query('SELECT 1 AS claim_state')).rows;
+      });
+      expect(rows).toEqual([{ claim_state: 1 }]);
+    } finally {
+      await camel.end({ timeout: 5 });
+    }
+  });
 });
