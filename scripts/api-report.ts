@@ -36,6 +36,8 @@ export const ENTRY_POINTS = [
   'otel',
   'typeorm',
   'kysely',
+  'drizzle',
+  'postgres-js',
 ] as const;
 
 /** The outcome for one entry point. */
