@@ -8,7 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { idempotentFetch } from 'effectively-once/client';
 import { memorySource } from 'effectively-once/testing';
+import * as drizzle from '../../../examples/data-layers/drizzle.js';
 import * as kysely from '../../../examples/data-layers/kysely.js';
+import * as postgresJs from '../../../examples/data-layers/postgres-js.js';
 import * as typeorm from '../../../examples/data-layers/typeorm.js';
 import type { OrderPlaced } from '../../../examples/data-layers/run.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -23,8 +25,10 @@ afterEach(async () => {
 });
 
 describe.each([
+  ['examples/data-layers/drizzle.ts', drizzle.main],
   ['examples/data-layers/typeorm.ts', typeorm.main],
   ['examples/data-layers/kysely.ts', kysely.main],
+  ['examples/data-layers/postgres-js.ts', postgresJs.main],
 ] as const)('%s', (_name, main) => {
   it('applies an order and a charge once each, with the order’s outbox row', async () => {
     const db = await createExampleDatabase('layers');
@@ -78,5 +82,21 @@ describe.each([
       'SELECT destination FROM eo_outbox',
     );
     expect(outbox.rows).toEqual([{ destination: 'receipts' }]);
+
+    // Each claim committed in the transaction that wrote its effect (one xmin): the
+    // order's claim with its effect and outbox row, the charge's key row with its effect.
+    const together = await db.pool.query<{ order: string; charge: string }>(
+      `SELECT
+         (SELECT count(DISTINCT x)::text FROM (
+            SELECT xmin::text AS x FROM layer_effects WHERE id = $1
+            UNION ALL SELECT xmin::text FROM processed_messages WHERE message_key = $2
+            UNION ALL SELECT xmin::text FROM eo_outbox) t) AS order,
+         (SELECT count(DISTINCT x)::text FROM (
+            SELECT xmin::text AS x FROM layer_effects WHERE id = $3
+            UNION ALL SELECT xmin::text FROM eo_idempotency_keys WHERE idempotency_key = $4) t)
+           AS charge`,
+      [`order-${order.orderId}`, order.orderId, `charge-${key}`, key],
+    );
+    expect(together.rows).toEqual([{ order: '1', charge: '1' }]);
   });
 });
