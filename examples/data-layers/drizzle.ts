@@ -42,9 +42,9 @@ export async function drizzleApp(
   // #region layer
   const db = drizzle({ client: new pg.Pool({ connectionString: databaseUrl }) });
   const dataLayer = drizzleLayer(db);
-  // The library's own small pool: migrations, pruning, and the other connection that
-  // settles a COMMIT whose answer was lost and cancels a statement that timed out.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  // The library's own pool, beside the layer's: migrations, pruning, each COMMIT read
+  // back by the claim's xid, and the cancel of a statement that timed out.
+  const pool = new pg.Pool({ connectionString: databaseUrl });
   // #endregion
 
   // #region consumer

@@ -39,9 +39,9 @@ export async function kyselyApp(
   kyselyPool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool }) });
   const dataLayer = kyselyLayer(db);
-  // The library's own small pool: migrations, pruning, and the other connection that
-  // settles a COMMIT whose answer was lost and cancels a statement that timed out.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  // The library's own pool, beside the layer's: migrations, pruning, each COMMIT read
+  // back by the claim's xid, and the cancel of a statement that timed out.
+  const pool = new pg.Pool({ connectionString: databaseUrl });
   // #endregion
 
   // #region consumer
