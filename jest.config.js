@@ -18,6 +18,7 @@ const common = {
     '^effectively-once/outbox$': '<rootDir>/src/outbox/index.ts',
     '^effectively-once/otel$': '<rootDir>/src/otel/index.ts',
     '^effectively-once/typeorm$': '<rootDir>/adapters/typeorm/index.ts',
+    '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

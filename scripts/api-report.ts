@@ -35,6 +35,7 @@ export const ENTRY_POINTS = [
   'outbox',
   'otel',
   'typeorm',
+  'prisma',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -85,6 +85,7 @@ describe('the packed package', () => {
       './outbox',
       './otel',
       './typeorm',
+      './prisma',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),

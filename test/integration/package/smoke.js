@@ -13,6 +13,8 @@ import * as httpFastify from 'effectively-once/http/fastify';
 import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
 import * as typeorm from 'effectively-once/typeorm';
+// No @prisma/client in the scratch project: the entry loads without it.
+import * as prisma from 'effectively-once/prisma';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -48,6 +50,7 @@ for (const [name, value] of Object.entries({
   'otel.propagateTraceContext': otel.propagateTraceContext,
   // Loads without typeorm installed: the entry imports its types only.
   'typeorm.typeormLayer': typeorm.typeormLayer,
+  'prisma.prismaLayer': prisma.prismaLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
