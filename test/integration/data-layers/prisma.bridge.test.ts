@@ -15,7 +15,8 @@ import { blockUntilBackendGone } from '../../helpers/block-until-backend-gone.js
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { prismaClient, PrismaRollback, type PrismaTx } from './prisma.fixture.js';
-import type { PrismaClient } from './prisma/generated/client.js';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from './prisma/generated/client.js';
 
 const settings = { timeoutMs: 30_000, acquireTimeoutMs: 10_000 };
 
@@ -306,6 +307,31 @@ describe('prismaLayer: serverError', () => {
     );
     expectLostConnection(lost);
     expectLostConnection(failure(result));
+  });
+});
+
+describe("prismaLayer: the client's own transaction options", () => {
+  it('a default isolation level of the client gives way to the one the library sets first', async () => {
+    const serializable = new PrismaClient({
+      adapter: new PrismaPg({ connectionString: schemaUrl(db.schema) }, { schema: db.schema }),
+      transactionOptions: { isolationLevel: 'Serializable' },
+    });
+    try {
+      const own = prismaLayer(serializable);
+      const levels = await own.transaction(settings, async (tx) => {
+        const sql = own.sql(tx);
+        await sql.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+        return sql.query<{ transaction_isolation: string }>('SHOW transaction_isolation');
+      });
+      expect(levels.rows).toEqual([{ transaction_isolation: 'read committed' }]);
+      // Without the library's statement the client's default holds: the option is Prisma's.
+      const unset = await own.transaction(settings, (tx) =>
+        own.sql(tx).query<{ transaction_isolation: string }>('SHOW transaction_isolation'),
+      );
+      expect(unset.rows).toEqual([{ transaction_isolation: 'serializable' }]);
+    } finally {
+      await serializable.$disconnect();
+    }
   });
 });
 
