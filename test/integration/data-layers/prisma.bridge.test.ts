@@ -208,6 +208,17 @@ describe('prismaLayer: the transaction', () => {
       expect(rows).toEqual([{ t: 'one', i: '42', b: 'true', n: null, x: 'dead', a: 'p,q' }]);
     });
   });
+  it("reads bytea as a Buffer, as pg does (the library compares a stored hash with Buffer's equals)", async () => {
+    const hash = Buffer.from('c0ffee', 'hex');
+    const { rows } = await layer.transaction(settings, (tx) =>
+      layer
+        .sql(tx)
+        .query<{ hash: Buffer; n: string }>('SELECT $1::bytea AS hash, $2::text AS n', [hash, 'x']),
+    );
+    expect(Buffer.isBuffer(rows[0]!.hash)).toBe(true);
+    expect(rows[0]!.hash.equals(hash)).toBe(true);
+    expect(rows[0]!.n).toBe('x');
+  });
 });
 
 describe('prismaLayer: serverError', () => {
