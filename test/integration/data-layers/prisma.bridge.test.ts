@@ -219,6 +219,30 @@ describe('prismaLayer: the transaction', () => {
     expect(rows[0]!.hash.equals(hash)).toBe(true);
     expect(rows[0]!.n).toBe('x');
   });
+  it('cannot read a void column (Prisma fails the statement after it ran): cast it to text', async () => {
+    await layer.transaction(settings, async (tx) => {
+      const sql = layer.sql(tx);
+      const voidColumn = await sql
+        .query("SELECT set_config('eo.t', 'ran', true), pg_sleep(0)")
+        .then(
+          () => 'read',
+          (error: unknown) => error,
+        );
+      expect(voidColumn).toMatchObject({
+        code: 'P2010',
+        meta: {
+          driverAdapterError: { cause: { kind: 'UnsupportedNativeDataType', type: 'void' } },
+        },
+      });
+      // No answer of the server's inside: not a statement error, returned as it is.
+      expect(layer.serverError(voidColumn)).toBe(voidColumn);
+      // The statement ran all the same, and the transaction goes on.
+      expect((await sql.query<{ v: string }>("SELECT current_setting('eo.t') AS v")).rows).toEqual([
+        { v: 'ran' },
+      ]);
+      expect((await sql.query('SELECT pg_sleep(0)::text AS slept')).rows).toEqual([{ slept: '' }]);
+    });
+  });
 });
 
 describe('prismaLayer: serverError', () => {
