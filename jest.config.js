@@ -21,6 +21,7 @@ const common = {
     '^effectively-once/kysely$': '<rootDir>/adapters/kysely/index.ts',
     '^effectively-once/drizzle$': '<rootDir>/adapters/drizzle/index.ts',
     '^effectively-once/postgres-js$': '<rootDir>/adapters/postgres-js/index.ts',
+    '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

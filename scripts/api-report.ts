@@ -38,6 +38,7 @@ export const ENTRY_POINTS = [
   'kysely',
   'drizzle',
   'postgres-js',
+  'prisma',
 ] as const;
 
 /** The outcome for one entry point. */
