@@ -12,7 +12,7 @@ const AROUND = 'client|otel|cli|testing';
 // matches the package resolved (under node_modules/, its @types/ included) and, when it
 // is not installed, the bare name.
 const peer = (names) => `(^|node_modules/)(@types/)?(${names})(/|$)`;
-const BRIDGED_PEERS = peer('express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely');
+const BRIDGED_PEERS = peer('express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely|knex');
 const OTEL = peer('@opentelemetry');
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -72,7 +72,7 @@ export default {
     {
       name: 'src-imports-no-bridged-peer',
       comment:
-        'express, fastify, @aws-sdk/*, kafkajs, @platformatic/* and the data layers (kysely) are optional peers: ' +
+        'express, fastify, @aws-sdk/*, kafkajs, @platformatic/* and the data layers (typeorm, kysely, knex) are optional peers: ' +
         'the bridge to one lives in adapters/, typed structurally in src/ when src/ needs it.',
       severity: 'error',
       from: { path: '^src/' },

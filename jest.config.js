@@ -19,6 +19,7 @@ const common = {
     '^effectively-once/otel$': '<rootDir>/src/otel/index.ts',
     '^effectively-once/typeorm$': '<rootDir>/adapters/typeorm/index.ts',
     '^effectively-once/kysely$': '<rootDir>/adapters/kysely/index.ts',
+    '^effectively-once/knex$': '<rootDir>/adapters/knex/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -36,6 +36,7 @@ export const ENTRY_POINTS = [
   'otel',
   'typeorm',
   'kysely',
+  'knex',
 ] as const;
 
 /** The outcome for one entry point. */
