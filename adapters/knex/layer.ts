@@ -69,17 +69,58 @@ function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
   );
 }
 
-async function transaction<T>(
+/** Raised when no connection of Knex's pool came within the door's acquire limit. */
+class AcquireTimeoutError extends Error {
+  override readonly name = 'AcquireTimeoutError';
+}
+
+// Knex has no transaction time limit of its own to set (none is shorter than the
+// door's). Its pool's acquireConnectionTimeout (60 s by default) belongs to the instance,
+// not to one call: the door's shorter acquire limit is kept here, by giving up on the
+// transaction (a connection that comes later gets BEGIN and ROLLBACK, never the body).
+function transaction<T>(
   knex: Knex,
-  // Knex has no transaction time limit of its own to set (nothing is shorter than the
-  // door's), and its pool's acquireConnectionTimeout is the instance's, not a call's.
-  _settings: LayerTransactionSettings,
+  settings: LayerTransactionSettings,
   body: (tx: Knex.Transaction) => Promise<T>,
+): Promise<T> {
+  if (!(settings.acquireTimeoutMs > 0)) return run(knex, body, () => true);
+  let state: 'waiting' | 'started' | 'abandoned' = 'waiting';
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      if (state !== 'waiting') return;
+      state = 'abandoned';
+      reject(
+        new AcquireTimeoutError(
+          `no Knex connection free within ${settings.acquireTimeoutMs} ms (the door's acquire limit)`,
+        ),
+      );
+    }, settings.acquireTimeoutMs);
+  });
+  const start = (): boolean => {
+    clearTimeout(timer);
+    if (state === 'abandoned') return false;
+    state = 'started';
+    return true;
+  };
+  // race() listens to both: a run given up on settles later, unseen and handled.
+  return Promise.race([run(knex, body, start).finally(() => clearTimeout(timer)), gaveUp]);
+}
+
+/**
+ * `knex.transaction` around `body`, which runs only if `start()` (called once Knex has a
+ * connection and sent BEGIN) says so.
+ */
+async function run<T>(
+  knex: Knex,
+  body: (tx: Knex.Transaction) => Promise<T>,
+  start: () => boolean,
 ): Promise<T> {
   let bodyOutcome: Promise<Settled<T>> | undefined;
   let endedByHandler = false;
   const knexOutcome = settle(
     knex.transaction(async (trx: Knex.Transaction) => {
+      if (!start()) throw new AcquireTimeoutError('given up on before BEGIN answered');
       bodyOutcome = settle(Promise.resolve().then(() => body(trx)));
       const outcome = await bodyOutcome;
       // The handler's trx.commit()/rollback() already ended it: Knex settled its promise
