@@ -215,6 +215,59 @@ describe('knexLayer failures', () => {
   });
 });
 
+describe('statements the handler leaves behind', () => {
+  it('reports a COMMIT that Postgres answered with ROLLBACK as a known rollback', async () => {
+    // A handler that swallowed its own statement's error: the transaction is aborted, and
+    // Postgres answers COMMIT with the tag ROLLBACK, not with an error.
+    const failure = await layer
+      .transaction(SETTINGS, async (trx) => {
+        await trx('effects').insert({ id: 'a1', amount: 1 });
+        await trx.raw('SELECT 1/0').catch(() => undefined);
+      })
+      .then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+    expect(server(failure)).toMatchObject({ code: '25P02', severity: 'ERROR' });
+    expect(await committed('a1')).toBe(false);
+  });
+
+  it('refuses a statement sent once COMMIT or ROLLBACK was: it never runs outside', async () => {
+    const late: Array<Promise<unknown>> = [];
+    const sendLate = (trx: Knex.Transaction, id: string): void => {
+      // After the body settled and Knex sent COMMIT/ROLLBACK, before their answer.
+      setImmediate(() =>
+        late.push(
+          trx('effects')
+            .insert({ id, amount: 1 })
+            .catch((error: unknown) => error),
+        ),
+      );
+    };
+    await layer.transaction(SETTINGS, async (trx) => {
+      await trx('effects').insert({ id: 'l1', amount: 1 });
+      sendLate(trx, 'l2');
+    });
+    await layer
+      .transaction(SETTINGS, async (trx) => {
+        sendLate(trx, 'l3');
+        throw new Error('handler failed');
+      })
+      .catch(() => undefined);
+    await waitFor(() => late.length === 2);
+    const answers = await Promise.all(late);
+    expect(answers.map((a) => (a as Error).message)).toEqual([
+      expect.stringMatching(/already complete/),
+      expect.stringMatching(/already complete/),
+    ]);
+    expect([await committed('l1'), await committed('l2'), await committed('l3')]).toEqual([
+      true,
+      false,
+      false,
+    ]);
+  });
+});
+
 describe("the door's acquire limit", () => {
   it('gives up when Knex has no connection in time, and never runs the body later', async () => {
     const single = knexFactory({
