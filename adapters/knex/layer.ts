@@ -3,8 +3,9 @@
 // promise resolves (ROLLBACK when it rejects); the promise it returns settles once that
 // answered, with the handler's value or the failure (pg's own error object: Knex prefixes
 // its message with the statement, nothing else). Knex retries nothing: no transaction
-// is re-run, no statement re-sent. What this bridge adds is the case Knex's callback
-// form does not report as such: a handler that ended the transaction itself.
+// is re-run, no statement re-sent. What this bridge adds is what Knex's callback form
+// does not report as such: a handler that ended the transaction itself, and a COMMIT
+// Postgres answered with ROLLBACK (see run()).
 import type { Knex } from 'knex';
 import type {
   DataLayer,
@@ -41,10 +42,12 @@ export function knexLayer(knex: Knex): DataLayer<Knex.Transaction> {
       'knexLayer(knex) needs the knex instance, not a transaction: a nested Knex transaction is a savepoint, and its commit commits nothing',
     );
   }
-  const dialect = (knex.client as { dialect?: unknown }).dialect;
-  if (dialect !== 'postgresql') {
+  // Knex's node-postgres client only: CockroachDB's and pg-native's share its dialect name
+  // but not the server functions or the result objects the library reads.
+  const driver = (knex.client as { driverName?: unknown }).driverName;
+  if (driver !== 'pg') {
     throw new TypeError(
-      `knexLayer(knex) needs a Knex over Postgres (client 'pg'); this one's dialect is ${String(dialect)}`,
+      `knexLayer(knex) needs a Knex over Postgres with node-postgres (client 'pg'); this one's driver is ${String(driver)}`,
     );
   }
   return {
@@ -118,6 +121,7 @@ async function run<T>(
 ): Promise<T> {
   let bodyOutcome: Promise<Settled<T>> | undefined;
   let endedByHandler = false;
+  let commitAnswer: unknown;
   const knexOutcome = settle(
     knex.transaction(async (trx: Knex.Transaction) => {
       if (!start()) throw new AcquireTimeoutError('given up on before BEGIN answered');
@@ -128,6 +132,13 @@ async function run<T>(
       // (COMMIT or ROLLBACK) it refuses as "already complete".
       if (trx.isCompleted()) endedByHandler = true;
       if (!outcome.ok) throw outcome.error;
+      if (!endedByHandler) {
+        // Knex's own COMMIT would not tell what Postgres answered: an aborted transaction
+        // (a statement's error the handler swallowed) gets the tag ROLLBACK, no error, and
+        // Knex would resolve. Committing here returns Knex's query object with pg's result;
+        // after it Knex's own COMMIT is refused as "already complete", silently.
+        commitAnswer = await trx.commit(outcome.value);
+      }
       return outcome.value;
     }),
   );
@@ -141,12 +152,41 @@ async function run<T>(
       { cause: bodyResult?.ok === false ? bodyResult.error : undefined },
     );
   }
-  if (knexResult.ok) return knexResult.value;
+  if (knexResult.ok) {
+    const tag = commandTag(commitAnswer);
+    if (tag === 'COMMIT') return knexResult.value;
+    if (tag === 'ROLLBACK') throw new CommitRolledBackError();
+    throw new Error(
+      `COMMIT's answer is not readable from Knex (command ${String(tag)}): whether it committed is not known here`,
+    );
+  }
   // body rejected: Knex sent ROLLBACK. When that failed too (the connection is gone),
   // Knex rejects with ROLLBACK's error; nothing committed either way, and body's reason
   // is the one the door gave.
   if (bodyResult !== undefined && !bodyResult.ok) throw bodyResult.error;
   throw knexResult.error;
+}
+
+/**
+ * COMMIT answered with the tag ROLLBACK: the transaction had failed before (a statement's
+ * error caught and ignored), nothing committed. Shaped as the server's error Postgres
+ * gives a statement in such a transaction (25P02), so it reads as a known rollback.
+ */
+class CommitRolledBackError extends Error {
+  override readonly name = 'CommitRolledBackError';
+  readonly code = '25P02';
+  readonly severity = 'ERROR';
+  constructor() {
+    super(
+      'COMMIT was answered ROLLBACK: the transaction had already failed (a statement error was caught and ignored); nothing committed',
+    );
+  }
+}
+
+/** The command tag of pg's result in the query object `trx.commit()` resolves with. */
+function commandTag(answer: unknown): unknown {
+  const response = (answer as { response?: { command?: unknown } } | null | undefined)?.response;
+  return response?.command;
 }
 
 function runner(trx: Knex.Transaction): SqlRunner {
@@ -180,9 +220,9 @@ function pgResult<R>(result: unknown, text: string): SqlResult<R> {
 
 /**
  * Knex rethrows node-postgres's own error (its message prefixed with the statement), so
- * a server's answer is the error itself: `code` a SQLSTATE, `severity` set. Anything
- * else (a lost socket's error, Knex's pool timeout, a handler-ended transaction) is
- * returned as it is.
+ * a server's answer is the error itself: `code` a SQLSTATE, `severity` set (as is the
+ * bridge's CommitRolledBackError). Anything else (a lost socket's error, Knex's pool
+ * timeout, the bridge's acquire limit, a handler-ended transaction) is returned as it is.
  */
 function serverError(error: unknown): unknown {
   return error;

@@ -380,6 +380,16 @@ describe('knexLayer(knex)', () => {
     }
   });
 
+  it('refuses a Knex whose driver is not node-postgres', async () => {
+    // CockroachDB's Knex client shares Postgres's dialect name; no connection is made.
+    const cockroach = knexFactory({ client: 'cockroachdb' });
+    try {
+      expect(() => knexLayer(cockroach)).toThrow(/driver is cockroachdb/);
+    } finally {
+      await cockroach.destroy();
+    }
+  });
+
   it('refuses a transaction in place of the knex instance', async () => {
     await knex.transaction(async (trx) => {
       expect(() => knexLayer(trx)).toThrow(/not a transaction/);
