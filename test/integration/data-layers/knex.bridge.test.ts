@@ -232,6 +232,28 @@ describe('statements the handler leaves behind', () => {
     expect(await committed('a1')).toBe(false);
   });
 
+  it('refuses transaction control sent through trx, which would leave COMMIT on nothing', async () => {
+    // A ROLLBACK after the library's last statement: Postgres would answer the bridge's
+    // COMMIT with a warning and the tag COMMIT, the claim rolled back.
+    const refused: unknown[] = [];
+    await layer.transaction(SETTINGS, async (trx) => {
+      await trx('effects').insert({ id: 'tc1', amount: 1 });
+      await layer.sql(trx).query('SELECT 1');
+      for (const statement of ['ROLLBACK', 'select 1; commit', 'BEGIN']) {
+        refused.push(await trx.raw(statement).catch((error: unknown) => error));
+      }
+      // Savepoints stay the handler's way to recover from a statement it expects to fail.
+      await trx.raw('SAVEPOINT s');
+      await trx.raw('ROLLBACK TO SAVEPOINT s');
+    });
+    expect(refused).toEqual([
+      expect.objectContaining({ code: 'EO_TX_CONTROL' }),
+      expect.objectContaining({ code: 'EO_TX_CONTROL' }),
+      expect.objectContaining({ code: 'EO_TX_CONTROL' }),
+    ]);
+    expect(await committed('tc1')).toBe(true);
+  });
+
   it('refuses a statement sent once COMMIT or ROLLBACK was: it never runs outside', async () => {
     const late: Array<Promise<unknown>> = [];
     const sendLate = (trx: Knex.Transaction, id: string): void => {
