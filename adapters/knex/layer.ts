@@ -13,6 +13,7 @@ import type {
   SqlResult,
   SqlRunner,
 } from '../../src/data-layer.js';
+import { refuseTransactionControl } from './control-guard.js';
 import { toKnexRaw } from './placeholders.js';
 
 /**
@@ -125,6 +126,7 @@ async function run<T>(
   const knexOutcome = settle(
     knex.transaction(async (trx: Knex.Transaction) => {
       if (!start()) throw new AcquireTimeoutError('given up on before BEGIN answered');
+      refuseTransactionControl(trx);
       bodyOutcome = settle(Promise.resolve().then(() => body(trx)));
       const outcome = await bodyOutcome;
       // The handler's trx.commit()/rollback() already ended it: Knex settled its promise
