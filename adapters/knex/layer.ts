@@ -13,6 +13,7 @@ import type {
   SqlResult,
   SqlRunner,
 } from '../../src/data-layer.js';
+import { TransactionControlError } from '../../src/errors.js';
 import { refuseTransactionControl } from './control-guard.js';
 import { toKnexRaw } from './placeholders.js';
 
@@ -63,6 +64,9 @@ export function knexLayer(knex: Knex): DataLayer<Knex.Transaction> {
 class TransactionEndedByHandlerError extends Error {
   override readonly name = 'TransactionEndedByHandlerError';
 }
+
+/** The transactions this bridge ends (or lets Knex end) once their body settled. */
+const endedByBridge = new WeakSet<Knex.Transaction>();
 
 type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -133,6 +137,7 @@ async function run<T>(
       // then (before body did) and gave the connection back; what it would send now
       // (COMMIT or ROLLBACK) it refuses as "already complete".
       if (trx.isCompleted()) endedByHandler = true;
+      else endedByBridge.add(trx);
       if (!outcome.ok) throw outcome.error;
       if (!endedByHandler) {
         // Knex's own COMMIT would not tell what Postgres answered: an aborted transaction
@@ -197,6 +202,15 @@ function runner(trx: Knex.Transaction): SqlRunner {
       text: string,
       values: readonly unknown[] = [],
     ): Promise<SqlResult<R>> {
+      if (trx.isCompleted()) {
+        // Knex would refuse it as "already complete"; say whose doing that was.
+        throw endedByBridge.has(trx)
+          ? new TransactionControlError('the Knex transaction is over; nothing more runs in it')
+          : new TransactionControlError(
+              'the handler ended the Knex transaction itself (trx.commit() or trx.rollback()): the library statement did not run',
+              { endedByHandler: true },
+            );
+      }
       const { sql, bindings } = toKnexRaw(text, values);
       const result: unknown = await trx
         .raw(sql, bindings as Knex.RawBinding[])
