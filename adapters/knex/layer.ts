@@ -7,12 +7,7 @@
 // does not report as such: a handler that ended the transaction itself, and a COMMIT
 // Postgres answered with ROLLBACK (see run()).
 import type { Knex } from 'knex';
-import type {
-  DataLayer,
-  LayerTransactionSettings,
-  SqlResult,
-  SqlRunner,
-} from '../../src/data-layer.js';
+import type { DataLayer, SqlResult, SqlRunner } from '../../src/data-layer.js';
 import { TransactionControlError } from '../../src/errors.js';
 import { refuseTransactionControl } from './control-guard.js';
 import { toKnexRaw } from './placeholders.js';
@@ -54,7 +49,11 @@ export function knexLayer(knex: Knex): DataLayer<Knex.Transaction> {
   }
   return {
     name: 'knex',
-    transaction: (settings, body) => transaction(knex, settings, body),
+    // Knex has no transaction time limit of its own to set (none is shorter than the
+    // door's), and its pool's acquireConnectionTimeout (60 s by default) belongs to the
+    // instance, not to one call: the door bounds its own wait for the body to start and
+    // rolls back a transaction that opens after it gave up.
+    transaction: (_settings, body) => run(knex, body),
     sql: runner,
     serverError,
   };
@@ -77,59 +76,13 @@ function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
   );
 }
 
-/** Raised when no connection of Knex's pool came within the door's acquire limit. */
-class AcquireTimeoutError extends Error {
-  override readonly name = 'AcquireTimeoutError';
-}
-
-// Knex has no transaction time limit of its own to set (none is shorter than the
-// door's). Its pool's acquireConnectionTimeout (60 s by default) belongs to the instance,
-// not to one call: the door's shorter acquire limit is kept here, by giving up on the
-// transaction (a connection that comes later gets BEGIN and ROLLBACK, never the body).
-function transaction<T>(
-  knex: Knex,
-  settings: LayerTransactionSettings,
-  body: (tx: Knex.Transaction) => Promise<T>,
-): Promise<T> {
-  if (!(settings.acquireTimeoutMs > 0)) return run(knex, body, () => true);
-  let state: 'waiting' | 'started' | 'abandoned' = 'waiting';
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      if (state !== 'waiting') return;
-      state = 'abandoned';
-      reject(
-        new AcquireTimeoutError(
-          `no Knex connection free within ${settings.acquireTimeoutMs} ms (the door's acquire limit)`,
-        ),
-      );
-    }, settings.acquireTimeoutMs);
-  });
-  const start = (): boolean => {
-    clearTimeout(timer);
-    if (state === 'abandoned') return false;
-    state = 'started';
-    return true;
-  };
-  // race() listens to both: a run given up on settles later, unseen and handled.
-  return Promise.race([run(knex, body, start).finally(() => clearTimeout(timer)), gaveUp]);
-}
-
-/**
- * `knex.transaction` around `body`, which runs only if `start()` (called once Knex has a
- * connection and sent BEGIN) says so.
- */
-async function run<T>(
-  knex: Knex,
-  body: (tx: Knex.Transaction) => Promise<T>,
-  start: () => boolean,
-): Promise<T> {
+/** `knex.transaction` around `body`, reporting what Knex's promise alone would not. */
+async function run<T>(knex: Knex, body: (tx: Knex.Transaction) => Promise<T>): Promise<T> {
   let bodyOutcome: Promise<Settled<T>> | undefined;
   let endedByHandler = false;
   let commitAnswer: unknown;
   const knexOutcome = settle(
     knex.transaction(async (trx: Knex.Transaction) => {
-      if (!start()) throw new AcquireTimeoutError('given up on before BEGIN answered');
       refuseTransactionControl(trx);
       bodyOutcome = settle(Promise.resolve().then(() => body(trx)));
       const outcome = await bodyOutcome;
@@ -238,7 +191,7 @@ function pgResult<R>(result: unknown, text: string): SqlResult<R> {
  * Knex rethrows node-postgres's own error (its message prefixed with the statement), so
  * a server's answer is the error itself: `code` a SQLSTATE, `severity` set (as is the
  * bridge's CommitRolledBackError). Anything else (a lost socket's error, Knex's pool
- * timeout, the bridge's acquire limit, a handler-ended transaction) is returned as it is.
+ * timeout, a handler-ended transaction) is returned as it is.
  */
 function serverError(error: unknown): unknown {
   return error;

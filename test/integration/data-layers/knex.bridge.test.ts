@@ -299,44 +299,6 @@ describe('statements the handler leaves behind', () => {
   });
 });
 
-describe("the door's acquire limit", () => {
-  it('gives up when Knex has no connection in time, and never runs the body later', async () => {
-    const single = knexFactory({
-      client: 'pg',
-      connection: { connectionString: databaseUrl(), options: `-c search_path=${db.schema}` },
-      pool: { min: 0, max: 1 },
-    });
-    try {
-      const singleLayer = knexLayer(single);
-      const release = gate();
-      const holder = single.transaction(async () => release.opened);
-      await waitFor(() => (single.client as { pool: { numUsed(): number } }).pool.numUsed() === 1);
-      let bodyRan = false;
-      const failure = await singleLayer
-        .transaction({ timeoutMs: 0, acquireTimeoutMs: 100 }, async () => {
-          bodyRan = true;
-        })
-        .then(
-          () => undefined,
-          (error: unknown) => error,
-        );
-      expect(failure).toMatchObject({ name: 'AcquireTimeoutError' });
-      release.open();
-      await holder;
-      // The abandoned transaction gets the connection now: BEGIN, ROLLBACK, released.
-      await waitFor(async () => {
-        const pool = (
-          single.client as { pool: { numUsed(): number; numPendingAcquires(): number } }
-        ).pool;
-        return pool.numUsed() === 0 && pool.numPendingAcquires() === 0;
-      });
-      expect(bodyRan).toBe(false);
-    } finally {
-      await single.destroy();
-    }
-  });
-});
-
 describe('a handler that ends the Knex transaction itself', () => {
   it('trx.rollback(): rejects as ended by the handler, once the body settled', async () => {
     const order: string[] = [];
