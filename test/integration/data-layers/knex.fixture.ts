@@ -1,5 +1,5 @@
 import knexFactory, { type Knex } from 'knex';
-import { knexLayer } from 'effectively-once/knex';
+import { knexLayer } from '../../../adapters/knex/index.js';
 import { EFFECTS_TABLE, type LayerFixture } from './fixture.js';
 
 /**
