@@ -14,6 +14,7 @@ import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
 import * as typeorm from 'effectively-once/typeorm';
 import * as kysely from 'effectively-once/kysely';
+import * as knex from 'effectively-once/knex';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -50,6 +51,8 @@ for (const [name, value] of Object.entries({
   // Loads without typeorm installed: the entry imports its types only.
   'typeorm.typeormLayer': typeorm.typeormLayer,
   'kysely.kyselyLayer': kysely.kyselyLayer,
+  // knex is not installed here either.
+  'knex.knexLayer': knex.knexLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
