@@ -22,6 +22,7 @@ const common = {
     '^effectively-once/drizzle$': '<rootDir>/adapters/drizzle/index.ts',
     '^effectively-once/postgres-js$': '<rootDir>/adapters/postgres-js/index.ts',
     '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',
+    '^effectively-once/knex$': '<rootDir>/adapters/knex/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -39,6 +39,7 @@ export const ENTRY_POINTS = [
   'drizzle',
   'postgres-js',
   'prisma',
+  'knex',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -18,6 +18,7 @@ import * as kysely from 'effectively-once/kysely';
 import * as prisma from 'effectively-once/prisma';
 import * as drizzle from 'effectively-once/drizzle';
 import * as postgresJs from 'effectively-once/postgres-js';
+import * as knex from 'effectively-once/knex';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -57,6 +58,8 @@ for (const [name, value] of Object.entries({
   'prisma.prismaLayer': prisma.prismaLayer,
   'drizzle.drizzleLayer': drizzle.drizzleLayer,
   'postgresJs.postgresLayer': postgresJs.postgresLayer,
+  // knex is not installed here either.
+  'knex.knexLayer': knex.knexLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
