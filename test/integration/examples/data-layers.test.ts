@@ -9,8 +9,10 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { idempotentFetch } from 'effectively-once/client';
 import { memorySource } from 'effectively-once/testing';
 import * as drizzle from '../../../examples/data-layers/drizzle.js';
+import * as knex from '../../../examples/data-layers/knex.js';
 import * as kysely from '../../../examples/data-layers/kysely.js';
 import * as postgresJs from '../../../examples/data-layers/postgres-js.js';
+import * as prisma from '../../../examples/data-layers/prisma.js';
 import * as typeorm from '../../../examples/data-layers/typeorm.js';
 import type { OrderPlaced } from '../../../examples/data-layers/run.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -25,7 +27,9 @@ afterEach(async () => {
 });
 
 describe.each([
+  ['examples/data-layers/prisma.ts', prisma.main],
   ['examples/data-layers/drizzle.ts', drizzle.main],
+  ['examples/data-layers/knex.ts', knex.main],
   ['examples/data-layers/typeorm.ts', typeorm.main],
   ['examples/data-layers/kysely.ts', kysely.main],
   ['examples/data-layers/postgres-js.ts', postgresJs.main],
