@@ -43,7 +43,7 @@ export async function drizzleApp(
   const db = drizzle({ client: new pg.Pool({ connectionString: databaseUrl }) });
   const dataLayer = drizzleLayer(db);
   // The library's own pool, beside the layer's: migrations, pruning, each COMMIT read
-  // back by the claim's xid, and the cancel of a statement that timed out.
+  // back by the claim's xid, and ending the backend of a handler that timed out.
   const pool = new pg.Pool({ connectionString: databaseUrl });
   // #endregion
 

@@ -31,7 +31,7 @@ export async function postgresJsApp(
   const sql = postgres(databaseUrl);
   const dataLayer = postgresLayer(sql);
   // The library's own pool, beside the layer's: migrations, pruning, each COMMIT read
-  // back by the claim's xid, and the cancel of a statement that timed out.
+  // back by the claim's xid, and ending the backend of a handler that timed out.
   const pool = new pg.Pool({ connectionString: databaseUrl });
   // #endregion
 

@@ -34,7 +34,7 @@ export async function prismaApp(
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
   const dataLayer = prismaLayer(prisma);
   // The library's own pool, beside the layer's: migrations, pruning, each COMMIT read
-  // back by the claim's xid, and the cancel of a statement that timed out.
+  // back by the claim's xid, and ending the backend of a handler that timed out.
   const pool = new pg.Pool({ connectionString: databaseUrl });
   // #endregion
 

@@ -51,7 +51,7 @@ export interface ExampleOptions {
 
 /** One example's application: its consumer and endpoint, and how to close its connections. */
 export interface ExampleApp {
-  /** The library's own pool (housekeeping, settling unknown COMMITs, cancels). */
+  /** The library's own pool (housekeeping, settling COMMITs by xid, ending abandoned backends). */
   pool: pg.Pool;
   consumer: Consumer;
   /** POST /charges. */
