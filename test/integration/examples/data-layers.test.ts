@@ -2,7 +2,8 @@
  * The data-layer examples of docs/data-layers.md (examples/data-layers/), each run against
  * the test Postgres: its consumer handles an order delivered twice under one key, its
  * endpoint answers a charge sent twice under one Idempotency-Key, and each effect (and the
- * consumer's outbox row) is there once, written through the layer's own transaction.
+ * consumer's outbox row) is there once, committed by the transaction that committed its
+ * claim (one xmin): written through the layer's own transaction.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
