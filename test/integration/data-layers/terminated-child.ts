@@ -36,7 +36,7 @@ async function open(): Promise<{ layer: DataLayer<unknown>; close: () => Promise
     case 'kysely': {
       const pool = appPool();
       const db = new Kysely<object>({ dialect: new PostgresDialect({ pool }) });
-      return { layer: kyselyLayer(db), close: () => db.destroy() };
+      return { layer: kyselyLayer(db, { pool }), close: () => db.destroy() };
     }
     case 'drizzle-pg': {
       const pool = appPool();
