@@ -1,5 +1,5 @@
 /**
- * A handler written with Kysely. `kyselyLayer(app)` (`effectively-once/kysely`) makes the
+ * A handler written with Kysely. `kyselyLayer(app, { pool })` (`effectively-once/kysely`) makes the
  * claim's transaction Kysely's own `app.transaction().execute(…)`: `ctx.tx` is that
  * `Transaction<Database>`, and the effect is written with Kysely's query builder in the
  * transaction that holds the claim. Do not call `ctx.tx.transaction()` (Kysely refuses a
@@ -39,7 +39,9 @@ export function reservations(
   return createConsumer<ReserveStock, Transaction<Database>>({
     name: 'reservations',
     pool, // the library's own: migrations, pruning, the cancel and the COMMIT check
-    dataLayer: kyselyLayer(app),
+    // The pool under app's PostgresDialect (here the same one): the bridge listens for the
+    // loss of each connection Kysely checks out of it.
+    dataLayer: kyselyLayer(app, { pool }),
     source,
     handler: reserve,
   });
@@ -75,11 +77,9 @@ export interface WorkerOptions {
 /** Runs the reservation worker until `signal` aborts. */
 export async function main({ signal, env = process.env }: WorkerOptions): Promise<void> {
   const pool = new pg.Pool({ connectionString: required(env, 'DATABASE_URL') });
-  // Kysely listens for no error on a checked-out client: a connection lost mid-handler
-  // would otherwise be an unhandled 'error' event.
-  pool.on('connect', (client) =>
-    client.on('error', (error) => console.error(`reservations: ${error.message}`)),
-  );
+  // An idle client's loss is emitted on the pool (as pg's docs ask, listen for it); a
+  // checked-out one's is the bridge's (kyselyLayer(app, { pool })).
+  pool.on('error', (error) => console.error(`reservations: ${error.message}`));
   const app = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   await app.schema
     .createTable('stock')

@@ -14,6 +14,7 @@ import type {
   SqlResult,
   SqlRunner,
 } from '../../src/data-layer.js';
+import { ConfigurationError } from '../../src/errors.js';
 import { guardedTransaction } from './guard.js';
 import { kyselyServerError } from './server-error.js';
 
@@ -33,12 +34,27 @@ import { kyselyServerError } from './server-error.js';
  * query passed to `ctx.tx.executeQuery` skip them. Kysely refuses `ctx.tx.transaction()`
  * itself (a Kysely transaction does not nest).
  *
- * Give each checked-out pg client an `error` listener
- * (`pool.on('connect', (client) => client.on('error', …))`): node-postgres emits a
- * connection's loss on the client, and Kysely listens on none, so a backend ended
- * while a handler runs would otherwise be an uncaught `error` event.
+ * `options.pool` is the pg `Pool` given to `db`'s `PostgresDialect`: the bridge gives
+ * each client Kysely checks out of it an `error` listener. node-postgres emits a
+ * connection's loss on the client (a backend the library ends when a handler times out,
+ * a server restart), and neither Kysely nor pg-pool listens on a checked-out client, so
+ * without it that loss is an uncaught `error` event: a crash. The statement in flight
+ * still fails, and pg-pool drops the dead client at its release.
+ *
+ * @example
+ * ```ts
+ * const pool = new pg.Pool({ connectionString });
+ * pool.on('error', (err) => logger.warn({ err }, 'idle pg client lost')); // as pg's docs ask
+ * const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+ * const dataLayer = kyselyLayer(db, { pool });
+ * ```
+ * @throws ConfigurationError when `options.pool` is not a pg Pool.
  */
-export function kyselyLayer<DB>(db: Kysely<DB>): DataLayer<Transaction<DB>> {
+export function kyselyLayer<DB>(
+  db: Kysely<DB>,
+  options: KyselyLayerOptions,
+): DataLayer<Transaction<DB>> {
+  watchCheckouts(options?.pool);
   return {
     name: 'kysely',
     transaction<T>(
@@ -65,6 +81,47 @@ export function kyselyLayer<DB>(db: Kysely<DB>): DataLayer<Transaction<DB>> {
     sql: (tx) => statementsOn(tx),
     serverError: kyselyServerError,
   };
+}
+
+/** What {@link kyselyLayer} needs besides the Kysely instance. */
+export interface KyselyLayerOptions {
+  /** The pg `Pool` given to the Kysely instance's `PostgresDialect` (not the library's `pool`). */
+  readonly pool: KyselyPgPool;
+}
+
+/** A pg `Pool`, as far as the bridge uses it: its `acquire` event (pg-pool's, on every checkout). */
+export interface KyselyPgPool {
+  on(event: 'acquire', listener: (client: KyselyPgClient) => void): unknown;
+}
+
+/** A pg client, as far as the bridge uses it: its `error` event. */
+export interface KyselyPgClient {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** The pools whose checkouts are watched, and the clients given a listener. */
+const watchedPools = new WeakSet<object>();
+const watchedClients = new WeakSet<object>();
+
+/**
+ * Gives every client checked out of `pool` (before Kysely gets it) an `error` listener,
+ * once, for the client's life: the loss may be emitted after Kysely released it.
+ */
+function watchCheckouts(pool: KyselyPgPool | undefined): void {
+  if (typeof pool !== 'object' || pool === null || typeof pool.on !== 'function')
+    throw new ConfigurationError(
+      'dataLayer',
+      "kyselyLayer(db, { pool }) takes the pg Pool given to db's PostgresDialect",
+    );
+  if (watchedPools.has(pool)) return;
+  watchedPools.add(pool);
+  pool.on('acquire', (client) => {
+    if (watchedClients.has(client)) return;
+    watchedClients.add(client);
+    // The loss reaches the statement in flight (and Kysely's ROLLBACK) as its failure;
+    // this event only repeats it, and pg-pool drops the client at its release.
+    client.on('error', () => undefined);
+  });
 }
 
 /**

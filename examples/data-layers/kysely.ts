@@ -34,11 +34,11 @@ export async function kyselyApp(
 ): Promise<ExampleApp> {
   // #region layer
   const kyselyPool = new pg.Pool({ connectionString: databaseUrl });
-  // Kysely attaches no 'error' listener to the client a transaction holds: without one,
-  // a connection the server ends mid-transaction is an unhandled 'error' (a crash).
-  kyselyPool.on('connect', (client) => client.on('error', () => undefined));
+  kyselyPool.on('error', (err) => console.warn('idle pg client lost', err)); // as pg's docs ask
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool }) });
-  const dataLayer = kyselyLayer(db);
+  // With Kysely's pool: the bridge listens for the loss of each connection Kysely checks
+  // out (a backend ended mid-transaction would otherwise be an unhandled 'error').
+  const dataLayer = kyselyLayer(db, { pool: kyselyPool });
   // The library's own pool, beside the layer's: migrations, pruning, each COMMIT read
   // back by the claim's xid, and ending the backend of a handler that timed out.
   const pool = new pg.Pool({ connectionString: databaseUrl });

@@ -133,7 +133,9 @@ export class BatchRunner<T, Tx> {
       else items.push(item);
     }
     if (items.length === 0) return;
-    const verdict = await this.transact(items);
+    const verdict = await this.transact(items).catch((thrown: unknown) =>
+      this.settler.escaped(items[0]!.key, thrown),
+    );
     if (verdict.kind === 'committed') {
       if (verdict.warning !== undefined) this.settler.report(verdict.warning);
       await this.settleCommitted(items, verdict.verdicts, verdict.durationMs, outcomes, (d, o) =>

@@ -53,7 +53,9 @@ export class Runner<T, Tx> {
       return async () => outcome;
     }
     const { key, hash } = admission;
-    const verdict = await this.transact(delivery, key, hash);
+    const verdict = await this.transact(delivery, key, hash).catch((thrown: unknown) =>
+      this.settler.escaped(key, thrown),
+    );
     return () => this.settle(delivery, key, verdict);
   }
 

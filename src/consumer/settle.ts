@@ -2,6 +2,7 @@ import type { ConsumerSettings } from './config.js';
 import {
   BrokerError,
   ClaimBusyError,
+  DatabaseError,
   type DeliveryExpiredError,
   EffectivelyOnceError,
   type PayloadMismatchError,
@@ -11,6 +12,8 @@ import { settlesBefore } from '../deadline.js';
 import type { ConsumerEventHub } from './events.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Tracing } from './tracing.js';
+import type { FailedAttempt } from '../tx/claim-transaction.js';
+import { infra } from '../tx/claim-transaction.js';
 import type { ConsumerStats, Delivery, DeliveryOutcome } from '../types.js';
 
 /**
@@ -184,6 +187,21 @@ export class Settler<T> {
       this.reportBroker('release', cause, key);
       return 'unsettled';
     }
+  }
+
+  /**
+   * A throw that escaped the claim transaction (a defect of the library's or of a data
+   * layer's bridge, not an outcome it knows): logged, and filed as infrastructure, so the
+   * delivery is retried with a `failed` event and no attempt spent, rather than left
+   * unsettled. Never an ack: if the transaction did commit, the redelivery's claim finds
+   * the key done.
+   */
+  escaped(key: string, thrown: unknown): FailedAttempt {
+    this.cfg.logger.error(
+      { err: thrown, key },
+      'effectively-once: an unexpected error escaped the claim transaction; the delivery is retried',
+    );
+    return infra(new DatabaseError('claim transaction', thrown, { key }));
   }
 
   /** Reports a problem that did not stop the delivery (the consumer's `error` event). */

@@ -1,6 +1,12 @@
 import type { SqlRunner } from '../data-layer.js';
 import type { ClaimSession } from '../tx/claim-transaction.js';
-import { expirySql, type IsolationLevel, runClaim } from './claim.js';
+import {
+  expirySql,
+  type IsolationLevel,
+  runClaim,
+  STORED_HASH_HEX,
+  storedHashOf,
+} from './claim.js';
 import { arrayLiteral, sqlLiteral } from './literals.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
 
@@ -75,10 +81,10 @@ export class BatchClaimStatements {
     keys: readonly string[],
   ): Promise<Map<string, Buffer | null>> {
     if (keys.length === 0) return new Map();
-    const result = await client.query<{ message_key: string; payload_hash: Buffer | null }>(
-      `SELECT message_key, payload_hash FROM ${this.table} WHERE consumer = $1 AND message_key = ANY($2::text[])`,
+    const result = await client.query<{ message_key: string; payload_hash: unknown }>(
+      `SELECT message_key, ${STORED_HASH_HEX} FROM ${this.table} WHERE consumer = $1 AND message_key = ANY($2::text[])`,
       [consumer, keys],
     );
-    return new Map(result.rows.map((r) => [r.message_key, r.payload_hash]));
+    return new Map(result.rows.map((r) => [r.message_key, storedHashOf(r.payload_hash)]));
   }
 }

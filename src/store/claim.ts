@@ -225,10 +225,30 @@ export class ClaimStatements {
    * transaction). The caller ends the (empty) transaction.
    */
   async storedHash(client: SqlRunner, consumer: string, key: string): Promise<Buffer | null> {
-    const result = await client.query<{ payload_hash: Buffer | null }>(
-      `SELECT payload_hash FROM ${this.table} WHERE consumer = $1 AND message_key = $2`,
+    const result = await client.query<{ payload_hash: unknown }>(
+      `SELECT ${STORED_HASH_HEX} FROM ${this.table} WHERE consumer = $1 AND message_key = $2`,
       [consumer, key],
     );
-    return result.rows[0]?.payload_hash ?? null;
+    return storedHashOf(result.rows[0]?.payload_hash ?? null);
   }
+}
+
+/**
+ * The stored payload hash as text, `payload_hash` in hex: a data layer decodes bytea its
+ * own way (Prisma gives a plain Uint8Array, not a Buffer), and text reads the same on all.
+ */
+export const STORED_HASH_HEX = "encode(payload_hash, 'hex') AS payload_hash";
+
+/**
+ * A stored hash read as {@link STORED_HASH_HEX}: null when none was stored. Anything but
+ * hex fails closed: a misread hash could call a different payload a duplicate.
+ */
+export function storedHashOf(hex: unknown): Buffer | null {
+  if (hex === null) return null;
+  if (typeof hex !== 'string' || !/^(?:[0-9a-f]{2})*$/.test(hex))
+    throw new DatabaseError(
+      'read of the stored payload hash',
+      new Error(`unexpected answer (${typeof hex}); expected hex text`),
+    );
+  return Buffer.from(hex, 'hex');
 }

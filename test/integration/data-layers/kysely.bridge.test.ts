@@ -22,7 +22,7 @@ interface ServerAnswer {
 let testDb: TestDatabase;
 let pool: pg.Pool;
 let db: Kysely<EffectsDatabase>;
-const layer = () => kyselyLayer(db);
+const layer = () => kyselyLayer(db, { pool });
 const settings = { timeoutMs: 0, acquireTimeoutMs: 0 };
 
 beforeAll(async () => {
@@ -179,9 +179,18 @@ describe('kyselyLayer: the transaction', () => {
     });
   });
 
+  it("refuses a layer without Kysely's pg Pool: its clients' loss could not be listened for", () => {
+    expect(() => kyselyLayer(db, {} as never)).toThrow(
+      expect.objectContaining({ code: 'EO_CONFIGURATION' }),
+    );
+    expect(() => kyselyLayer(db, undefined as never)).toThrow(
+      expect.objectContaining({ code: 'EO_CONFIGURATION' }),
+    );
+  });
+
   it("reads the library's columns as Postgres names them, whatever plugins the user's Kysely has", async () => {
     const camel = db.withPlugin(new CamelCasePlugin());
-    const layerOfCamel = kyselyLayer(camel);
+    const layerOfCamel = kyselyLayer(camel, { pool });
     await layerOfCamel.transaction(settings, async (tx) => {
       const { rows } = await layerOfCamel
         .sql(tx)

@@ -9,13 +9,12 @@ export interface EffectsDatabase {
 }
 
 /**
- * A pg pool for Kysely whose clients each have an `error` listener: node-postgres emits
- * a lost connection on a checked-out client, and Kysely listens on none (the tests kill
- * backends on purpose).
+ * A pg pool for Kysely, as an app makes one: the pool-level `error` listener pg's docs
+ * ask for (the tests kill backends on purpose), none on its clients (the bridge's, given
+ * the pool: `kyselyLayer(db, { pool })`).
  */
 export function kyselyPool(config: pg.PoolConfig): pg.Pool {
   const pool = new pg.Pool(config);
-  pool.on('connect', (client) => client.on('error', () => undefined));
   pool.on('error', () => undefined);
   return pool;
 }
@@ -24,11 +23,10 @@ export function kyselyPool(config: pg.PoolConfig): pg.Pool {
 export const kyselyFixture: LayerFixture<Transaction<EffectsDatabase>> = {
   name: 'kysely',
   open(databaseUrl: string): Promise<OpenedLayer<Transaction<EffectsDatabase>>> {
-    const db = new Kysely<EffectsDatabase>({
-      dialect: new PostgresDialect({ pool: kyselyPool({ connectionString: databaseUrl }) }),
-    });
+    const pool = kyselyPool({ connectionString: databaseUrl });
+    const db = new Kysely<EffectsDatabase>({ dialect: new PostgresDialect({ pool }) });
     return Promise.resolve({
-      layer: kyselyLayer(db),
+      layer: kyselyLayer(db, { pool }),
       insertEffect: async (tx, effect) => {
         await tx.insertInto('layer_effects').values(effect).execute();
       },

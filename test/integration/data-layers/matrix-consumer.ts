@@ -20,7 +20,7 @@ import type { ConsumerOptions } from '../../../src/consumer/options.js';
 import { enqueue, migrateOutbox } from '../../../src/outbox/index.js';
 import type { Consumer } from '../../../src/consumer/types.js';
 import type { Delivery, DeliveryOutcome, Source, SourceContext } from '../../../src/types.js';
-import { databaseUrl } from '../../helpers/env.js';
+import { databaseUrl, directDatabaseUrl } from '../../helpers/db.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { EFFECTS_TABLE, type LayerFixture, type OpenedLayer } from './fixture.js';
 
@@ -37,11 +37,12 @@ export interface LayerDatabase {
 /**
  * Creates a fresh database on the test server (`CREATE DATABASE`), with
  * `layer_effects` and its deferred constraint trigger (fails at COMMIT when
- * `amount < 0`, SQLSTATE 23514).
+ * `amount < 0`, SQLSTATE 23514). Created and dropped on the server itself; its `url`
+ * (the layer's and the library's pools) goes through PgBouncer under EO_VIA_PGBOUNCER=1.
  */
 export async function createLayerDatabase(prefix: string): Promise<LayerDatabase> {
   const name = `eo_${prefix.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: databaseUrl() });
+  const admin = new pg.Client({ connectionString: directDatabaseUrl() });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE "${name}"`);
@@ -69,7 +70,7 @@ export async function createLayerDatabase(prefix: string): Promise<LayerDatabase
     pool,
     close: async () => {
       await pool.end();
-      const drop = new pg.Client({ connectionString: databaseUrl() });
+      const drop = new pg.Client({ connectionString: directDatabaseUrl() });
       await drop.connect();
       try {
         await drop.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);

@@ -1,5 +1,6 @@
 import postgres, { type TransactionSql } from 'postgres';
 import { postgresLayer } from '../../../adapters/postgres-js/index.js';
+import { viaPgBouncer } from '../../helpers/db.js';
 import type { LayerFixture } from './fixture.js';
 
 // postgres.js as its README shows it: one `postgres(url)` instance for the app, the
@@ -8,7 +9,13 @@ import type { LayerFixture } from './fixture.js';
 export const postgresJsFixture: LayerFixture<TransactionSql> = {
   name: 'postgres-js',
   async open(databaseUrl) {
-    const sql = postgres(databaseUrl, { max: 10, onnotice: () => undefined });
+    // Behind PgBouncer in transaction mode (EO_VIA_PGBOUNCER=1) as the docs tell users:
+    // unprepared, since PgBouncer 1.18 keeps no named prepared statement across transactions.
+    const sql = postgres(databaseUrl, {
+      max: 10,
+      onnotice: () => undefined,
+      ...(viaPgBouncer() ? { prepare: false } : {}),
+    });
     return {
       layer: postgresLayer(sql),
       async insertEffect(tx, effect) {
