@@ -2,7 +2,7 @@
 // (the primitives at the top of src/, the SQL in store/, the transaction in tx/), three
 // doors on it (consumer/, http/, outbox/), the caller's client/ (which the outbox's HTTP
 // publisher uses), around them otel/, cli/ and testing/, and in adapters/ every bridge to
-// a third-party package (SQS, Kafka, @platformatic/kafka, Express, Fastify).
+// a third-party package (SQS, Kafka, @platformatic/kafka, Express, Fastify, Kysely).
 // Type-only imports count: a circle of types is a circle of ideas, and `import type`
 // must not be the way one is hidden.
 const DOORS = 'consumer|http|outbox';
@@ -12,7 +12,9 @@ const AROUND = 'client|otel|cli|testing';
 // matches the package resolved (under node_modules/, its @types/ included) and, when it
 // is not installed, the bare name.
 const peer = (names) => `(^|node_modules/)(@types/)?(${names})(/|$)`;
-const BRIDGED_PEERS = peer('express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm');
+const BRIDGED_PEERS = peer(
+  'express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely|drizzle-orm|postgres',
+);
 const OTEL = peer('@opentelemetry');
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -72,7 +74,7 @@ export default {
     {
       name: 'src-imports-no-bridged-peer',
       comment:
-        'express, fastify, @aws-sdk/*, kafkajs and @platformatic/* are optional peers: ' +
+        'express, fastify, @aws-sdk/*, kafkajs, @platformatic/*, typeorm, kysely, drizzle-orm and postgres are optional peers: ' +
         'the bridge to one lives in adapters/, typed structurally in src/ when src/ needs it.',
       severity: 'error',
       from: { path: '^src/' },

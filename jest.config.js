@@ -18,6 +18,9 @@ const common = {
     '^effectively-once/outbox$': '<rootDir>/src/outbox/index.ts',
     '^effectively-once/otel$': '<rootDir>/src/otel/index.ts',
     '^effectively-once/typeorm$': '<rootDir>/adapters/typeorm/index.ts',
+    '^effectively-once/kysely$': '<rootDir>/adapters/kysely/index.ts',
+    '^effectively-once/drizzle$': '<rootDir>/adapters/drizzle/index.ts',
+    '^effectively-once/postgres-js$': '<rootDir>/adapters/postgres-js/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -1,19 +1,19 @@
 /**
- * A handler written with Kysely. `ctx.tx` is a pg client inside the open transaction
- * that holds the claim; Kysely wants a pool, so `kyselyOn(tx)` gives it a pool of
- * exactly that one connection. Queries built with it run in the claim's transaction:
- * do not call `db.transaction()` (the transaction is already open) and never COMMIT.
- * The same adapter works for any query builder that accepts a pool-like object.
+ * A handler written with Kysely. `kyselyLayer(app)` (`effectively-once/kysely`) makes the
+ * claim's transaction Kysely's own `app.transaction().execute(…)`: `ctx.tx` is that
+ * `Transaction<Database>`, and the effect is written with Kysely's query builder in the
+ * transaction that holds the claim. Do not call `ctx.tx.transaction()` (Kysely refuses a
+ * nested one) and never COMMIT: Kysely commits once the library checked the claim.
  *
  *   DATABASE_URL=postgres://… QUEUE_URL=http://localhost:4566/000000000000/reservations \
  *   SQS_ENDPOINT=http://localhost:4566 npx tsx examples/kysely-handler.ts
  */
 import { pathToFileURL } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { Kysely, PostgresDialect, sql, type Generated, type PostgresPoolClient } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Generated, type Transaction } from 'kysely';
 import pg from 'pg';
-import type { PoolClient } from 'pg';
-import { createConsumer, type HandlerContext } from 'effectively-once';
+import { createConsumer, type Consumer, type HandlerContext, type Source } from 'effectively-once';
+import { kyselyLayer } from 'effectively-once/kysely';
 import { sqsSource } from 'effectively-once/sqs';
 
 /** The tables, as Kysely sees them. */
@@ -30,27 +30,27 @@ export interface ReserveStock {
 }
 
 // #region kysely
-/** A Kysely instance whose every query runs on `tx`, the claim's open transaction. */
-export function kyselyOn<DB>(tx: PoolClient): Kysely<DB> {
-  const connection = {
-    query: (sqlText: string, parameters: ReadonlyArray<unknown>) =>
-      tx.query(sqlText, [...parameters]),
-    release: () => undefined, // the runner owns the connection and releases it after COMMIT
-  } as unknown as PostgresPoolClient;
-  return new Kysely<DB>({
-    dialect: new PostgresDialect({
-      pool: { connect: async () => connection, end: async () => undefined },
-    }),
+/** The consumer: its claim transaction is Kysely's, the handler's `ctx.tx` a Kysely `Transaction`. */
+export function reservations(
+  pool: pg.Pool,
+  app: Kysely<Database>,
+  source: Source<ReserveStock>,
+): Consumer {
+  return createConsumer<ReserveStock, Transaction<Database>>({
+    name: 'reservations',
+    pool, // the library's own: migrations, pruning, the cancel and the COMMIT check
+    dataLayer: kyselyLayer(app),
+    source,
+    handler: reserve,
   });
 }
 
 /** The effect: reserve the stock and record the reservation, atomically with the claim. */
 export async function reserve(
   message: ReserveStock,
-  { tx }: HandlerContext<ReserveStock>,
+  { tx }: HandlerContext<ReserveStock, Transaction<Database>>,
 ): Promise<void> {
-  const db = kyselyOn<Database>(tx);
-  const updated = await db
+  const updated = await tx
     .updateTable('stock')
     .set({ available: sql<number>`available - ${message.quantity}` })
     .where('sku', '=', message.sku)
@@ -58,7 +58,7 @@ export async function reserve(
     .executeTakeFirst();
   // Throwing rolls back the claim too: the message is retried, then dead-lettered.
   if (updated.numUpdatedRows === 0n) throw new Error(`not enough ${message.sku} in stock`);
-  await db
+  await tx
     .insertInto('reservations')
     .values({ reservation_id: message.reservationId, sku: message.sku, quantity: message.quantity })
     .execute();
@@ -75,6 +75,11 @@ export interface WorkerOptions {
 /** Runs the reservation worker until `signal` aborts. */
 export async function main({ signal, env = process.env }: WorkerOptions): Promise<void> {
   const pool = new pg.Pool({ connectionString: required(env, 'DATABASE_URL') });
+  // Kysely listens for no error on a checked-out client: a connection lost mid-handler
+  // would otherwise be an unhandled 'error' event.
+  pool.on('connect', (client) =>
+    client.on('error', (error) => console.error(`reservations: ${error.message}`)),
+  );
   const app = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   await app.schema
     .createTable('stock')
@@ -99,16 +104,15 @@ export async function main({ signal, env = process.env }: WorkerOptions): Promis
         }
       : {}),
   });
-  const consumer = createConsumer<ReserveStock>({
-    name: 'reservations',
+  const consumer = reservations(
     pool,
-    source: sqsSource<ReserveStock>({
+    app,
+    sqsSource<ReserveStock>({
       client,
       queueUrl: required(env, 'QUEUE_URL'),
       key: 'Idempotency-Key',
     }),
-    handler: reserve,
-  });
+  );
   consumer.on('error', (error) => console.error(`reservations: ${error.message}`));
   await consumer.start();
   await new Promise<void>((resolve) => {

@@ -35,6 +35,9 @@ export const ENTRY_POINTS = [
   'outbox',
   'otel',
   'typeorm',
+  'kysely',
+  'drizzle',
+  'postgres-js',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -37,6 +37,43 @@ export function topLevelStatements(sql: string, backslashQuotes = false): string
   return statements;
 }
 
+/** A `$n` parameter in SQL text: where it starts and ends, and n. */
+export interface ParameterPlaceholder {
+  readonly start: number;
+  readonly end: number;
+  readonly index: number;
+}
+
+/**
+ * The `$n` parameters of `sql`, in order, read as {@link topLevelStatements} reads the
+ * text: a `$1` inside a string constant, a quoted identifier, a dollar-quoted body or a
+ * comment is text, not a parameter. For a data layer's bridge that numbers parameters
+ * itself (Drizzle's `sql.param` renders as the next `$n`), so the library's statements
+ * can be cut at their parameters and bound without a value ever entering the text.
+ */
+export function parameterPlaceholders(sql: string): ParameterPlaceholder[] {
+  const found: ParameterPlaceholder[] = [];
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (c === "'") i = endOfQuoted(sql, i, "'", isEscapeString(sql, i));
+    else if (c === '"') i = endOfQuoted(sql, i, '"', false);
+    else if (c === '-' && sql[i + 1] === '-') i = endOfLine(sql, i);
+    else if (c === '/' && sql[i + 1] === '*') i = endOfBlockComment(sql, i);
+    else if (c === '$' && !isIdentifierChar(sql[i - 1])) {
+      const parameter = /\$(\d+)/y;
+      parameter.lastIndex = i;
+      const digits = parameter.exec(sql);
+      if (digits === null) i = endOfDollarQuoted(sql, i);
+      else {
+        found.push({ start: i, end: i + digits[0].length, index: Number(digits[1]) });
+        i += digits[0].length;
+      }
+    } else i++;
+  }
+  return found;
+}
+
 function isIdentifierChar(c: string | undefined): boolean {
   return c !== undefined && /[A-Za-z0-9_$\u0080-\uffff]/.test(c);
 }

@@ -21,7 +21,7 @@ let files: string[];
 
 /**
  * Package hygiene, end to end: build, pack, inspect the tarball, install it into a
- * scratch project, import all ten entry points with plain Node, type-check a
+ * scratch project, import every entry point with plain Node, type-check a
  * consumer of its declarations, and compare its surface with the API reports.
  */
 beforeAll(async () => {
@@ -85,6 +85,7 @@ describe('the packed package', () => {
       './outbox',
       './otel',
       './typeorm',
+      './kysely',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
@@ -127,6 +128,7 @@ describe('the packed package', () => {
         '@types/node',
         '@types/express',
         '@opentelemetry/api',
+        'kysely',
       ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });
@@ -136,7 +138,7 @@ describe('the packed package', () => {
         fs.copyFileSync(path.join(here, file), path.join(scratch, file));
     }, 180_000);
 
-    it('imports all ten entry points with plain Node (ESM); runs a consumer and an idempotent endpoint against Postgres, idempotentFetch against a loopback server', async () => {
+    it('imports every entry point with plain Node (ESM); runs a consumer and an idempotent endpoint against Postgres, idempotentFetch against a loopback server', async () => {
       const { stdout } = await run(process.execPath, ['smoke.js'], {
         cwd: scratch,
         env: process.env,

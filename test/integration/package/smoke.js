@@ -13,6 +13,7 @@ import * as httpFastify from 'effectively-once/http/fastify';
 import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
 import * as typeorm from 'effectively-once/typeorm';
+import * as kysely from 'effectively-once/kysely';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -48,11 +49,12 @@ for (const [name, value] of Object.entries({
   'otel.propagateTraceContext': otel.propagateTraceContext,
   // Loads without typeorm installed: the entry imports its types only.
   'typeorm.typeormLayer': typeorm.typeormLayer,
+  'kysely.kyselyLayer': kysely.kyselyLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
 
-// Only the eleven entry points (and package.json) are public.
+// Only the entry points of the exports map (and package.json) are public.
 try {
   await import('effectively-once/dist/src/consumer/runner.js');
   check(false, 'a deep import must be refused by the exports map');
