@@ -9,7 +9,14 @@
 import type { DataLayer } from 'effectively-once';
 
 /** Every `--data-layer` name; `pg` (the default) is the raw pool, no data layer. */
-export const DATA_LAYERS = ['pg', 'typeorm'] as const;
+export const DATA_LAYERS = [
+  'pg',
+  'drizzle-pg',
+  'drizzle-postgres-js',
+  'typeorm',
+  'kysely',
+  'postgres-js',
+] as const;
 
 export type DataLayerName = (typeof DATA_LAYERS)[number];
 
@@ -42,7 +49,11 @@ export type LayerOpener = (databaseUrl: string, poolSize: number) => Promise<Ope
 
 /** Layer name → its opener's module, imported only when that layer is asked for. */
 const OPENERS: Record<LayerName, () => Promise<LayerOpener>> = {
+  'drizzle-pg': async () => (await import('./drizzle.js')).openDrizzlePg,
+  'drizzle-postgres-js': async () => (await import('./drizzle.js')).openDrizzlePostgresJs,
   typeorm: async () => (await import('./typeorm.js')).openTypeorm,
+  kysely: async () => (await import('./kysely.js')).openKysely,
+  'postgres-js': async () => (await import('./postgres-js.js')).openPostgresJs,
 };
 
 /** Opens the layer `name` with at most `poolSize` connections to `databaseUrl`. */
