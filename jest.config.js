@@ -21,6 +21,8 @@ const common = {
     '^effectively-once/kysely$': '<rootDir>/adapters/kysely/index.ts',
     '^effectively-once/drizzle$': '<rootDir>/adapters/drizzle/index.ts',
     '^effectively-once/postgres-js$': '<rootDir>/adapters/postgres-js/index.ts',
+    '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',
+    '^effectively-once/knex$': '<rootDir>/adapters/knex/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -38,6 +38,8 @@ export const ENTRY_POINTS = [
   'kysely',
   'drizzle',
   'postgres-js',
+  'prisma',
+  'knex',
 ] as const;
 
 /** The outcome for one entry point. */

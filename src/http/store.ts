@@ -343,6 +343,8 @@ export class KeyStatements {
   /**
    * Stores the response on the claimed row (run by commitClaim after its check, before
    * COMMIT). Raises if the row is gone, so a response is never "committed" without it.
+   * The function returns void, read `::text`: a data layer may not decode void (Prisma's
+   * adapter-pg fails the statement on it, after it ran).
    */
   storeResponse(claim: Pick<KeyClaim, 'scope' | 'key'>, response: ResponseRecord): string {
     const body = response.body === null ? 'NULL' : bytea(response.body);
@@ -350,7 +352,7 @@ export class KeyStatements {
     return (
       `SELECT ${this.fn.store}(${sqlLiteral(claim.scope)}, ${sqlLiteral(claim.key)},` +
       ` ${Math.trunc(response.status)}::smallint, ${sqlLiteral(JSON.stringify(response.headers))}::jsonb,` +
-      ` ${body}, ${omitted})`
+      ` ${body}, ${omitted})::text`
     );
   }
 

@@ -109,7 +109,8 @@ export async function enqueue(
   // (a materialised CTE the INSERT reads from), so the row's seq is drawn under it: a
   // key's rows then get their seq in the order their transactions commit. NOTIFY is
   // queued until COMMIT and dropped on ROLLBACK; identical ones of one transaction are
-  // folded into one.
+  // folded into one. pg_notify's void is read `::text`: a data layer may not decode void
+  // (Prisma's adapter-pg fails the statement on it, after it ran).
   await tx.query(
     `WITH ${locked ? 'key_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($9::bigint)),' : ''}
      row AS (
@@ -118,7 +119,7 @@ export async function enqueue(
               now() + $7::double precision * interval '1 millisecond'
        ${locked ? 'FROM key_lock' : ''}
        RETURNING id)
-     SELECT pg_notify($8, '') FROM row`,
+     SELECT pg_notify($8, '')::text FROM row`,
     [
       id,
       row.destination,

@@ -86,6 +86,9 @@ describe('the packed package', () => {
       './otel',
       './typeorm',
       './kysely',
+      './prisma',
+      './drizzle',
+      './postgres-js',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
@@ -129,6 +132,7 @@ describe('the packed package', () => {
         '@types/express',
         '@opentelemetry/api',
         'kysely',
+        'drizzle-orm',
       ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });

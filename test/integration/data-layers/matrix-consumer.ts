@@ -313,7 +313,7 @@ export function consumerMatrix<Tx>(fixture: LayerFixture<Tx>, module?: FixtureMo
       const source = await consumer('duplicates', async (m, ctx) => {
         await write(ctx.tx, ctx.key, m.amount);
         // Long enough for the others to queue on the claim's row lock.
-        await opened.layer.sql(ctx.tx).query('SELECT pg_sleep(0.2)');
+        await opened.layer.sql(ctx.tx).query('SELECT pg_sleep(0.2)::text');
       });
       const results = await Promise.all(
         Array.from({ length: 5 }, () => source.deliver('duplicates-1', { amount: 1 })),

@@ -34,6 +34,7 @@ import {
 import { expressWebhook, idempotentExpress } from 'effectively-once/http/express';
 import { idempotencyPlugin } from 'effectively-once/http/fastify';
 import { otelTelemetry, propagateTraceContext } from 'effectively-once/otel';
+import { prismaLayer, type PrismaTransactionClient } from 'effectively-once/prisma';
 
 interface Order {
   orderId: string;
@@ -192,3 +193,20 @@ export const relay: Relay = createRelay({
     audit: kafkaPublisher({ kafka: new Kafka({ brokers: ['localhost:9092'] }), topic: 'audit' }),
   },
 });
+
+// The Prisma entry's declarations type-check without @prisma/client installed: a client
+// is anything with Prisma's interactive `$transaction`, and `ctx.tx` is what it hands over.
+interface FakeTx {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
+  $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
+  order: { create(args: { data: { id: string } }): Promise<{ id: string }> };
+}
+declare const fakePrisma: {
+  $transaction<R>(
+    fn: (tx: FakeTx) => Promise<R>,
+    options?: { maxWait?: number; timeout?: number },
+  ): Promise<R>;
+};
+export const prismaBridge = prismaLayer(fakePrisma);
+export const prismaTx = (tx: PrismaTransactionClient<typeof fakePrisma>) =>
+  tx.order.create({ data: { id: 'o-1' } });

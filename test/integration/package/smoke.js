@@ -14,6 +14,11 @@ import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
 import * as typeorm from 'effectively-once/typeorm';
 import * as kysely from 'effectively-once/kysely';
+// No @prisma/client in the scratch project: the entry loads without it.
+import * as prisma from 'effectively-once/prisma';
+import * as drizzle from 'effectively-once/drizzle';
+import * as postgresJs from 'effectively-once/postgres-js';
+import * as knex from 'effectively-once/knex';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -50,6 +55,11 @@ for (const [name, value] of Object.entries({
   // Loads without typeorm installed: the entry imports its types only.
   'typeorm.typeormLayer': typeorm.typeormLayer,
   'kysely.kyselyLayer': kysely.kyselyLayer,
+  'prisma.prismaLayer': prisma.prismaLayer,
+  'drizzle.drizzleLayer': drizzle.drizzleLayer,
+  'postgresJs.postgresLayer': postgresJs.postgresLayer,
+  // knex is not installed here either.
+  'knex.knexLayer': knex.knexLayer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
