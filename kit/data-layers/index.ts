@@ -11,8 +11,10 @@ import type { DataLayer } from 'effectively-once';
 /** Every `--data-layer` name; `pg` (the default) is the raw pool, no data layer. */
 export const DATA_LAYERS = [
   'pg',
+  'prisma',
   'drizzle-pg',
   'drizzle-postgres-js',
+  'knex',
   'typeorm',
   'kysely',
   'postgres-js',
@@ -49,8 +51,10 @@ export type LayerOpener = (databaseUrl: string, poolSize: number) => Promise<Ope
 
 /** Layer name → its opener's module, imported only when that layer is asked for. */
 const OPENERS: Record<LayerName, () => Promise<LayerOpener>> = {
+  prisma: async () => (await import('./prisma.js')).openPrisma,
   'drizzle-pg': async () => (await import('./drizzle.js')).openDrizzlePg,
   'drizzle-postgres-js': async () => (await import('./drizzle.js')).openDrizzlePostgresJs,
+  knex: async () => (await import('./knex.js')).openKnex,
   typeorm: async () => (await import('./typeorm.js')).openTypeorm,
   kysely: async () => (await import('./kysely.js')).openKysely,
   'postgres-js': async () => (await import('./postgres-js.js')).openPostgresJs,
