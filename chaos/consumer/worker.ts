@@ -111,10 +111,15 @@ function reportEvents(consumer: Consumer): () => void {
   let failed: Record<string, number> = {};
   let deadLettered: Record<string, number> = {};
   consumer.on('failed', (e) => (failed[e.error.code] = (failed[e.error.code] ?? 0) + 1));
-  consumer.on(
-    'dead-lettered',
-    (e) => (deadLettered[e.error.code] = (deadLettered[e.error.code] ?? 0) + 1),
-  );
+  consumer.on('dead-lettered', (e) => {
+    deadLettered[e.error.code] = (deadLettered[e.error.code] ?? 0) + 1;
+    // A logical key must never be dead-lettered: what the library made of it is the evidence.
+    if (e.key?.startsWith('m-') === true)
+      console.error(
+        tag,
+        `dead-lettered logical key ${e.key} at attempt ${e.attempt}: ${e.error.code} ${causeChain(e.error)}`,
+      );
+  });
   const flush = (): void => {
     if (Object.keys(failed).length + Object.keys(deadLettered).length === 0) return;
     send({ type: 'events', failed, deadLettered });
@@ -123,6 +128,24 @@ function reportEvents(consumer: Consumer): () => void {
   };
   setInterval(flush, 1000).unref();
   return flush;
+}
+
+/** An error and its causes, by class and message, on one line. */
+function causeChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const err = e as {
+      constructor?: { name?: string };
+      message?: unknown;
+      code?: unknown;
+      cause?: unknown;
+    };
+    const message = typeof err.message === 'string' ? err.message : JSON.stringify(e);
+    const code = typeof err.code === 'string' ? `(${err.code})` : '';
+    parts.push(`${err.constructor?.name ?? typeof e}${code}: ${message.split('\n').join(' ')}`);
+    e = err.cause;
+  }
+  return parts.join(' <- ');
 }
 
 async function main(): Promise<void> {
