@@ -23,6 +23,11 @@ const HOT_HOLD_S = 0.1;
 export interface FaultTx {
   query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
   codeOf?: (error: unknown) => string | undefined;
+  /**
+   * A statement whose result is not read (`pg_sleep`'s void), where the layer's row call
+   * cannot decode it (Prisma's `$queryRawUnsafe` refuses a void column); `query` when absent.
+   */
+  run?: (text: string, values?: unknown[]) => Promise<void>;
 }
 
 /** A query chain a handler starts and does not await (see {@link HandlerFaults.commit}). */
@@ -202,6 +207,7 @@ export class HandlerFaults {
     try {
       await tx.query(update, [fault.rows[0]]);
       if (fault.order === 'opposite') await this.meet(fault.pair, key, attempt, 'holding');
+      else if (tx.run !== undefined) await tx.run(`SELECT pg_sleep(${HOT_HOLD_S})`);
       else await tx.query(`SELECT pg_sleep(${HOT_HOLD_S})`);
       await tx.query(update, [fault.rows[1]]);
     } catch (error) {

@@ -50,6 +50,7 @@ export async function applyThroughLayer(
 export function layerFaultTx(data: OpenedLayer, tx: unknown): FaultTx {
   return {
     query: async (text, values) => ({ rows: await data.query(tx, text, values) }),
+    run: (text, values) => data.exec(tx, text, values),
     codeOf: (error) => {
       const code = (data.layer.serverError(error) as { code?: unknown } | null)?.code;
       return typeof code === 'string' ? code : undefined;
