@@ -213,43 +213,12 @@ export async function runHttpBench(argv: string[]): Promise<void> {
           await load(port, mode, 0, options.warmupS, options.connections, options.storedKeys);
         for (const s of layerServers)
           await load(s.port, 'c', 0, options.warmupS, options.connections, 0, s.layer);
+        // The warm-up's requests still in flight commit now, before anything is counted.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
       }
       const runs: ModeRun[] = [];
       const layerRuns: LayerRun[] = [];
       for (let round = 1; round <= options.rounds; round++) {
-        for (const s of layerServers) {
-          const before = await countCharges(admin);
-          const result = await load(
-            s.port,
-            'c',
-            round,
-            options.durationS,
-            options.connections,
-            0,
-            s.layer,
-          );
-          await new Promise((resolve) => setTimeout(resolve, 1000));
-          const rows = (await countCharges(admin)) - before;
-          const ok = result['2xx'];
-          const problems: string[] = [];
-          if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx answers`);
-          if (result.errors > 0) problems.push(`${result.errors} errors`);
-          if (rows < ok || rows > ok + options.connections)
-            problems.push(`${rows} charges written for ${ok} answers`);
-          const run: LayerRun = {
-            layer: s.layer,
-            round,
-            throughput: ok / options.durationS,
-            p50Ms: result.latency.p50,
-            p99Ms: result.latency.p99,
-            problems,
-          };
-          layerRuns.push(run);
-          console.log(
-            `[bench] round ${round} (c, ${s.layer}): ${Math.round(run.throughput)} req/s, p50 ${run.p50Ms} ms, ` +
-              `p99 ${run.p99Ms} ms, load ${(os.loadavg()[0] ?? NaN).toFixed(1)}${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
-          );
-        }
         for (const mode of modes) {
           const before = await countCharges(admin);
           const cpuBefore = cpuMs(serverProcess.pid);
@@ -292,6 +261,39 @@ export async function runHttpBench(argv: string[]): Promise<void> {
           console.log(
             `[bench] round ${round} (${mode}): ${Math.round(run.throughput)} req/s, p50 ${run.p50Ms} ms, ` +
               `p99 ${run.p99Ms} ms, server CPU ${Math.round(run.serverCpuUsPerRequest ?? NaN)} µs/req, load ${run.load1.toFixed(1)}${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
+          );
+        }
+        for (const s of layerServers) {
+          const before = await countCharges(admin);
+          const result = await load(
+            s.port,
+            'c',
+            round,
+            options.durationS,
+            options.connections,
+            0,
+            s.layer,
+          );
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          const rows = (await countCharges(admin)) - before;
+          const ok = result['2xx'];
+          const problems: string[] = [];
+          if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx answers`);
+          if (result.errors > 0) problems.push(`${result.errors} errors`);
+          if (rows < ok || rows > ok + options.connections)
+            problems.push(`${rows} charges written for ${ok} answers`);
+          const run: LayerRun = {
+            layer: s.layer,
+            round,
+            throughput: ok / options.durationS,
+            p50Ms: result.latency.p50,
+            p99Ms: result.latency.p99,
+            problems,
+          };
+          layerRuns.push(run);
+          console.log(
+            `[bench] round ${round} (c, ${s.layer}): ${Math.round(run.throughput)} req/s, p50 ${run.p50Ms} ms, ` +
+              `p99 ${run.p99Ms} ms, load ${(os.loadavg()[0] ?? NaN).toFixed(1)}${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
           );
         }
       }
