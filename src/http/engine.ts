@@ -382,14 +382,19 @@ export class Engine<Tx = PoolClient> {
     return { kind: 'executed', response, streaming: false };
   }
 
-  /** Runs the stored-response statement in autocommit, after a commit the handler made. */
+  /**
+   * Runs the stored-response statement in autocommit, after a commit the handler made: on
+   * the claim's own session when the library holds it (outside a transaction by now), on
+   * the pool when a data layer held it (its transaction is over and its runner refuses).
+   */
   private async completeAfterCommit(
     conn: ClaimTransaction<Tx>,
     statement: string,
     key: string,
   ): Promise<void> {
     try {
-      await conn.client.query(statement);
+      if (conn.pg === undefined) await this.cfg.pool.query(statement);
+      else await conn.client.query(statement);
     } catch (err) {
       // The effect committed: answering it is still right, but retries will find no response.
       this.cfg.logger.error(

@@ -116,8 +116,8 @@ const CANCEL_TIMEOUT_MS = 5000;
  * makes it meet 25P02); and, since a layer reports a COMMIT the server answered with
  * ROLLBACK (an aborted transaction) as a success, what COMMIT did is read back by the
  * claim's xid with `pg_xact_status` on `deps.pool`, never assumed. A statement that
- * must be given up on (a timeout, the hard stop) is cancelled with
- * `pg_cancel_backend` on `deps.pool`, by the backend pid read in the transaction and
+ * must be given up on (a timeout, the hard stop) has its backend ended with
+ * `pg_terminate_backend` on `deps.pool`, by the backend pid read in the transaction and
  * only while that backend is still in this transaction (its start time read with it),
  * so a late cancel never reaches whoever reuses the connection.
  */
@@ -131,6 +131,8 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
   private decided: Decision | undefined;
   private backend: { pid: number; startedUs: string } | undefined;
   private cancelled = false;
+  /** Set while an abandoned handler's backend is being ended: the rollback waits for it. */
+  private ending: Promise<void> | undefined;
   private closed = false;
 
   private constructor(
@@ -324,6 +326,8 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
    * cancelled and nothing waits longer.
    */
   async rollback(): Promise<void> {
+    // An abandoned handler's backend is being ended: the layer rolls back once it is gone.
+    if (this.ending !== undefined) await this.untilHardStop(this.ending);
     this.decideOnce('rollback');
     await this.untilHardStop(this.outcome);
   }
@@ -336,7 +340,8 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
     if (this.closed) return;
     this.closed = true;
     if (failure !== undefined) this.abandon();
-    else this.decideOnce('rollback');
+    // An abandoned handler's backend is being ended: abandon() decides once it is gone.
+    else if (this.ending === undefined) this.decideOnce('rollback');
   }
 
   /** {@inheritDoc ClaimTransaction.untilHardStop} */
@@ -428,7 +433,7 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
       if (error === STOPPED) return { kind: 'released', error: new ShutdownError(this.key) };
       // The only error of the check's own: the setting it reads when the transaction
       // running is not the claim's (42704). The handler ended the claim's transaction.
-      if (sqlstateOf(error) === '42704') return this.endedByHandler(xid);
+      if (sqlstateOf(error) === '42704' || endedByHandler(error)) return this.endedByHandler(xid);
       return this.failedBeforeCommit(error);
     }
     if (beforeCommit === undefined) return undefined;
@@ -604,21 +609,29 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
   }
 
   /**
-   * Given up on while the handler may still run a statement: cancel it on the server
-   * (another connection, nothing waits for it) and roll back through the layer, whose
-   * ROLLBACK runs once the cancelled statement ended.
+   * Given up on while the handler may still run (a timeout, the hard stop, a throw of the
+   * library's own): end its backend on the server (another connection, nothing waits for
+   * it), then let the layer roll back. Ending the backend, not cancelling a statement, is
+   * what the library's own pool does by destroying the connection: the layer's
+   * transaction object stays in the abandoned handler's hands, and a layer that released
+   * a live connection would run the handler's next statement in autocommit (or inside
+   * another claim that reused the connection), outside this claim. A dead connection runs
+   * nothing more. The layer is told to roll back only once the backend is gone.
    */
   private abandon(): void {
-    if (!this.cancelled && this.backend !== undefined) {
-      this.cancelled = true;
-      cancelOnServer(this.deps, this.backend).catch((err: unknown) =>
+    if (this.cancelled || this.backend === undefined) {
+      this.decideOnce('rollback');
+      return;
+    }
+    this.cancelled = true;
+    this.ending = endOnServer(this.deps, this.backend)
+      .catch((err: unknown) =>
         this.deps.logger.warn(
           { err, key: this.key },
-          'effectively-once: could not cancel an abandoned handler',
+          'effectively-once: could not end the backend of an abandoned handler',
         ),
-      );
-    }
-    this.decideOnce('rollback');
+      )
+      .finally(() => this.decideOnce('rollback'));
   }
 
   private decideOnce(decision: Decision): void {
@@ -706,11 +719,11 @@ async function raceOpen<Tx>(
 }
 
 /**
- * `pg_cancel_backend` on another connection of the pool, only while the backend still
- * runs the transaction that started at `startedUs` (microseconds since the epoch): a
- * cancel that arrives late must not reach a statement of whoever has the connection now.
+ * `pg_terminate_backend` on another connection of the pool, only while the backend still
+ * runs the transaction that started at `startedUs` (microseconds since the epoch): one
+ * that arrives late must not reach whoever has the connection now.
  */
-async function cancelOnServer(
+async function endOnServer(
   deps: LayerDeps,
   backend: { pid: number; startedUs: string },
 ): Promise<void> {
@@ -718,7 +731,7 @@ async function cancelOnServer(
   let failure: unknown;
   try {
     await client.query(
-      'SELECT pg_cancel_backend(pid) FROM pg_stat_activity' +
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity' +
         ' WHERE pid = $1 AND (extract(epoch FROM xact_start) * 1000000)::bigint = $2::bigint',
       [backend.pid, backend.startedUs],
     );
@@ -728,6 +741,18 @@ async function cancelOnServer(
   } finally {
     client.release(failure instanceof Error ? failure : undefined);
   }
+}
+
+/**
+ * A layer refused the library's statement because the handler ended the transaction
+ * itself (Knex settles `trx` at the handler's own `trx.commit()`): as the xid check's
+ * 42704, the claim's transaction is over and its xid says how.
+ */
+function endedByHandler(error: unknown): boolean {
+  return (
+    error instanceof TransactionControlError &&
+    (error.details as { endedByHandler?: unknown } | undefined)?.endedByHandler === true
+  );
 }
 
 /** An error with a server's answer in it (a SQLSTATE and a severity). */

@@ -124,6 +124,8 @@ export class FakePool {
   readonly asked: Array<{ text: string; values: unknown[] | undefined }> = [];
   idleCount = 1;
   waitingCount = 0;
+  /** Held until resolved: the answer to `pg_terminate_backend` (to see what waits for it). */
+  terminated: Promise<void> = Promise.resolve();
 
   constructor(public statuses: Array<string | null> = ['committed']) {}
 
@@ -131,6 +133,7 @@ export class FakePool {
     return {
       query: async (text: string, values?: unknown[]) => {
         this.asked.push({ text, values });
+        if (text.includes('pg_terminate_backend')) await this.terminated;
         if (text.includes('pg_xact_status')) {
           const status = this.statuses.length > 1 ? this.statuses.shift()! : this.statuses[0];
           return { rows: [{ status }] };

@@ -89,6 +89,7 @@ describe('the packed package', () => {
       './prisma',
       './drizzle',
       './postgres-js',
+      './knex',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),

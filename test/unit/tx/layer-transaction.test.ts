@@ -297,8 +297,8 @@ describe('finish: the verified COMMIT through the layer', () => {
   });
 });
 
-describe('what is given up on is cancelled, then rolled back through the layer', () => {
-  it('a handler timeout: pg_cancel_backend on the pool for this backend in this transaction, the layer rolls back', async () => {
+describe('what is given up on has its backend ended, then is rolled back through the layer', () => {
+  it('a handler timeout: pg_terminate_backend on the pool for this backend in this transaction, the layer rolls back', async () => {
     const layer = new FakeLayer();
     const pool = new FakePool();
     const conn = await open(layer, pool);
@@ -306,24 +306,42 @@ describe('what is given up on is cancelled, then rolled back through the layer',
     const end = (await conn.finish({ kind: 'timeout', error }, XID)) as FailedAttempt;
     expect(end).toMatchObject({ kind: 'failed', infrastructure: false, error });
     await settle();
-    const cancels = pool.statements('pg_cancel_backend');
+    const cancels = pool.statements('pg_terminate_backend');
     expect(cancels).toHaveLength(1);
     expect(cancels[0]?.values).toEqual([4242, '170000000001']);
     expect(layer.log.at(-1)).toBe('ROLLBACK');
     expect(layer.settled.at(-1)).toMatchObject({ kind: 'rejected' });
   });
 
-  it('stopped while running: cancelled, rolled back, released', async () => {
+  it('a handler timeout: the layer rolls back only once the backend is gone', async () => {
+    // Rolled back first, the layer would return a live connection to its pool, and the
+    // abandoned handler's next statement through ctx.tx would run outside the claim.
+    const layer = new FakeLayer();
+    const pool = new FakePool();
+    let answer!: () => void;
+    pool.terminated = new Promise<void>((resolve) => (answer = resolve));
+    const conn = await open(layer, pool);
+    await conn.finish({ kind: 'timeout', error: new HandlerTimeoutError('k', 5) }, XID);
+    conn.close();
+    await settle();
+    expect(pool.statements('pg_terminate_backend')).toHaveLength(1);
+    expect(layer.log).not.toContain('ROLLBACK');
+    answer();
+    await settle();
+    expect(layer.log.at(-1)).toBe('ROLLBACK');
+  });
+
+  it('stopped while running: backend ended, rolled back, released', async () => {
     const layer = new FakeLayer();
     const pool = new FakePool();
     const conn = await open(layer, pool);
     expect((await conn.finish({ kind: 'stopped' }, XID)).kind).toBe('released');
     await settle();
-    expect(pool.statements('pg_cancel_backend')).toHaveLength(1);
+    expect(pool.statements('pg_terminate_backend')).toHaveLength(1);
     expect(layer.log.at(-1)).toBe('ROLLBACK');
   });
 
-  it('untilHardStop: the stop gives the statement up, cancels it and rolls back', async () => {
+  it('untilHardStop: the stop gives the statement up, ends its backend and rolls back', async () => {
     const stop = new AbortController();
     const layer = new FakeLayer();
     const pool = new FakePool();
@@ -333,29 +351,29 @@ describe('what is given up on is cancelled, then rolled back through the layer',
     stop.abort();
     expect(await answer).toBeUndefined();
     await settle();
-    expect(pool.statements('pg_cancel_backend')).toHaveLength(1);
+    expect(pool.statements('pg_terminate_backend')).toHaveLength(1);
     expect(layer.log.at(-1)).toBe('ROLLBACK');
   });
 
-  it('close after a throw of the library’s own: cancelled and rolled back; nothing more runs in it', async () => {
+  it('close after a throw of the library’s own: backend ended and rolled back; nothing more runs in it', async () => {
     const layer = new FakeLayer();
     const pool = new FakePool();
     const conn = await open(layer, pool);
     conn.close(new Error('telemetry hook threw'));
     conn.close(new Error('twice'));
     await settle();
-    expect(pool.statements('pg_cancel_backend')).toHaveLength(1);
+    expect(pool.statements('pg_terminate_backend')).toHaveLength(1);
     expect(layer.log.at(-1)).toBe('ROLLBACK');
     await expect(conn.client.query('SELECT 1')).rejects.toBeInstanceOf(TransactionControlError);
   });
 
-  it('close with nothing decided rolls back, without a cancel', async () => {
+  it('close with nothing decided rolls back, without ending the backend', async () => {
     const layer = new FakeLayer();
     const pool = new FakePool();
     const conn = await open(layer, pool);
     conn.close();
     await settle();
-    expect(pool.statements('pg_cancel_backend')).toEqual([]);
+    expect(pool.statements('pg_terminate_backend')).toEqual([]);
     expect(layer.log.at(-1)).toBe('ROLLBACK');
   });
 });
