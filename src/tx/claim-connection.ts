@@ -35,6 +35,7 @@ import type {
   TransactionEnd,
   WorkResult,
 } from './claim-transaction.js';
+import { handlersFault, infra } from './claim-transaction.js';
 import { TransactionGuard } from './guard.js';
 import { settledStatus } from './xact-status.js';
 
@@ -538,15 +539,6 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   private markDownIfUnavailable(cause: unknown): void {
     if (isUnavailable(cause)) this.deps.health.markDown(cause);
   }
-}
-
-/** A failure the message's handling caused: it spends an attempt. */
-function handlersFault(error: EffectivelyOnceError): FailedAttempt {
-  return { kind: 'failed', error, infrastructure: false, conflict: false };
-}
-
-function infra(error: EffectivelyOnceError): FailedAttempt {
-  return { kind: 'failed', error, infrastructure: true, conflict: false };
 }
 
 function toError(value: unknown): Error {

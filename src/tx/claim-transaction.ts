@@ -33,6 +33,16 @@ export interface FailedAttempt {
   ownRow?: boolean;
 }
 
+/** A failure the message's handling caused: it spends an attempt. */
+export function handlersFault(error: EffectivelyOnceError): FailedAttempt {
+  return { kind: 'failed', error, infrastructure: false, conflict: false };
+}
+
+/** A failure that is not the message's (ours, the database's): no attempt spent. */
+export function infra(error: EffectivelyOnceError): FailedAttempt {
+  return { kind: 'failed', error, infrastructure: true, conflict: false };
+}
+
 /** The work must go back untouched: the owner is stopping (its hard stop came). */
 export interface Released {
   kind: 'released';

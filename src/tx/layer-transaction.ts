@@ -35,6 +35,7 @@ import type {
   TransactionEnd,
   WorkResult,
 } from './claim-transaction.js';
+import { handlersFault, infra } from './claim-transaction.js';
 import { settledStatus } from './xact-status.js';
 
 // The claim transaction inside a data layer's own transaction (`prisma.$transaction`,
@@ -397,12 +398,7 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
     if (settled.kind === 'rejected') return this.commitRejected(settled.error, xid);
     // The layer says COMMIT went through; Postgres answers COMMIT in an aborted
     // transaction with ROLLBACK, which a layer reports as a success all the same.
-    const status = await settledStatus(
-      this.deps.pool,
-      xid,
-      this.deps.acquireTimeoutMs,
-      this.deps.hardStop,
-    );
+    const status = await this.readBack(xid);
     if (status.kind === 'committed') return { kind: 'committed', warning: undefined };
     if (status.kind === 'aborted')
       return handlersFault(
@@ -484,12 +480,7 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
    */
   private async endedByHandler(xid: string): Promise<TransactionEnd> {
     await this.rollback();
-    const status = await settledStatus(
-      this.deps.pool,
-      xid,
-      this.deps.acquireTimeoutMs,
-      this.deps.hardStop,
-    );
+    const status = await this.readBack(xid);
     if (status.kind === 'committed')
       return {
         kind: 'committed',
@@ -520,12 +511,7 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
         conflict: isSerializationFailure(error),
       };
     if (isTransactionTimeout(error)) {
-      const status = await settledStatus(
-        this.deps.pool,
-        xid,
-        this.deps.acquireTimeoutMs,
-        this.deps.hardStop,
-      );
+      const status = await this.readBack(xid);
       if (status.kind === 'committed') return { kind: 'committed', warning: undefined };
       if (status.kind === 'aborted')
         return handlersFault(new TransactionAbortedError(this.key, 'timed-out', error));
@@ -632,6 +618,11 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
         ),
       )
       .finally(() => this.decideOnce('rollback'));
+  }
+
+  /** What became of the claim's transaction `xid`, asked on the library's pool. */
+  private readBack(xid: string): ReturnType<typeof settledStatus> {
+    return settledStatus(this.deps.pool, xid, this.deps.acquireTimeoutMs, this.deps.hardStop);
   }
 
   private decideOnce(decision: Decision): void {
@@ -762,13 +753,4 @@ function isServerError(error: unknown): boolean {
 
 function markDownIfUnavailable(deps: ConnectionDeps, cause: unknown): void {
   if (isUnavailable(cause)) deps.health.markDown(cause);
-}
-
-/** A failure the message's handling caused: it spends an attempt. */
-function handlersFault(error: EffectivelyOnceError): FailedAttempt {
-  return { kind: 'failed', error, infrastructure: false, conflict: false };
-}
-
-function infra(error: EffectivelyOnceError): FailedAttempt {
-  return { kind: 'failed', error, infrastructure: true, conflict: false };
 }
