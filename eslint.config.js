@@ -8,8 +8,8 @@ export default tseslint.config(
       'node_modules/**',
       '.cache/**',
       'coverage/**',
-      // Prisma's generated client for the data-layer tests (regenerated, never edited).
-      'test/integration/data-layers/prisma/generated/**',
+      // Prisma's generated client for the data-layer tests and harnesses (regenerated, never edited).
+      'kit/prisma/generated/**',
     ],
   },
   js.configs.recommended,

@@ -3,6 +3,8 @@ import { choiceOption, intOption, listOption, UsageError } from '../kit/args.js'
 import { runDir } from '../kit/results.js';
 import { parseArgs } from 'node:util';
 import { SCENARIO_IDS, type ScenarioId } from './scenarios.js';
+import { dataLayerList } from './data-layer-args.js';
+import { DATA_LAYERS, type LayerName } from '../kit/data-layers/index.js';
 
 /** Everything a bench run is configured with; see `bench/README.md`. */
 export interface BenchOptions {
@@ -39,13 +41,20 @@ export interface BenchOptions {
   name: string | undefined;
   /** Write a V8 CPU profile of every scenario process to `<out>/profiles/`. */
   profile: boolean;
+  /**
+   * `--data-layer`: (b) once more per layer and round, the handler writing through the
+   * layer's transaction (kit/data-layers/), reported beside raw pg's (b).
+   */
+  dataLayers: LayerName[];
 }
 
 export const BENCH_USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--kafka-client kafkajs] [--dedup-rows 0]
                          [--prune-while-consuming] [--memory-run] [--out .cache/runs/bench] [--name variant]
-                         [--profile]`;
+                         [--profile] [--data-layer pg,LAYER,...]
+  --data-layer LIST runs (b) once more per layer of LIST, one of ${DATA_LAYERS.join(', ')} or all
+                    (pg: raw pg's (b), always run beside them); without --scenarios: (b) and the layers only`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -68,6 +77,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       out: { type: 'string', default: runDir('bench') },
       name: { type: 'string' },
       profile: { type: 'boolean', default: false },
+      'data-layer': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -76,7 +86,15 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const broker = choiceOption('broker', values.broker, ['sqs', 'kafka'] as const, 'sqs');
   if (values.broker === undefined) throw new UsageError('--broker must be sqs or kafka');
   const concurrency = intOption('concurrency', values.concurrency, 8, 1, 200);
-  const scenarios = listOption('scenarios', values.scenarios, SCENARIO_IDS);
+  const dataLayers = dataLayerList(values['data-layer']);
+  // With layers and no --scenarios: (b) alone, the raw-pg run each layer's is beside.
+  const scenarios = listOption(
+    'scenarios',
+    values.scenarios ?? (dataLayers === undefined ? undefined : 'b'),
+    SCENARIO_IDS,
+  );
+  if (dataLayers !== undefined && !scenarios.includes('b'))
+    throw new UsageError('--data-layer runs beside (b): keep b in --scenarios');
   const kafkaClient = choiceOption(
     'kafka-client',
     values['kafka-client'],
@@ -113,6 +131,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     out: values.out,
     name: values.name === undefined ? undefined : safeName(values.name),
     profile: values.profile,
+    dataLayers: dataLayers ?? [],
   };
 }
 

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Drain } from './drain.js';
+import type { OpenedLayer } from '../kit/data-layers/index.js';
 
 /** What every scenario runner gets. */
 export interface RunContext {
@@ -16,6 +17,8 @@ export interface RunContext {
   batchSize: number;
   inboxBatch: number;
   drain: Drain;
+  /** b with `--data-layer`: the layer the door's `dataLayer` is and the handler writes through. */
+  dataLayer?: OpenedLayer;
   /** Diagnostics a scenario wants in the report (averages in ms, counts), e.g. where a delivery's time goes. */
   notes: Record<string, number>;
 }

@@ -1,4 +1,6 @@
 import type { BenchMessage } from './message.js';
+import type { OpenedLayer } from '../kit/data-layers/index.js';
+import { BENCH_SCHEMA } from './db.js';
 
 /** Anything with pg's `query`: a Pool (autocommit) or a PoolClient inside a transaction. */
 export interface Queryable {
@@ -15,6 +17,18 @@ const INSERT_ONE =
 
 const INSERT_MANY = `INSERT INTO charges (message_id, amount_cents, sent_at)
   SELECT id, amount, to_timestamp(sent / 1000) FROM unnest($1::bigint[], $2::int[], $3::float8[]) AS u(id, amount, sent)`;
+
+/** {@link INSERT_ONE} with the table named by its schema: a layer's connections have no search_path. */
+const INSERT_ONE_QUALIFIED = INSERT_ONE.replace('INTO charges', `INTO ${BENCH_SCHEMA}.charges`);
+
+/** The same effect written with a data layer's own raw call on its transaction object `tx`. */
+export async function insertChargeThrough(
+  data: OpenedLayer,
+  tx: unknown,
+  message: BenchMessage,
+): Promise<void> {
+  await data.exec(tx, INSERT_ONE_QUALIFIED, [message.id, message.amountCents, message.sentAt]);
+}
 
 export async function insertCharge(db: Queryable, message: BenchMessage): Promise<void> {
   await db.query(INSERT_ONE, [message.id, message.amountCents, message.sentAt]);

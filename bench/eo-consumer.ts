@@ -1,7 +1,7 @@
 import { createConsumer, type ConsumerOptions, type Source } from 'effectively-once';
 import type { RunContext } from './context.js';
 import { CONSUMER_NAME } from './db.js';
-import { insertCharge, insertCharges } from './effect.js';
+import { insertCharge, insertChargeThrough, insertCharges } from './effect.js';
 import type { BenchMessage } from './message.js';
 import { observedSource } from './observed-source.js';
 import { PRUNE_WHILE_CONSUMING, recordPrunes } from './pruning.js';
@@ -51,24 +51,33 @@ export async function runEffectivelyOnce(
     ...(ctx.pruning ? { retention: PRUNE_WHILE_CONSUMING } : {}),
   };
   const prunes = ctx.pruning ? recordPrunes(ctx.pool) : [];
+  const data = ctx.dataLayer;
+  if (data !== undefined && mode !== 'per-message')
+    throw new Error('bench: a data layer runs per message (b) only');
   const consumer =
-    mode === 'per-message'
-      ? createConsumer<BenchMessage>({
+    data !== undefined
+      ? createConsumer<BenchMessage, unknown>({
           ...common,
-          handler: (message, { tx }) => insertCharge(tx, message),
+          dataLayer: data.layer,
+          handler: (message, { tx }) => insertChargeThrough(data, tx, message),
         })
-      : createConsumer<BenchMessage>({
-          ...common,
-          batch: { maxSize: ctx.batchSize },
-          batchHandler: (items, { tx }) => {
-            batches++;
-            batchItems += items.length;
-            return insertCharges(
-              tx,
-              items.map((item) => item.message),
-            );
-          },
-        });
+      : mode === 'per-message'
+        ? createConsumer<BenchMessage>({
+            ...common,
+            handler: (message, { tx }) => insertCharge(tx, message),
+          })
+        : createConsumer<BenchMessage>({
+            ...common,
+            batch: { maxSize: ctx.batchSize },
+            batchHandler: (items, { tx }) => {
+              batches++;
+              batchItems += items.length;
+              return insertCharges(
+                tx,
+                items.map((item) => item.message),
+              );
+            },
+          });
   consumer.on('processed', ({ durationMs }) => {
     txMs += durationMs;
     txCount++;

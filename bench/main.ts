@@ -24,6 +24,42 @@ import { killChildren, runInChild } from './spawn.js';
 import { pairedRatio, summarize, type RunFailure } from './summary.js';
 import { evaluateTargets } from './targets.js';
 import { throughputChart } from './chart.js';
+import { renderLayerTable, type LayerRun } from './data-layer-table.js';
+import type { LayerName } from '../kit/data-layers/index.js';
+
+/** The layers' runs of b, and the rounds that crashed, for their table. */
+function layerRuns(runs: readonly RunResult[], failures: readonly RunFailure[]): LayerRun[] {
+  return [
+    ...runs.flatMap((r) =>
+      r.dataLayer === undefined
+        ? []
+        : [
+            {
+              layer: r.dataLayer,
+              round: r.round,
+              throughput: r.throughput,
+              p50Ms: r.p50Ms,
+              p99Ms: r.p99Ms,
+              problems: r.problems,
+            },
+          ],
+    ),
+    ...failures.flatMap((f) =>
+      f.dataLayer === undefined
+        ? []
+        : [
+            {
+              layer: f.dataLayer,
+              round: f.round,
+              throughput: NaN,
+              p50Ms: null,
+              p99Ms: null,
+              problems: [`failed: ${f.error.split('\n')[0] ?? ''}`],
+            },
+          ],
+    ),
+  ];
+}
 
 async function postgresVersion(url: string): Promise<string> {
   const client = new pg.Client({ connectionString: url });
@@ -38,7 +74,14 @@ async function postgresVersion(url: string): Promise<string> {
   }
 }
 
-type Step = { scenario: ScenarioId; round: number; dedupPreload: number; pruning: boolean };
+type Step = {
+  scenario: ScenarioId;
+  round: number;
+  dedupPreload: number;
+  pruning: boolean;
+  /** b through a data layer (`--data-layer`). */
+  dataLayer?: LayerName;
+};
 
 /**
  * The runs of one bench, in order: rounds of the scenario list, plus per round the
@@ -52,6 +95,8 @@ function plan(options: BenchOptions): Step[] {
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of options.scenarios)
       runs.push({ scenario, round, dedupPreload: 0, pruning: false });
+    for (const dataLayer of options.dataLayers)
+      runs.push({ scenario: 'b', round, dedupPreload: 0, pruning: false, dataLayer });
     if (options.dedupRows === 0) continue;
     for (const scenario of among(['b', 'c', 'e', 'g']))
       runs.push({ scenario, round, dedupPreload: options.dedupRows, pruning: false });
@@ -88,7 +133,8 @@ async function runAll(
     const what =
       `[${i + 1}/${all.length}] round ${step.round} (${step.scenario})` +
       (step.dedupPreload ? ` +${step.dedupPreload} dedup rows` : '') +
-      (step.pruning ? ' +pruning' : '');
+      (step.pruning ? ' +pruning' : '') +
+      (step.dataLayer === undefined ? '' : ` through ${step.dataLayer}`);
     try {
       // The history's reset (a VACUUM, a count, after a pruning run a restore) grows with its size.
       const timeoutMs = 300_000 + options.messages * 20 + step.dedupPreload / 10;
@@ -150,7 +196,11 @@ async function main(): Promise<void> {
     const { runs, failures } = await runAll(options, services.endpoints).finally(() =>
       options.dedupRows > 0 ? dropHistory(databaseUrl) : undefined,
     );
-    const summary = summarize(runs, failures);
+    // The layers' runs of b are reported apart, beside raw pg's b (data-layer-table.ts).
+    const summary = summarize(
+      runs.filter((r) => r.dataLayer === undefined),
+      failures.filter((f) => f.dataLayer === undefined),
+    );
     const environment: Environment = {
       command,
       date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
@@ -177,7 +227,15 @@ async function main(): Promise<void> {
       runs,
       failures,
     };
-    const markdown = renderMarkdown(report);
+    const markdown = [
+      renderMarkdown(report),
+      ...renderLayerTable(
+        { unit: 'msg/s', scenario: '(b) effectively-once, per-message tx' },
+        runs.filter((r) => r.scenario === 'b' && r.dataLayer === undefined && r.dedupPreload === 0),
+        layerRuns(runs, failures),
+      ),
+      '',
+    ].join('\n');
     const base = path.join(
       options.out,
       `latest-${options.broker}${options.name ? `-${options.name}` : ''}`,
@@ -192,7 +250,12 @@ async function main(): Promise<void> {
       written.push('svg');
     }
     console.log(`\n${markdown}\nwritten to ${base}.{${written.join(',')}}`);
-    if (failures.length > 0 || summary.some((s) => s.problems.length > 0)) process.exitCode = 1;
+    if (
+      failures.length > 0 ||
+      summary.some((s) => s.problems.length > 0) ||
+      runs.some((r) => r.dataLayer !== undefined && r.problems.length > 0)
+    )
+      process.exitCode = 1;
   } finally {
     await services.stop();
   }

@@ -2,6 +2,7 @@ import type { BrokerName } from '../kit/services/private.js';
 import type { EffectSummary } from './db.js';
 import type { MemorySeries } from './memory-series.js';
 import type { ScenarioId } from './scenarios.js';
+import type { LayerName } from '../kit/data-layers/index.js';
 
 /** What the parent asks one child process to measure. */
 export interface ScenarioTask {
@@ -25,6 +26,8 @@ export interface ScenarioTask {
   pruning: boolean;
   /** Sample RSS and heap through the drain (`--memory-run`). */
   memoryRun: boolean;
+  /** b: the handler writes through this data layer (`--data-layer`); absent: raw pg. */
+  dataLayer?: LayerName;
   endpoints: {
     databaseUrl: string;
     sqsEndpoint?: string | undefined;
@@ -39,6 +42,8 @@ export interface RunResult {
   dedupPreload: number;
   /** The consumer pruned while it drained (absent in reports from before the flag). */
   pruning?: boolean;
+  /** The data layer b's handler wrote through (`--data-layer`); absent: raw pg. */
+  dataLayer?: LayerName;
   messages: number;
   /** First message seen by the scenario's code → last one done (committed and acked). */
   drainMs: number;

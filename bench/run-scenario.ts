@@ -11,6 +11,7 @@ import { MemorySampler, type MemorySeries } from './memory-series.js';
 import { percentile } from './stats.js';
 import type { RunResult, ScenarioTask } from './protocol.js';
 import { SCENARIOS } from './scenarios.js';
+import { openDataLayer, type OpenedLayer } from '../kit/data-layers/index.js';
 
 async function driverFor(task: ScenarioTask): Promise<BrokerDriver> {
   if (task.broker === 'sqs') {
@@ -32,6 +33,24 @@ async function warmPool(pool: pg.Pool, size: number): Promise<void> {
   for (const client of clients) client.release();
 }
 
+/** Opens `size` of the layer's connections up front, as {@link warmPool} does for pg's. */
+async function warmLayer(data: OpenedLayer, size: number): Promise<void> {
+  const settings = { timeoutMs: 0, acquireTimeoutMs: 30_000 };
+  // Each transaction holds its connection until all have one: `size` distinct connections.
+  let held = 0;
+  let release!: () => void;
+  const all = new Promise<void>((resolve) => (release = resolve));
+  await Promise.all(
+    Array.from({ length: size }, () =>
+      data.layer.transaction(settings, async (tx) => {
+        await data.exec(tx, 'SELECT 1');
+        if (++held === size) release();
+        await all;
+      }),
+    ),
+  );
+}
+
 /**
  * One scenario run, in a process of its own (so peak RSS is the scenario's):
  * reset the tables (and the dedup history to its loaded state), pre-fill the broker,
@@ -43,6 +62,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
   const admin = createPool(task.endpoints.databaseUrl, 1);
   const pool = createPool(task.endpoints.databaseUrl, task.concurrency);
   let driver: BrokerDriver | undefined;
+  let data: OpenedLayer | undefined;
   try {
     await resetTables(admin);
     if (task.dedupPreload > 0) await resetHistory(admin);
@@ -54,6 +74,10 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       inMemory = prepareInMemory(task.messages);
     }
     await warmPool(pool, task.concurrency);
+    if (task.dataLayer !== undefined) {
+      data = await openDataLayer(task.dataLayer, task.endpoints.databaseUrl, task.concurrency);
+      await warmLayer(data, task.concurrency);
+    }
     collectGarbage();
 
     const drain = new Drain(task.messages);
@@ -68,6 +92,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       inboxBatch: task.inboxBatch,
       drain,
       notes: {},
+      ...(data === undefined ? {} : { dataLayer: data }),
     };
     const rss = new RssSampler();
     const series = task.memoryRun ? new MemorySampler(drain, mb(rssBeforePrefill)) : undefined;
@@ -103,6 +128,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
       round: task.round,
       dedupPreload: task.dedupPreload,
       pruning: task.pruning,
+      ...(task.dataLayer === undefined ? {} : { dataLayer: task.dataLayer }),
       messages: task.messages,
       drainMs,
       throughput: (task.messages / drainMs) * 1000,
@@ -119,6 +145,7 @@ export async function runScenario(task: ScenarioTask): Promise<RunResult> {
     };
   } finally {
     await driver?.close();
+    await data?.close();
     await pool.end();
     await admin.end();
   }

@@ -1,6 +1,7 @@
 import type { RunResult } from './protocol.js';
 import { SCENARIOS, type ScenarioId } from './scenarios.js';
 import { median } from './stats.js';
+import type { LayerName } from '../kit/data-layers/index.js';
 
 /** Which dedup table a run claimed in: empty, M rows of history, M rows being pruned. */
 export interface Variant {
@@ -44,6 +45,8 @@ export interface RunFailure {
   round: number;
   dedupPreload: number;
   pruning?: boolean;
+  /** b through a data layer (`--data-layer`). */
+  dataLayer?: LayerName;
   error: string;
 }
 

@@ -26,7 +26,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { intOption } from '../../kit/args.js';
+import { intOption, UsageError } from '../../kit/args.js';
+import { dataLayerList } from '../data-layer-args.js';
+import { renderLayerTable, type LayerRun } from '../data-layer-table.js';
+import type { LayerName } from '../../kit/data-layers/index.js';
 import { ensureServices } from '../services.js';
 import { durabilitySuffix, ensureDurability } from '../durability.js';
 import { buildLibrary, cpuMs, startServer } from './server-process.js';
@@ -70,12 +73,21 @@ function parse(argv: string[]): HttpBenchOptions {
       keys: { type: 'string' },
       out: { type: 'string', default: runDir('bench') },
       name: { type: 'string' },
+      'data-layer': { type: 'string' },
     },
   });
-  const modes = values.modes.split(',').map((m) => m.trim());
+  const dataLayers = dataLayerList(values['data-layer']);
+  // With layers and no --modes: (c) alone, the raw-pg run each layer's is beside.
+  const modeList =
+    dataLayers === undefined || argv.some((a) => a === '--modes' || a.startsWith('--modes='))
+      ? values.modes
+      : 'c';
+  const modes = modeList.split(',').map((m) => m.trim());
   const unknown = modes.filter((m) => !(m in MODES));
   if (unknown.length > 0 || modes.length === 0)
     throw new Error(`--modes: a comma-separated list of a, b, c, d (got ${values.modes})`);
+  if (dataLayers !== undefined && dataLayers.length > 0 && !modes.includes('c'))
+    throw new UsageError('--data-layer runs beside (c): keep c in --modes');
   return {
     durability: values['no-fsync'] ? 'no-fsync' : 'durable',
     modes: modes as ModeId[],
@@ -88,6 +100,7 @@ function parse(argv: string[]): HttpBenchOptions {
     storedKeys: intOption('keys', values.keys, 1000, 1, 1_000_000),
     out: values.out,
     name: values.name === undefined ? undefined : values.name.replace(/[^A-Za-z0-9_-]/g, '-'),
+    dataLayers: dataLayers ?? [],
   };
 }
 
@@ -120,11 +133,14 @@ async function load(
   durationS: number,
   connections: number,
   storedKeys: number,
+  /** A layer's server: its keys are its own (its scope is too). */
+  layer?: LayerName,
 ): Promise<autocannon.Result> {
   let n = 0;
   const spec = MODES[mode];
+  const prefix = layer === undefined ? mode : `${mode}-${layer}`;
   const nextKey = (): string =>
-    spec.keys === 'stored' ? `stored-${n++ % storedKeys}` : `${mode}-${round}-${n++}`;
+    spec.keys === 'stored' ? `stored-${n++ % storedKeys}` : `${prefix}-${round}-${n++}`;
   return autocannon({
     url: `http://127.0.0.1:${port}`,
     connections,
@@ -154,6 +170,7 @@ export async function runHttpBench(argv: string[]): Promise<void> {
   const loadAverageStart = os.loadavg();
   const services = await ensureServices(null);
   let server: ChildProcess | undefined;
+  const layerServers: Array<{ layer: LayerName; port: number; child: ChildProcess }> = [];
   try {
     const url = services.endpoints.databaseUrl;
     const durability = await ensureDurability(
@@ -170,6 +187,11 @@ export async function runHttpBench(argv: string[]): Promise<void> {
     const profileDir = options.cpuProf ? path.resolve(options.out, 'profiles') : null;
     const started = await startServer(url, SCHEMA, options.pool, profileDir);
     server = started.child;
+    // One server per data layer, `POST /eo` through it; started now, loaded in turn.
+    for (const layer of options.dataLayers) {
+      const layered = await startServer(url, SCHEMA, options.pool, null, layer);
+      layerServers.push({ layer, ...layered });
+    }
     const serverProcess = server;
     const { port } = started;
     const admin = new pg.Pool({ connectionString: url, max: 1 });
@@ -186,10 +208,16 @@ export async function runHttpBench(argv: string[]): Promise<void> {
       }
       const modes = options.modes;
       console.log(`[bench] warm-up: ${options.warmupS} s per mode`);
-      if (options.warmupS > 0)
+      if (options.warmupS > 0) {
         for (const mode of modes)
           await load(port, mode, 0, options.warmupS, options.connections, options.storedKeys);
+        for (const s of layerServers)
+          await load(s.port, 'c', 0, options.warmupS, options.connections, 0, s.layer);
+        // The warm-up's requests still in flight commit now, before anything is counted.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
       const runs: ModeRun[] = [];
+      const layerRuns: LayerRun[] = [];
       for (let round = 1; round <= options.rounds; round++) {
         for (const mode of modes) {
           const before = await countCharges(admin);
@@ -235,6 +263,39 @@ export async function runHttpBench(argv: string[]): Promise<void> {
               `p99 ${run.p99Ms} ms, server CPU ${Math.round(run.serverCpuUsPerRequest ?? NaN)} µs/req, load ${run.load1.toFixed(1)}${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
           );
         }
+        for (const s of layerServers) {
+          const before = await countCharges(admin);
+          const result = await load(
+            s.port,
+            'c',
+            round,
+            options.durationS,
+            options.connections,
+            0,
+            s.layer,
+          );
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          const rows = (await countCharges(admin)) - before;
+          const ok = result['2xx'];
+          const problems: string[] = [];
+          if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx answers`);
+          if (result.errors > 0) problems.push(`${result.errors} errors`);
+          if (rows < ok || rows > ok + options.connections)
+            problems.push(`${rows} charges written for ${ok} answers`);
+          const run: LayerRun = {
+            layer: s.layer,
+            round,
+            throughput: ok / options.durationS,
+            p50Ms: result.latency.p50,
+            p99Ms: result.latency.p99,
+            problems,
+          };
+          layerRuns.push(run);
+          console.log(
+            `[bench] round ${round} (c, ${s.layer}): ${Math.round(run.throughput)} req/s, p50 ${run.p50Ms} ms, ` +
+              `p99 ${run.p99Ms} ms, load ${(os.loadavg()[0] ?? NaN).toFixed(1)}${problems.length ? `  PROBLEMS: ${problems.join('; ')}` : ''}`,
+          );
+        }
       }
       const report: HttpReport = {
         command,
@@ -271,21 +332,38 @@ export async function runHttpBench(argv: string[]): Promise<void> {
         cpuRatio: (num, den) =>
           medianRoundRatio(runs, (r) => r.serverCpuUsPerRequest ?? NaN, num, den),
       };
-      const markdown = renderHttpMarkdown(report, sqlRatios(options));
+      const markdown = [
+        renderHttpMarkdown(report, sqlRatios(options)),
+        ...renderLayerTable(
+          { unit: 'req/s', scenario: '(c) eo, first execution' },
+          runs.filter((r) => r.mode === 'c'),
+          layerRuns,
+        ),
+        '',
+      ].join('\n');
       fs.mkdirSync(options.out, { recursive: true });
       const { ratio: _ratio, cpuRatio: _cpuRatio, ...json } = report;
       fs.writeFileSync(
         `${base}.json`,
-        JSON.stringify({ ...json, labels: MODE_LABELS, targets: httpTargets(report) }, null, 2) +
-          '\n',
+        JSON.stringify(
+          { ...json, layerRuns, labels: MODE_LABELS, targets: httpTargets(report) },
+          null,
+          2,
+        ) + '\n',
       );
       fs.writeFileSync(`${base}.md`, markdown);
       console.log(`\n${markdown}\nwritten to ${base}.{md,json}`);
-      if (runs.some((r) => r.problems.length > 0)) process.exitCode = 1;
+      if ([...runs, ...layerRuns].some((r) => r.problems.length > 0)) process.exitCode = 1;
     } finally {
       await admin.end();
     }
   } finally {
+    for (const s of layerServers) {
+      if (s.child.exitCode !== null) continue;
+      const gone = new Promise((resolve) => s.child.once('exit', resolve));
+      s.child.kill('SIGTERM');
+      await gone;
+    }
     if (server && server.exitCode === null) {
       const gone = new Promise((resolve) => server!.once('exit', resolve));
       server.kill('SIGTERM');

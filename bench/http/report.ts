@@ -1,3 +1,4 @@
+import type { LayerName } from '../../kit/data-layers/index.js';
 import { durabilityLine, type Durability, type DurabilitySettings } from '../durability.js';
 import { fmt } from '../format.js';
 
@@ -40,6 +41,8 @@ export interface HttpBenchOptions {
   storedKeys: number;
   out: string;
   name: string | undefined;
+  /** `--data-layer`: (c) once more per layer, `POST /eo` through it (server.ts). */
+  dataLayers: LayerName[];
 }
 
 export interface HttpReport {

@@ -6,6 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { LayerName } from '../../kit/data-layers/index.js';
 
 /**
  * The server runs the library as users do, compiled (tsc, `npm run build`): resolved
@@ -23,6 +24,8 @@ export function startServer(
   schema: string,
   pool: number,
   profileDir: string | null,
+  /** `POST /eo` through this data layer (server.ts); absent: the door's own pg client. */
+  dataLayer?: LayerName,
 ): Promise<{ port: number; child: ChildProcess }> {
   const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
   const profile = profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir];
@@ -33,6 +36,7 @@ export function startServer(
       BENCH_DATABASE_URL: url,
       BENCH_SCHEMA: schema,
       BENCH_POOL: String(pool),
+      ...(dataLayer === undefined ? {} : { BENCH_DATA_LAYER: dataLayer }),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

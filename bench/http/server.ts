@@ -10,7 +10,11 @@
  * - `POST /eo`: (c, d) effectively-once/http's Fastify plugin: the claim, the INSERT
  *   through `ctx.tx`, the stored response and the COMMIT; a stored key is replayed.
  *
- * Env: BENCH_DATABASE_URL, BENCH_SCHEMA, BENCH_POOL. Prints `{"port":N,"library":url}` once
+ * With BENCH_DATA_LAYER (`--data-layer`), `POST /eo` is the same route with the door's
+ * `dataLayer` set to that layer (kit/data-layers/) and the INSERT written with the
+ * layer's own raw call on `ctx.tx`; its keys are scoped `bench-<layer>`.
+ *
+ * Env: BENCH_DATABASE_URL, BENCH_SCHEMA, BENCH_POOL, BENCH_DATA_LAYER. Prints `{"port":N,"library":url}` once
  * listening (`library`: the module effectively-once/http resolved to).
  */
 import { createHash } from 'node:crypto';
@@ -18,7 +22,8 @@ import { writeSync } from 'node:fs';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { createIdempotency } from 'effectively-once/http';
-import { idempotencyPlugin } from 'effectively-once/http/fastify';
+import { idempotencyContext, idempotencyPlugin } from 'effectively-once/http/fastify';
+import { openDataLayer, type LayerName } from '../../kit/data-layers/index.js';
 
 interface ChargeBody {
   customerId: string;
@@ -111,19 +116,46 @@ app.post<{ Body: ChargeBody }>(
   },
 );
 
+// A layer's statements name the table with its schema: its connections have no search_path.
+const layerName = process.env['BENCH_DATA_LAYER'] as LayerName | undefined;
+const data =
+  layerName === undefined
+    ? undefined
+    : await openDataLayer(
+        layerName,
+        process.env['BENCH_DATABASE_URL'] ?? '',
+        Number(process.env['BENCH_POOL'] ?? 16),
+      );
+
 // (c, d) The middleware: every POST route registered after the plugin.
-const idempotency = createIdempotency({ pool, scope: 'bench', schema });
+const idempotency =
+  data === undefined
+    ? createIdempotency({ pool, scope: 'bench', schema })
+    : createIdempotency({ pool, scope: `bench-${data.name}`, schema, dataLayer: data.layer });
 await app.register(idempotencyPlugin, { idempotency });
-app.post<{ Body: ChargeBody }>('/eo', async (request, reply) => {
-  const ctx = request.idempotency;
-  if (ctx === null) throw new Error('not idempotent');
-  const { rows } = await ctx.tx.query<{ id: string }>(INSERT, [
-    request.body.customerId,
-    request.body.amountCents,
-    ctx.key,
-  ]);
-  return reply.code(201).send({ id: rows[0]?.id, ...request.body });
-});
+if (data === undefined)
+  app.post<{ Body: ChargeBody }>('/eo', async (request, reply) => {
+    const ctx = request.idempotency;
+    if (ctx === null) throw new Error('not idempotent');
+    const { rows } = await ctx.tx.query<{ id: string }>(INSERT, [
+      request.body.customerId,
+      request.body.amountCents,
+      ctx.key,
+    ]);
+    return reply.code(201).send({ id: rows[0]?.id, ...request.body });
+  });
+else {
+  const insert = `INSERT INTO ${schema}.charges (customer_id, amount_cents, idem_key) VALUES ($1, $2, $3) RETURNING id::text AS id`;
+  app.post<{ Body: ChargeBody }>('/eo', async (request, reply) => {
+    const ctx = idempotencyContext(request, idempotency);
+    const rows = await data.query(ctx.tx, insert, [
+      request.body.customerId,
+      request.body.amountCents,
+      ctx.key,
+    ]);
+    return reply.code(201).send({ id: rows[0]?.['id'], ...request.body });
+  });
+}
 
 await idempotency.migrate();
 await app.listen({ port: 0, host: '127.0.0.1' });
@@ -140,6 +172,7 @@ const stop = (): void => {
   void app
     .close()
     .then(() => idempotency.close({ timeoutMs: 1000 }))
+    .then(() => data?.close())
     .then(() => pool.end())
     .then(() => process.exit(0));
 };

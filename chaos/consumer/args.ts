@@ -1,10 +1,11 @@
 import type { BrokerName } from '../../kit/services/private.js';
 import { parseArgs } from 'node:util';
-import { intOption, listOption, numberOption, UsageError } from '../../kit/args.js';
+import { choiceOption, intOption, listOption, numberOption, UsageError } from '../../kit/args.js';
 import { failoverArgs } from '../failover/args.js';
 import { HANDLER_FAULT_KINDS, type HandlerFaultKind } from './handler-faults.js';
 import type { Replication } from '../../kit/services/cluster/node.js';
 import type { Control, IsolationLevel } from './protocol.js';
+import { DATA_LAYERS, type DataLayerName } from '../../kit/data-layers/index.js';
 
 /** What one chaos run does; see `usage()`. */
 export interface ChaosArgs {
@@ -63,6 +64,11 @@ export interface ChaosArgs {
   failovers: number;
   /** The failover cluster's replication (`sync` unless `--replication async`). */
   replication: Replication;
+  /**
+   * What the handler writes its effect through: `pg` (the consumer's own pg client, the
+   * default) or a data layer (kit/data-layers/), whose transaction object `ctx.tx` is.
+   */
+  dataLayer: DataLayerName;
 }
 
 export function usage(): string {
@@ -114,6 +120,11 @@ export function usage(): string {
   --replication MODE  sync (default) or async: with async, acked COMMITs the standby had
                       not received vanish; lost keys among them are reported as
                       window_lost= and do not fail the run (chaos/README.md)
+  --data-layer NAME   what the handler writes through: pg (default: ctx.tx is a pg client),
+                      or a data layer, ctx.tx its transaction object: ${DATA_LAYERS.slice(1).join(', ')}.
+                      With a layer the effect and the faults go through the layer's raw
+                      call, --isolation is the consumer's isolationLevel, and floating is
+                      refused (the library cannot guard a layer's transaction object)
   --isolation LEVEL   workers' default_transaction_isolation: default, read-committed,
                       repeatable-read, serializable, or mixed (even workers serializable,
                       odd repeatable read) (default: mixed with serialization faults,
@@ -153,6 +164,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       'kafka-client': { type: 'string' },
       failovers: { type: 'string' },
       replication: { type: 'string' },
+      'data-layer': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -187,7 +199,16 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     0,
     Math.floor(messages / 2),
   );
-  const faultKinds = listOption('fault-kinds', values['fault-kinds'], HANDLER_FAULT_KINDS);
+  const dataLayer = choiceOption('data-layer', values['data-layer'], DATA_LAYERS, 'pg');
+  if (dataLayer !== 'pg' && values['fault-kinds']?.split(',').some((k) => k.trim() === 'floating'))
+    throw new UsageError(
+      `--fault-kinds floating is for --data-layer pg: ${dataLayer}'s transaction object is the layer's own, the library cannot refuse a query left floating on it`,
+    );
+  const faultKinds = listOption(
+    'fault-kinds',
+    values['fault-kinds'],
+    dataLayer === 'pg' ? HANDLER_FAULT_KINDS : LAYER_FAULT_KINDS,
+  );
   const offsets = values.offsets ?? 'kafka';
   if (offsets !== 'kafka' && offsets !== 'postgres')
     throw new UsageError('--offsets must be kafka or postgres');
@@ -210,6 +231,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   );
   const { failovers, replication } = failoverArgs(values.failovers, values.replication);
   return {
+    dataLayer,
     failovers,
     replication,
     control,
@@ -241,6 +263,17 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     kafkaClient,
   };
 }
+
+/**
+ * Handler faults a data layer takes: all but `floating`. A query left floating on
+ * `ctx.tx` is refused by the library on its own pg client (EO_TX_CONTROL); a layer's
+ * transaction object is the layer's, the library cannot seal it, so what a floating
+ * query does after the handler returned is the layer's (its bridge tests say what) and a
+ * permanent one has no end the checker could expect.
+ */
+const LAYER_FAULT_KINDS: readonly HandlerFaultKind[] = HANDLER_FAULT_KINDS.filter(
+  (kind) => kind !== 'floating',
+);
 
 const ISOLATION: Record<string, ChaosArgs['isolation']> = {
   default: 'default',

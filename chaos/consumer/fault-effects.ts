@@ -15,6 +15,21 @@ const RENDEZVOUS_MS = { arrived: 15_000, holding: 5_000 };
 /** Between a hot message's two updates: both members hold their first row by then. */
 const HOT_HOLD_S = 0.1;
 
+/**
+ * Where a fault's statements run: the handler's transaction, a pg client (`ctx.tx`)
+ * or a data layer's transaction object behind its raw call (layer-effects.ts); `codeOf`
+ * reads the SQLSTATE from what a statement threw (a pg error's own `code` when absent).
+ */
+export interface FaultTx {
+  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+  codeOf?: (error: unknown) => string | undefined;
+  /**
+   * A statement whose result is not read (`pg_sleep`'s void), where the layer's row call
+   * cannot decode it (Prisma's `$queryRawUnsafe` refuses a void column); `query` when absent.
+   */
+  run?: (text: string, values?: unknown[]) => Promise<void>;
+}
+
 /** A query chain a handler starts and does not await (see {@link HandlerFaults.commit}). */
 export type FloatingChain = () => void;
 
@@ -69,7 +84,7 @@ export class HandlerFaults {
    * forgotten `await` bites, with its query still on the wire when it returns.
    */
   async commit(
-    tx: pg.PoolClient,
+    tx: FaultTx,
     key: string,
     attempt: number,
     fault: HandlerFault,
@@ -85,7 +100,7 @@ export class HandlerFaults {
         try {
           await tx.query(`INSERT INTO ${this.t.swallowProbe} (id) VALUES (1)`);
         } catch (error) {
-          if (pgCode(error) !== UNIQUE_VIOLATION) throw error;
+          if ((tx.codeOf ?? pgCode)(error) !== UNIQUE_VIOLATION) throw error;
         }
         return undefined;
       case 'deferred':
@@ -106,7 +121,7 @@ export class HandlerFaults {
    * `tx.query(a).then(() => tx.query(b))`, not awaited. `b` records the transaction it
    * ran in: the checker wants it to be the one that applied the key, or nothing.
    */
-  private leaveFloating(tx: pg.PoolClient, key: string): void {
+  private leaveFloating(tx: FaultTx, key: string): void {
     void tx
       .query('SELECT pg_sleep(0.02)')
       .then(() => tx.query(`INSERT INTO ${this.t.floatingLate} (key) VALUES ($1)`, [key]))
@@ -149,7 +164,7 @@ export class HandlerFaults {
   }
 
   private async killBackend(
-    tx: pg.PoolClient,
+    tx: FaultTx,
     fault: Extract<HandlerFault, { kind: 'backend-killed' }>,
   ): Promise<void> {
     let error: unknown;
@@ -157,7 +172,7 @@ export class HandlerFaults {
       if (fault.by === 'self') {
         await tx.query('SELECT pg_terminate_backend(pg_backend_pid())');
       } else {
-        const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        const { rows } = await tx.query('SELECT pg_backend_pid() AS pid');
         // The two-argument form waits (up to 5 s) until the backend is gone.
         await this.side.query('SELECT pg_terminate_backend($1, 5000)', [rows[0]?.pid]);
         await tx.query('SELECT 1');
@@ -182,7 +197,7 @@ export class HandlerFaults {
    * member catches it and returns. Retries find the partner's marks: no more waiting.
    */
   private async hot(
-    tx: pg.PoolClient,
+    tx: FaultTx,
     key: string,
     attempt: number,
     fault: Extract<HandlerFault, { kind: 'serialization' }>,
@@ -192,10 +207,11 @@ export class HandlerFaults {
     try {
       await tx.query(update, [fault.rows[0]]);
       if (fault.order === 'opposite') await this.meet(fault.pair, key, attempt, 'holding');
+      else if (tx.run !== undefined) await tx.run(`SELECT pg_sleep(${HOT_HOLD_S})`);
       else await tx.query(`SELECT pg_sleep(${HOT_HOLD_S})`);
       await tx.query(update, [fault.rows[1]]);
     } catch (error) {
-      const code = pgCode(error);
+      const code = (tx.codeOf ?? pgCode)(error);
       if (code !== SERIALIZATION_FAILURE && code !== DEADLOCK_DETECTED) throw error;
       await this.log(key, attempt, faultLabel(fault), code).catch(() => undefined);
       if (fault.then === 'throw') throw error;

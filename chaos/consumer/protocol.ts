@@ -1,3 +1,5 @@
+import type { LayerName } from '../../kit/data-layers/index.js';
+
 /** Where the worker processes consume from (sent to each worker at spawn). */
 export type WorkerBrokerConfig =
   | { kind: 'sqs'; endpoint: string; queueUrl: string; deadLetterQueueUrl: string }
@@ -32,6 +34,12 @@ export interface WorkerConfig {
   offsets?: 'kafka' | 'postgres' | undefined;
   /** Kafka: the client under the source (default kafkajs). */
   kafkaClient?: 'kafkajs' | 'platformatic' | undefined;
+  /**
+   * The data layer the handler writes through (`dataLayer`, kit/data-layers/); undefined:
+   * the consumer's own pg client, as before. With a layer, `isolation` is the consumer's
+   * `isolationLevel` (the claim's first statement sets it) instead of a pool option.
+   */
+  dataLayer?: LayerName | undefined;
 }
 
 /**

@@ -65,7 +65,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
     `run ${runId}: broker=${args.broker} messages=${args.messages} sends=${plan.sends.length} ` +
       `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} concurrency=${args.concurrency}` +
       `${args.batch ? ` batch=${args.batch}` : ''}${args.pipeline ? ` pipeline=${args.pipeline}` : ''}` +
-      ` kills=${args.kills} seed=${args.seed}`,
+      ` kills=${args.kills} seed=${args.seed}` +
+      (args.dataLayer === 'pg' ? '' : ` data_layer=${args.dataLayer}`),
   );
   if (plan.faults.length > 0)
     say(
@@ -102,6 +103,7 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         control: args.control,
         batch: args.batch,
         isolation: isolationOf(args.isolation, index),
+        ...(args.dataLayer === 'pg' ? {} : { dataLayer: args.dataLayer }),
         ...(args.broker === 'kafka'
           ? {
               keyConcurrency: args.keyConcurrency,

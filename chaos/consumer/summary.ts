@@ -33,6 +33,8 @@ export function summaryLine(r: RunResult): string {
   return [
     'chaos:',
     `broker=${r.args.broker}`,
+    // Named only when the handler writes through a data layer (pg's line is as before).
+    ...(r.args.dataLayer === 'pg' ? [] : [`data_layer=${r.args.dataLayer}`]),
     `messages=${r.args.messages}`,
     `duplicates_sent=${r.duplicatesSent}`,
     `kills=${r.nemesis.kills}`,

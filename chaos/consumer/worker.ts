@@ -14,14 +14,17 @@ import {
   type BatchContext,
   type BatchItem,
   type Consumer,
+  type ConsumerOptions,
   type HandlerContext,
   type Source,
 } from 'effectively-once';
 import { kafkaRecordOf, kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
-import { tables } from './db.js';
+import { tables, type ChaosTables } from './db.js';
 import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from './kafka-source-timings.js';
 import { HandlerFaults, type FloatingChain } from './fault-effects.js';
+import { openDataLayer, type OpenedLayer } from '../../kit/data-layers/index.js';
+import { applyThroughLayer, layerFaultTx, type LedgerItem } from './layer-effects.js';
 import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
 import type { ChaosBody } from './plan.js';
 import { WORKER_ENV, type FromWorker, type IsolationLevel, type WorkerConfig } from './protocol.js';
@@ -33,6 +36,13 @@ if (config === null)
   throw new Error(`${WORKER_ENV} is not set: this file is started by chaos/main.ts`);
 const cfg: WorkerConfig = config;
 const faults = new Faults();
+
+/** An item the handler applies: its key, its attempt and where it came from. */
+interface Applied {
+  key: string;
+  attempt: number;
+  delivery: HandlerContext<ChaosBody>['delivery'];
+}
 
 /** `ctx.tx` or the pool (the doubles control). */
 type Queryable = Pick<pg.Pool, 'query'>;
@@ -101,10 +111,15 @@ function reportEvents(consumer: Consumer): () => void {
   let failed: Record<string, number> = {};
   let deadLettered: Record<string, number> = {};
   consumer.on('failed', (e) => (failed[e.error.code] = (failed[e.error.code] ?? 0) + 1));
-  consumer.on(
-    'dead-lettered',
-    (e) => (deadLettered[e.error.code] = (deadLettered[e.error.code] ?? 0) + 1),
-  );
+  consumer.on('dead-lettered', (e) => {
+    deadLettered[e.error.code] = (deadLettered[e.error.code] ?? 0) + 1;
+    // A logical key must never be dead-lettered: what the library made of it is the evidence.
+    if (e.key?.startsWith('m-') === true)
+      console.error(
+        tag,
+        `dead-lettered logical key ${e.key} at attempt ${e.attempt}: ${e.error.code} ${causeChain(e.error)}`,
+      );
+  });
   const flush = (): void => {
     if (Object.keys(failed).length + Object.keys(deadLettered).length === 0) return;
     send({ type: 'events', failed, deadLettered });
@@ -113,6 +128,24 @@ function reportEvents(consumer: Consumer): () => void {
   };
   setInterval(flush, 1000).unref();
   return flush;
+}
+
+/** An error and its causes, by class and message, on one line. */
+function causeChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const err = e as {
+      constructor?: { name?: string };
+      message?: unknown;
+      code?: unknown;
+      cause?: unknown;
+    };
+    const message = typeof err.message === 'string' ? err.message : JSON.stringify(e);
+    const code = typeof err.code === 'string' ? `(${err.code})` : '';
+    parts.push(`${err.constructor?.name ?? typeof e}${code}: ${message.split('\n').join(' ')}`);
+    e = err.cause;
+  }
+  return parts.join(' <- ');
 }
 
 async function main(): Promise<void> {
@@ -126,14 +159,7 @@ async function main(): Promise<void> {
   const t = tables(cfg.schema);
   const { counters, ledger } = t;
   const handlerFaults = await HandlerFaults.create(cfg.databaseUrl, t, cfg.index, cfg.maxAttempts);
-  const apply = async (
-    db: Queryable,
-    items: ReadonlyArray<{
-      key: string;
-      attempt: number;
-      delivery: HandlerContext<ChaosBody>['delivery'];
-    }>,
-  ): Promise<void> => {
+  const apply = async (db: Queryable, items: ReadonlyArray<Applied>): Promise<void> => {
     const keys = items.map((i) => i.key);
     // Where each record came from (Kafka), for the order check; null for SQS.
     const records = items.map((i) =>
@@ -157,7 +183,7 @@ async function main(): Promise<void> {
       ],
     );
   };
-  const consumer: Consumer = createConsumer<ChaosBody>({
+  const common = {
     name: cfg.consumerName,
     source: await source(pool),
     pool,
@@ -169,42 +195,56 @@ async function main(): Promise<void> {
     backoff: { initialMs: 100, maxMs: 1000 },
     handlerTimeoutMs: 30_000,
     logger,
-    ...(cfg.batch === undefined
-      ? {
-          handler: async (body: ChaosBody, ctx: HandlerContext<ChaosBody>) => {
-            if (cfg.control === 'losses') await ctx.delivery.ack();
-            // The doubles control writes with autocommit, outside the claim's transaction.
-            await apply(cfg.control === 'doubles' ? pool : ctx.tx, [
-              { key: ctx.key, attempt: ctx.attempt, delivery: ctx.delivery },
-            ]);
-            if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
-            const floating =
-              body.fault === undefined
-                ? undefined
-                : await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
-            faults.at('in-handler');
-            floating?.();
-          },
-        }
-      : {
-          batch: { maxSize: cfg.batch, maxWaitMs: 20 },
-          batchHandler: async (items: ReadonlyArray<BatchItem<ChaosBody>>, ctx: BatchContext) => {
-            if (cfg.control === 'losses') await Promise.all(items.map((i) => i.delivery.ack()));
-            await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
-            const poison = items.find((i) => i.message.poison === true);
-            if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
-            const floating: FloatingChain[] = [];
-            for (const item of items) {
-              const fault = item.message.fault;
-              if (fault === undefined) continue;
-              const chain = await handlerFaults.commit(ctx.tx, item.key, item.attempt, fault);
-              if (chain !== undefined) floating.push(chain);
-            }
-            faults.at('in-handler');
-            for (const chain of floating) chain();
-          },
-        }),
-  });
+  };
+  const data =
+    cfg.dataLayer === undefined
+      ? undefined
+      : await openDataLayer(cfg.dataLayer, cfg.databaseUrl, cfg.concurrency + 2);
+  const consumer: Consumer =
+    data !== undefined
+      ? layerConsumer(common, data, t, handlerFaults, (items) => apply(pool, items))
+      : createConsumer<ChaosBody>({
+          ...common,
+          ...(cfg.batch === undefined
+            ? {
+                handler: async (body: ChaosBody, ctx: HandlerContext<ChaosBody>) => {
+                  if (cfg.control === 'losses') await ctx.delivery.ack();
+                  // The doubles control writes with autocommit, outside the claim's transaction.
+                  await apply(cfg.control === 'doubles' ? pool : ctx.tx, [
+                    { key: ctx.key, attempt: ctx.attempt, delivery: ctx.delivery },
+                  ]);
+                  if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
+                  const floating =
+                    body.fault === undefined
+                      ? undefined
+                      : await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
+                  faults.at('in-handler');
+                  floating?.();
+                },
+              }
+            : {
+                batch: { maxSize: cfg.batch, maxWaitMs: 20 },
+                batchHandler: async (
+                  items: ReadonlyArray<BatchItem<ChaosBody>>,
+                  ctx: BatchContext,
+                ) => {
+                  if (cfg.control === 'losses')
+                    await Promise.all(items.map((i) => i.delivery.ack()));
+                  await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
+                  const poison = items.find((i) => i.message.poison === true);
+                  if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
+                  const floating: FloatingChain[] = [];
+                  for (const item of items) {
+                    const fault = item.message.fault;
+                    if (fault === undefined) continue;
+                    const chain = await handlerFaults.commit(ctx.tx, item.key, item.attempt, fault);
+                    if (chain !== undefined) floating.push(chain);
+                  }
+                  faults.at('in-handler');
+                  for (const chain of floating) chain();
+                },
+              }),
+        });
   // Emitted after COMMIT and before the ack (delete / offset) is even queued.
   consumer.on('processed', () => faults.at('after-commit'));
   const flushEvents = reportEvents(consumer);
@@ -214,6 +254,7 @@ async function main(): Promise<void> {
       await consumer.stop({ timeoutMs: 10_000 });
       flushEvents();
       await handlerFaults.close();
+      await data?.close().catch(() => undefined);
       await pool.end().catch(() => undefined);
     },
     (point) => {
@@ -230,6 +271,97 @@ async function main(): Promise<void> {
     console.error(tag, 'receive loop ended unexpectedly; exiting for a restart');
     process.exit(4);
   }
+}
+
+/** Where a delivery came from, for the ledger: the Kafka record's partition and offset, else none. */
+function ledgerItem(
+  key: string,
+  attempt: number,
+  delivery: HandlerContext<ChaosBody>['delivery'],
+): LedgerItem {
+  const record = cfg.broker.kind === 'kafka' ? kafkaRecordOf(delivery) : undefined;
+  return {
+    key,
+    attempt,
+    part: record?.partition ?? null,
+    offset: record === undefined ? null : String(record.offset),
+  };
+}
+
+/**
+ * The consumer with a data layer (`--data-layer`): `ctx.tx` is the layer's own
+ * transaction object, the effect and the handler faults go through the layer's raw
+ * call on it (layer-effects.ts); everything else is the pg handler's (the controls
+ * included: the doubles control writes through the pool, outside the layer).
+ */
+function layerConsumer(
+  common: Omit<ConsumerOptions<ChaosBody, unknown>, 'handler' | 'batchHandler' | 'dataLayer'>,
+  data: OpenedLayer,
+  t: ChaosTables,
+  handlerFaults: HandlerFaults,
+  /** The doubles control's effect: the pg handler's, through the pool (autocommit). */
+  applyWithPool: (items: readonly Applied[]) => Promise<void>,
+): Consumer {
+  const apply = (tx: unknown, items: readonly Applied[]): Promise<void> =>
+    cfg.control === 'doubles'
+      ? applyWithPool(items)
+      : applyThroughLayer(
+          data,
+          tx,
+          t,
+          cfg.index,
+          items.map((i) => ledgerItem(i.key, i.attempt, i.delivery)),
+        );
+  return createConsumer<ChaosBody, unknown>({
+    ...common,
+    dataLayer: data.layer,
+    ...(cfg.isolation === undefined ? {} : { isolationLevel: cfg.isolation }),
+    ...(cfg.batch === undefined
+      ? {
+          handler: async (body: ChaosBody, ctx: HandlerContext<ChaosBody, unknown>) => {
+            if (cfg.control === 'losses') await ctx.delivery.ack();
+            await apply(ctx.tx, [{ key: ctx.key, attempt: ctx.attempt, delivery: ctx.delivery }]);
+            if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
+            const floating =
+              body.fault === undefined
+                ? undefined
+                : await handlerFaults.commit(
+                    layerFaultTx(data, ctx.tx),
+                    ctx.key,
+                    ctx.attempt,
+                    body.fault,
+                  );
+            faults.at('in-handler');
+            floating?.();
+          },
+        }
+      : {
+          batch: { maxSize: cfg.batch, maxWaitMs: 20 },
+          batchHandler: async (
+            items: ReadonlyArray<BatchItem<ChaosBody>>,
+            ctx: BatchContext<unknown>,
+          ) => {
+            if (cfg.control === 'losses') await Promise.all(items.map((i) => i.delivery.ack()));
+            await apply(ctx.tx, items);
+            const poison = items.find((i) => i.message.poison === true);
+            if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
+            const floating: FloatingChain[] = [];
+            for (const item of items) {
+              const fault = item.message.fault;
+              if (fault === undefined) continue;
+              const chain = await handlerFaults.commit(
+                layerFaultTx(data, ctx.tx),
+                item.key,
+                item.attempt,
+                fault,
+              );
+              if (chain !== undefined) floating.push(chain);
+            }
+            faults.at('in-handler');
+            for (const chain of floating) chain();
+          },
+        }),
+  });
 }
 
 main().catch((error: unknown) => {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Framework } from '../../kit/payments/payments.js';
-import { intOption, listOption, numberOption, UsageError } from '../../kit/args.js';
+import { choiceOption, intOption, listOption, numberOption, UsageError } from '../../kit/args.js';
+import { DATA_LAYERS, type DataLayerName } from '../../kit/data-layers/index.js';
 import { failoverArgs } from '../failover/args.js';
 import type { Replication } from '../../kit/services/cluster/node.js';
 import { HTTP_FAULT_KINDS, type HttpFaultKind } from './fault-plan.js';
@@ -39,6 +40,11 @@ export interface HttpChaosArgs {
   replication: Replication;
   /** Keep the run's schema after a successful run. */
   keep: boolean;
+  /**
+   * What the payment handler writes through: `pg` (the payment API of kit/payments) or a
+   * data layer (chaos/http/layer-payments.ts: Fastify, the charge through the layer).
+   */
+  dataLayer: DataLayerName;
 }
 
 export function httpUsage(): string {
@@ -80,6 +86,11 @@ restarted, its Postgres connections terminated, Postgres crash-restarted.
   --timeout SECONDS   fail when the payments are not all answered by then
                       (default 120 + N/20)
   --keep              keep the chaos schema after a successful run
+  --data-layer NAME   what POST /charges writes through: pg (default: the payment API,
+                      ctx.tx a pg client) or a data layer, ctx.tx its transaction object:
+                      ${DATA_LAYERS.slice(1).join(', ')}. With a layer the payment API is
+                      Fastify's (--framework fastify only) and the handler-fault routes,
+                      written on a pg ctx.tx, are off (--handler-faults 0 only)
 
 Postgres is started privately unless DATABASE_URL is set (then it is not restarted).`;
 }
@@ -110,6 +121,7 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
       failovers: { type: 'string' },
       replication: { type: 'string' },
       keep: { type: 'boolean' },
+      'data-layer': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -125,13 +137,22 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
   const reset = numberOption('reset', values.reset, 0.05, 0, 1);
   const delay = numberOption('delay', values.delay, 0.03, 0, 1);
   if (drop + reset + delay > 0.9) throw new UsageError('--drop + --reset + --delay must be <= 0.9');
+  const dataLayer = choiceOption('data-layer', values['data-layer'], DATA_LAYERS, 'pg');
+  if (dataLayer !== 'pg' && framework !== 'fastify')
+    throw new UsageError(
+      `--data-layer ${dataLayer}: the payment API written through a layer is Fastify's (--framework fastify)`,
+    );
   const handlerFaults = intOption(
     'handler-faults',
     values['handler-faults'],
-    Math.max(20, Math.round(payments / 10)),
+    dataLayer === 'pg' ? Math.max(20, Math.round(payments / 10)) : 0,
     0,
     100_000,
   );
+  if (dataLayer !== 'pg' && handlerFaults > 0)
+    throw new UsageError(
+      `--data-layer ${dataLayer} needs --handler-faults 0: the handler-fault routes write through a pg ctx.tx`,
+    );
   const { failovers, replication } = failoverArgs(values.failovers, values.replication);
   // The async window is accounted on the payments' charges only.
   if (replication === 'async' && handlerFaults > 0)
@@ -157,5 +178,6 @@ export function parseHttpChaosArgs(argv: string[]): HttpChaosArgs {
     timeoutMs:
       intOption('timeout', values.timeout, Math.ceil(120 + payments / 20), 1, 86_400) * 1000,
     keep: values.keep === true,
+    dataLayer,
   };
 }

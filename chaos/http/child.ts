@@ -13,7 +13,9 @@ import pg from 'pg';
 import type { CommittedEvent } from 'effectively-once/http';
 import { emit, env } from '../../kit/payments/child-protocol.js';
 import { startPaymentServer, type Framework } from '../../kit/payments/payments.js';
+import { openDataLayer, type LayerName } from '../../kit/data-layers/index.js';
 import { createFaultEndpoints } from './fault-endpoints.js';
+import { startLayerPaymentServer } from './layer-payments.js';
 import { expressFaultRoutes } from './fault-express.js';
 import { fastifyFaultRoutes } from './fault-fastify.js';
 import { FaultSide } from './fault-side.js';
@@ -34,13 +36,25 @@ const onCommitted = ({ key, status }: CommittedEvent): void => {
   // The crash point: committed, nothing sent. No cleanup runs, no goodbye.
   if (killAfter > 0 && commits === killAfter) process.kill(process.pid, 'SIGKILL');
 };
-const payments = await startPaymentServer({
-  framework: env('EO_HTTP_FRAMEWORK') as Framework,
-  pool,
-  schema,
-  port: Number(env('EO_HTTP_PORT', '0')),
-  idempotency: { onCommitted },
-});
+// EO_CHAOS_DATA_LAYER (--data-layer): the payment handler written through that layer.
+const layerName = process.env['EO_CHAOS_DATA_LAYER'] as LayerName | undefined;
+const data = layerName === undefined ? undefined : await openDataLayer(layerName, databaseUrl, 20);
+const payments =
+  data === undefined
+    ? await startPaymentServer({
+        framework: env('EO_HTTP_FRAMEWORK') as Framework,
+        pool,
+        schema,
+        port: Number(env('EO_HTTP_PORT', '0')),
+        idempotency: { onCommitted },
+      })
+    : await startLayerPaymentServer({
+        data,
+        pool,
+        schema,
+        port: Number(env('EO_HTTP_PORT', '0')),
+        onCommitted,
+      });
 const faultPort = Number(env('EO_CHAOS_FAULT_PORT', '0'));
 const faults = faultPort > 0 ? await serveFaults(faultPort) : undefined;
 emit({ t: 'ready', port: payments.port });
@@ -78,6 +92,7 @@ const stop = (): void => {
   // A handler that ignores its signal may hold close() up: the process ends regardless.
   setTimeout(() => process.exit(0), 5000).unref();
   void Promise.all([payments.close(), faults?.close()])
+    .then(() => data?.close())
     .then(() => pool.end())
     .then(() => process.exit(0));
 };

@@ -68,6 +68,7 @@ export async function runHttpChaos(args: HttpChaosArgs): Promise<HttpRunResult> 
     const [faultPort = 0] = ops.length > 0 ? await freePorts(1) : [];
     const supervisor = new ServerSupervisor({
       framework: args.framework,
+      dataLayer: args.dataLayer,
       databaseUrl: services.databaseUrl,
       schema,
       kills,

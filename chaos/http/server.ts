@@ -3,6 +3,7 @@ import { sleep } from '../../src/sleep.js';
 import type { Framework } from '../../kit/payments/payments.js';
 import { spawnPaymentServer, type PaymentProcess } from '../../kit/payments/spawn.js';
 import type { Rng } from '../../kit/rng.js';
+import type { DataLayerName } from '../../kit/data-layers/index.js';
 
 /** How a server incarnation is killed. */
 export type KillMode = 'after-commit' | 'random';
@@ -31,6 +32,8 @@ export function planKills(rng: Rng, kills: number, payments: number): PlannedKil
 
 export interface SupervisorOptions {
   framework: Framework;
+  /** What the payment handler writes through (child.ts; `pg`: the payment API as it is). */
+  dataLayer: DataLayerName;
   databaseUrl: string;
   schema: string;
   kills: PlannedKill[];
@@ -161,7 +164,12 @@ export class ServerSupervisor {
         port: this.port,
         killAfterCommits: next?.mode === 'after-commit' ? next.afterCommits : 0,
         entry: fileURLToPath(new URL('./child.ts', import.meta.url)),
-        env: { EO_CHAOS_FAULT_PORT: String(this.options.faultPort) },
+        env: {
+          EO_CHAOS_FAULT_PORT: String(this.options.faultPort),
+          ...(this.options.dataLayer === 'pg'
+            ? {}
+            : { EO_CHAOS_DATA_LAYER: this.options.dataLayer }),
+        },
       });
       this.spawned++;
       this.incarnations.push(process);

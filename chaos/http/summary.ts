@@ -36,6 +36,8 @@ export function httpSummaryLine(r: HttpRunResult): string {
     'chaos:',
     'target=http',
     `framework=${r.args.framework}`,
+    // Named only when the handler writes through a data layer (pg's line is as before).
+    ...(r.args.dataLayer === 'pg' ? [] : [`data_layer=${r.args.dataLayer}`]),
     `payments=${r.args.payments}`,
     `handler_faults=${r.handlerFaults}`,
     `duplicates_sent=${r.duplicatesSent}`,

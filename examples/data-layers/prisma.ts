@@ -3,8 +3,9 @@
  * Prisma's transaction client inside Prisma's own interactive transaction (`ctx.tx` is the
  * client `prisma.$transaction(async (tx) => …)` hands over), where the library claims the
  * key, stores the answer and commits them together. `PrismaClient` is the client
- * `prisma generate` made from your schema (here the tests' schema, model `LayerEffect`
- * on the table `layer_effects`); `@prisma/adapter-pg` runs it without engine binaries.
+ * `prisma generate` made from your schema (here the tests' kit/prisma/schema.prisma, model
+ * `LayerEffect` on the table `layer_effects`); `@prisma/adapter-pg` runs it without engine
+ * binaries.
  *
  *   DATABASE_URL=postgres://… QUEUE_URL=… SQS_ENDPOINT=… PORT=3000 \
  *     npx tsx examples/data-layers/prisma.ts
@@ -15,7 +16,7 @@ import { createConsumer, type Source } from 'effectively-once';
 import { createIdempotency } from 'effectively-once/http';
 import { enqueue } from 'effectively-once/outbox';
 import { prismaLayer } from 'effectively-once/prisma';
-import { PrismaClient } from '../../test/integration/data-layers/prisma/generated/client.js';
+import { PrismaClient } from '../../kit/prisma/generated/client.js';
 import {
   runDirectly,
   runExample,

@@ -8,26 +8,30 @@ import { killProcessesUsing } from '../../../kit/services/process.js';
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /** What a `chaos/main.ts` run printed and how it ended. */
-export interface ChaosRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
+export interface ChaosRun extends HarnessExit {
   /** The `chaos: ...` summary line (undefined if none was printed). */
   line: string | undefined;
   /** The summary's fields, e.g. `fields.doubles === '0'`. */
   fields: Record<string, string>;
+}
+
+/** How a harness's child process ended, and what it printed. */
+export interface HarnessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
 
 /**
- * Runs the chaos CLI in a child process with private services: the endpoints jest's
- * global setup exported are removed from its environment, so it starts its own
- * Postgres and broker (under the same EO_SERVICES_DIR) and may crash and restart them
- * without disturbing the test files that share jest's services.
+ * Runs a harness CLI (`chaos/main.ts`, `bench/main.ts`) in a child process with private
+ * services: the endpoints jest's global setup exported are removed from its environment,
+ * so it starts its own Postgres and broker (under the same EO_SERVICES_DIR) and may crash
+ * and restart them without disturbing the test files that share jest's services.
  * On timeout it is stopped with SIGTERM (it then stops its services), SIGKILL after 20 s,
  * and anything still running from its services directory is killed.
  */
-export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
+export function runHarness(entry: string, args: string[], timeoutMs: number): Promise<HarnessExit> {
   const env = { ...process.env };
   for (const name of [
     'DATABASE_URL',
@@ -39,7 +43,7 @@ export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
   ]) {
     delete env[name];
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'chaos/main.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
     cwd: repoRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -49,7 +53,7 @@ export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const term = setTimeout(() => {
-    stderr += `\n[test] chaos run exceeded ${timeoutMs} ms: SIGTERM\n`;
+    stderr += `\n[test] ${entry} run exceeded ${timeoutMs} ms: SIGTERM\n`;
     child.kill('SIGTERM');
   }, timeoutMs);
   const kill = setTimeout(() => child.kill('SIGKILL'), timeoutMs + 20_000);
@@ -58,22 +62,32 @@ export function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
     child.on('exit', (code, signal) => {
       clearTimeout(term);
       clearTimeout(kill);
-      const root = /private services in (\S+)/.exec(stderr)?.[1];
+      // Chaos names its services' directory on stderr, the provider (bench) on stdout.
+      const printed = `${stderr}\n${stdout}`;
+      const root =
+        /private services in (\S+)/.exec(printed)?.[1] ??
+        /^\[services\] native: .* \((\S+)\)$/m.exec(printed)?.[1];
       if (root !== undefined && fs.existsSync(root)) {
         // It died without stopping its services: do it for it.
         killProcessesUsing(root);
         fs.rmSync(root, { recursive: true, force: true });
       }
-      const line = stdout.split('\n').find((l) => l.startsWith('chaos: '));
-      const fields = Object.fromEntries(
-        (line ?? '')
-          .split(' ')
-          .slice(1)
-          .map((kv) => kv.split('=') as [string, string]),
-      );
-      resolve({ code, signal, line, fields, stdout, stderr });
+      resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/** Runs the chaos CLI (see {@link runHarness}) and reads its `chaos: ...` summary line. */
+export async function runChaos(args: string[], timeoutMs: number): Promise<ChaosRun> {
+  const run = await runHarness('chaos/main.ts', args, timeoutMs);
+  const line = run.stdout.split('\n').find((l) => l.startsWith('chaos: '));
+  const fields = Object.fromEntries(
+    (line ?? '')
+      .split(' ')
+      .slice(1)
+      .map((kv) => kv.split('=') as [string, string]),
+  );
+  return { ...run, line, fields };
 }
 
 /** The run's stderr, minus the AWS SDK's Node version notice, for a failing assertion. */

@@ -16,7 +16,7 @@ import { createTestDatabase, databaseUrl, type TestDatabase } from '../../helper
 import { waitFor } from '../../helpers/wait-for.js';
 import { prismaClient, PrismaRollback, type PrismaTx } from './prisma.fixture.js';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from './prisma/generated/client.js';
+import { PrismaClient } from '../../../kit/prisma/client.js';
 
 const settings = { timeoutMs: 30_000, acquireTimeoutMs: 10_000 };
 
