@@ -15,7 +15,7 @@ export async function openKysely(
     tx.executeQuery<LayerRow>(CompiledQuery.raw(text, [...values]));
   return {
     name: 'kysely',
-    layer: kyselyLayer(db),
+    layer: kyselyLayer(db, { pool }),
     exec: async (tx, text, values = []) => {
       await run(tx, text, values);
     },
