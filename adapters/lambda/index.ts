@@ -7,3 +7,5 @@
 export { lambdaConsumer } from './consumer.js';
 export type { LambdaConsumer } from './consumer.js';
 export type { LambdaConsumerOptions, RecordKey } from './options.js';
+export { lambdaConsumerMiddleware } from './middy.js';
+export type { LambdaConsumerMiddleware } from './middy.js';
