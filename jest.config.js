@@ -19,6 +19,7 @@ const common = {
     '^effectively-once/otel$': '<rootDir>/src/otel/index.ts',
     '^effectively-once/typeorm$': '<rootDir>/adapters/typeorm/index.ts',
     '^effectively-once/kysely$': '<rootDir>/adapters/kysely/index.ts',
+    '^effectively-once/lambda$': '<rootDir>/adapters/lambda/index.ts',
     '^effectively-once/drizzle$': '<rootDir>/adapters/drizzle/index.ts',
     '^effectively-once/postgres-js$': '<rootDir>/adapters/postgres-js/index.ts',
     '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',

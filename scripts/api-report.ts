@@ -40,6 +40,7 @@ export const ENTRY_POINTS = [
   'postgres-js',
   'prisma',
   'knex',
+  'lambda',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -39,6 +39,14 @@ export interface Delivery<T = unknown> {
    * Default `broker`.
    */
   readonly firstSentBy?: 'broker' | 'producer' | undefined;
+  /**
+   * When the handler must have returned, in ms since the epoch (`Date.now()`'s clock): a
+   * source whose process has a hard end (AWS Lambda's invocation deadline) sets it, less
+   * a margin for the COMMIT and the answer. Past it the delivery is not started (released,
+   * no claim); a handler still running at it is timed out (`EO_HANDLER_TIMEOUT`) and rolled
+   * back, as at `handlerTimeoutMs`. Undefined: only `handlerTimeoutMs` bounds it.
+   */
+  readonly workDeadline?: number | undefined;
   /** The processing finished for good (committed or duplicate): delete / commit the offset. */
   ack(): Promise<void>;
   /**

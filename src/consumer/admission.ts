@@ -11,6 +11,7 @@ import { validateKey } from '../keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
 import type { Delivery, DeliveryOutcome } from '../types.js';
+import { deadlinePassed } from './work-deadline.js';
 
 /**
  * Either what the claim needs (the validated key and the payload hash), or the outcome
@@ -34,7 +35,10 @@ export function admit<T>(
   delivery: Delivery<T>,
 ): Admission {
   settler.stats.received++;
-  if (lifecycle.stopping) return { outcome: settler.release(delivery, undefined) };
+  // Stopping, or past the source's deadline for it (a Lambda invocation's end): not
+  // started, handed back untouched.
+  if (lifecycle.stopping || deadlinePassed(delivery))
+    return { outcome: settler.release(delivery, undefined) };
   if (delivery.rejection !== undefined) {
     return { outcome: settler.deadLetter(delivery, delivery.key, delivery.rejection) };
   }

@@ -1,10 +1,16 @@
 import { admit } from './admission.js';
 import type { ConsumerConfig } from './config.js';
-import { ClaimBusyError, type EffectivelyOnceError, PayloadMismatchError } from '../errors.js';
+import {
+  ClaimBusyError,
+  type EffectivelyOnceError,
+  HandlerTimeoutError,
+  PayloadMismatchError,
+} from '../errors.js';
 import type { Lifecycle } from './lifecycle.js';
 import { holdsOrder } from './ordering.js';
 import type { Settler } from './settle.js';
 import { runAdapterHook } from './steps.js';
+import { deadlinePassed, workTimeoutMs } from './work-deadline.js';
 import { BatchClaimStatements } from '../store/batch-claim.js';
 import type {
   ClaimTransaction,
@@ -130,7 +136,11 @@ export class BatchRunner<T, Tx> {
       const k = item.delivery.orderingKey;
       if (k !== undefined && opened.has(k))
         outcomes[item.index] = await this.settler.release(item.delivery, item.key);
-      else items.push(item);
+      else if (deadlinePassed(item.delivery)) {
+        // Past its source's deadline (a half bisected late): not started, handed back.
+        outcomes[item.index] = await this.settler.release(item.delivery, item.key);
+        this.holdIfOpened(item.delivery, outcomes[item.index]!, opened, hold);
+      } else items.push(item);
     }
     if (items.length === 0) return;
     const verdict = await this.transact(items).catch((thrown: unknown) =>
@@ -299,10 +309,16 @@ export class BatchRunner<T, Tx> {
     fresh: ReadonlyArray<Item<T>>,
   ): Promise<WorkResult> {
     const first = fresh[0]!;
+    const timeoutMs = workTimeoutMs(
+      this.cfg.handlerTimeoutMs,
+      fresh.map((i) => i.delivery),
+    );
+    if (timeoutMs === 'passed')
+      return { kind: 'timeout', error: new HandlerTimeoutError(first.key, 0) };
     const work = await runWork(
       conn,
       {
-        timeoutMs: this.cfg.handlerTimeoutMs,
+        timeoutMs,
         hardStop: this.lifecycle.hardStop,
         attempt: first.delivery.attempt,
       },

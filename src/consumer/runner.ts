@@ -1,6 +1,12 @@
 import { admit } from './admission.js';
 import type { ConsumerConfig } from './config.js';
-import { type EffectivelyOnceError, PayloadMismatchError, ShutdownError } from '../errors.js';
+import {
+  type EffectivelyOnceError,
+  HandlerTimeoutError,
+  PayloadMismatchError,
+  ShutdownError,
+} from '../errors.js';
+import { workTimeoutMs } from './work-deadline.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Settler } from './settle.js';
 import { runAdapterHook } from './steps.js';
@@ -138,10 +144,13 @@ export class Runner<T, Tx> {
     key: string,
   ): Promise<WorkResult> {
     const handler = this.cfg.handler!;
+    const timeoutMs = workTimeoutMs(this.cfg.handlerTimeoutMs, [delivery]);
+    // The claim waited past the source's deadline: nothing runs, the claim rolls back.
+    if (timeoutMs === 'passed') return { kind: 'timeout', error: new HandlerTimeoutError(key, 0) };
     const work = await runWork(
       conn,
       {
-        timeoutMs: this.cfg.handlerTimeoutMs,
+        timeoutMs,
         hardStop: this.lifecycle.hardStop,
         signalParents: [delivery.signal],
         attempt: delivery.attempt,

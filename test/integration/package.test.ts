@@ -90,6 +90,7 @@ describe('the packed package', () => {
       './drizzle',
       './postgres-js',
       './knex',
+      './lambda',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
@@ -134,6 +135,8 @@ describe('the packed package', () => {
         '@opentelemetry/api',
         'kysely',
         'drizzle-orm',
+        '@types/aws-lambda',
+        '@middy/core',
       ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });

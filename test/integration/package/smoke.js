@@ -19,6 +19,8 @@ import * as prisma from 'effectively-once/prisma';
 import * as drizzle from 'effectively-once/drizzle';
 import * as postgresJs from 'effectively-once/postgres-js';
 import * as knex from 'effectively-once/knex';
+// Neither @middy/core nor @types/aws-lambda is needed at run time.
+import * as lambda from 'effectively-once/lambda';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -60,6 +62,7 @@ for (const [name, value] of Object.entries({
   'postgresJs.postgresLayer': postgresJs.postgresLayer,
   // knex is not installed here either.
   'knex.knexLayer': knex.knexLayer,
+  'lambda.lambdaConsumer': lambda.lambdaConsumer,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }

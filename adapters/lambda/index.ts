@@ -1,0 +1,11 @@
+/**
+ * `effectively-once/lambda`: AWS Lambda handlers for SQS event source mappings, with a
+ * Middy middleware. `@types/aws-lambda` types them; `@middy/core` is an optional peer.
+ * @packageDocumentation
+ * @module effectively-once/lambda
+ */
+export { lambdaConsumer } from './consumer.js';
+export type { LambdaConsumer } from './consumer.js';
+export type { LambdaConsumerOptions, RecordKey } from './options.js';
+export { lambdaConsumerMiddleware } from './middy.js';
+export type { LambdaConsumerMiddleware } from './middy.js';
