@@ -6,6 +6,7 @@
  * exits non-zero on any double, loss or timeout; 64 on a bad command line.
  */
 import { runCli, UsageError } from '../kit/args.js';
+import { REPLICA_SAFE_ENV, takeReplicaSafe } from './failover/replica-safe.js';
 
 /** One door under chaos: its options, its run, and the one line that sums a run up. */
 interface Target {
@@ -81,8 +82,14 @@ runCli(
   (argv) =>
     usages[targetOf(argv).name] ??
     `usage: tsx chaos/main.ts --target ${Object.keys(TARGETS).join('|')} [options] (--help)`,
-  async (all) => {
-    const { name, argv } = targetOf(all);
+  async (given) => {
+    const replicaSafe = takeReplicaSafe(given);
+    if (replicaSafe.on) {
+      if (!replicaSafe.argv.some((a) => a.startsWith('--failovers')))
+        throw new UsageError('--replica-safe is for runs with --failovers');
+      process.env[REPLICA_SAFE_ENV] = '1';
+    }
+    const { name, argv } = targetOf(replicaSafe.argv);
     const load = TARGETS[name];
     if (load === undefined)
       throw new UsageError(`--target must be one of ${Object.keys(TARGETS).join(', ')}`);

@@ -290,6 +290,40 @@ export class ShutdownError extends EffectivelyOnceError {
   }
 }
 
+/**
+ * `replicaSafe` is on, and the library cannot see the standby it is to wait for: no row
+ * in `pg_stat_replication` for the named standby, its positions NULL (the role lacks
+ * `pg_monitor`/`pg_read_all_stats`), or, for `mode: 'synchronous-commit'`, an empty
+ * `synchronous_standby_names`. Raised at start: the door refuses to run without it.
+ */
+export class ReplicaUnseenError extends EffectivelyOnceError {
+  constructor(problem: string, details: Record<string, unknown> = {}) {
+    super('EO_REPLICA_UNSEEN', `replicaSafe: the standby cannot be seen: ${problem}`, {
+      retryable: false,
+      details,
+    });
+  }
+}
+
+/**
+ * A commit (or the committed row a duplicate found) could not be confirmed on the standby:
+ * it fell behind past `maxWaitMs` under `onLag: 'hold'`, or the connection that watches it
+ * was lost (the primary may have changed). Found as the cause of a
+ * {@link CommitUnknownError}: the outward step is withheld and the redelivery (or the
+ * client's retry) settles it.
+ */
+export class ReplicaUnconfirmedError extends EffectivelyOnceError {
+  constructor(reason: 'lag' | 'disconnected', details: Record<string, unknown> = {}) {
+    super(
+      'EO_REPLICA_UNCONFIRMED',
+      reason === 'lag'
+        ? 'replicaSafe: the standby did not confirm the commit within maxWaitMs'
+        : 'replicaSafe: the connection watching the standby was lost before it confirmed the commit',
+      { retryable: true, details: { reason, ...details } },
+    );
+  }
+}
+
 /** Turns any thrown value into a short human-readable string. */
 export function describe(value: unknown): string {
   if (value instanceof Error) return value.message;

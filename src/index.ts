@@ -49,7 +49,16 @@ export {
   MigrationsPendingError,
   BrokerError,
   ShutdownError,
+  ReplicaUnseenError,
+  ReplicaUnconfirmedError,
 } from './errors.js';
+export type {
+  ReplicaLevel,
+  ReplicaSafeOptions,
+  ReplicaSyncCommitOptions,
+  ReplicaWaitOptions,
+} from './replica/options.js';
+export type { ReplicaReport, ReplicaState } from './replica/poller.js';
 export type {
   Backoff,
   BatchContext,

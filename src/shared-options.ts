@@ -9,6 +9,11 @@ import type { DataLayer } from './data-layer.js';
 import { ConfigurationError } from './errors.js';
 import { silentLogger } from './logger.js';
 import { fractionOption, intOption } from './option-checks.js';
+import {
+  resolveReplicaSafe,
+  type ReplicaSafeOptions,
+  type ResolvedReplicaSafe,
+} from './replica/options.js';
 import type { IsolationLevel } from './store/claim.js';
 import { quoteIdentifier, type TableRef } from './store/identifiers.js';
 import type { Logger } from './types.js';
@@ -64,6 +69,12 @@ export interface StoreOptions<Telemetry> {
   logger?: Logger;
   /** Tracing and metrics hooks, e.g. the door's hooks from `effectively-once/otel`. Default: none. */
   telemetry?: Telemetry;
+  /**
+   * Hold the outward step (ack, answer, publish) until the commit is on the standby a
+   * failover would promote (see {@link ReplicaSafeOptions}, docs/replica-safe.md).
+   * Default off: the primary's COMMIT is enough.
+   */
+  replicaSafe?: ReplicaSafeOptions | false;
 }
 
 /** How a door's claim transaction runs. The consumer and the request side extend it. */
@@ -160,6 +171,8 @@ export interface SharedConfig<Telemetry> {
   maxKeyLength: number;
   /** Undefined: the claim transaction is the library's own, on `pool`. */
   dataLayer: DataLayer<unknown> | undefined;
+  /** Undefined: off. */
+  replicaSafe: ResolvedReplicaSafe | undefined;
 }
 
 /** Default longest key, in characters (the IETF draft's and Stripe's Idempotency-Key limit). */
@@ -240,6 +253,7 @@ export function resolveSharedOptions<Telemetry>(
       MAX_KEY_LENGTH,
     ),
     dataLayer: resolveDataLayer(options.dataLayer),
+    replicaSafe: resolveReplicaSafe(options.replicaSafe),
   };
 }
 

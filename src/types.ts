@@ -1,3 +1,4 @@
+import type { ReplicaReport } from './replica/poller.js';
 import type { PoolClient } from 'pg';
 import type { SqlRunner } from './data-layer.js';
 import type { EffectivelyOnceError } from './errors.js';
@@ -278,6 +279,8 @@ export interface ConsumerStats {
 
 /** Payloads of the consumer's events. */
 export interface ConsumerEvents {
+  /** `replicaSafe`: the watched standby's state changed (see `ReplicaReport`). */
+  replica: ReplicaReport;
   /**
    * The effect committed (fired before the ack); `durationMs` is the handler's and COMMIT's
    * time.

@@ -6,6 +6,7 @@
  * commits that fault (fault-effects.ts). The parent arms fault points over IPC and
  * SIGKILLs the process at random; SIGTERM or a `stop` message stops it cleanly.
  */
+import { chaosReplicaSafe } from '../failover/replica-safe.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
@@ -192,6 +193,7 @@ async function main(): Promise<void> {
     maxAttempts: cfg.maxAttempts,
     lockTimeoutMs: 2000,
     busyRetryDelayMs: 500,
+    replicaSafe: chaosReplicaSafe(),
     backoff: { initialMs: 100, maxMs: 1000 },
     handlerTimeoutMs: 30_000,
     logger,

@@ -1,4 +1,5 @@
 import type { FailoverAccount } from './accounting.js';
+import { REPLICA_SAFE_ENV } from './replica-safe.js';
 
 /** What a run's `--failovers` did, as every target reports it (accounting.ts). */
 export interface FailoverResult {
@@ -18,6 +19,7 @@ export function failoverFields(f: FailoverResult): string[] {
   return [
     `failovers=${f.account.failovers}`,
     `replication=${f.account.replication}`,
+    ...(process.env[REPLICA_SAFE_ENV] === '1' ? ['replica_safe=on'] : []),
     `unknown_commits=${u.committed + u.aborted + u['in progress'] + u['never replicated']}`,
     `pg_xact_status=committed:${u.committed},aborted:${u.aborted},never_replicated:${u['never replicated']}`,
     ...(f.commitUnknownRetries === undefined

@@ -6,6 +6,7 @@
  * it with `entry`): `ready` once both listen, `committed` after each COMMIT of either,
  * and the armed SIGKILL right after the Nth of them.
  */
+import { chaosReplicaSafe } from '../failover/replica-safe.js';
 import http from 'node:http';
 import express from 'express';
 import Fastify from 'fastify';
@@ -46,7 +47,7 @@ const payments =
         pool,
         schema,
         port: Number(env('EO_HTTP_PORT', '0')),
-        idempotency: { onCommitted },
+        idempotency: { onCommitted, replicaSafe: chaosReplicaSafe() },
       })
     : await startLayerPaymentServer({
         data,

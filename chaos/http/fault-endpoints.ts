@@ -1,3 +1,4 @@
+import { chaosReplicaSafe } from '../failover/replica-safe.js';
 import pg from 'pg';
 import {
   createIdempotency,
@@ -61,6 +62,7 @@ export function createFaultEndpoints(options: {
       storeHeaders: [...DEFAULT_STORED_HEADERS, ANSWER_HEADER],
       handlerTimeoutMs: FAULT_TIMEOUT_MS,
       onCommitted,
+      replicaSafe: chaosReplicaSafe(),
     });
   const main = endpoint(FAULT_KEY_TABLE, pool);
   const saturated = endpoint(FAULT_KEY_TABLE, single);

@@ -3,6 +3,7 @@
  * SQS publishers) service B on the output: `createConsumer` over `kafkaSource` or
  * `sqsSource`, as an application would use them.
  */
+import { chaosReplicaSafe } from '../failover/replica-safe.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
@@ -97,6 +98,7 @@ export function chaosConsumer<T>(
     maxAttempts: 1000,
     lockTimeoutMs: 2000,
     busyRetryDelayMs: 500,
+    replicaSafe: chaosReplicaSafe(),
     backoff: { initialMs: 100, maxMs: 1000 },
     handlerTimeoutMs: 30_000,
     logger,

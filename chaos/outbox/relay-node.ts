@@ -6,6 +6,7 @@
  * until the run opens the gate) and the armed kill (die right after a publish, before
  * the marks).
  */
+import { chaosReplicaSafe } from '../failover/replica-safe.js';
 import type pg from 'pg';
 import {
   createRelay,
@@ -62,6 +63,7 @@ export async function startRelay(
     publishers: { [destination]: wrapped },
     owner: `relay-${cfg.index}-${process.pid}`,
     batchSize: 20,
+    replicaSafe: chaosReplicaSafe(),
     // Short, so a killed relay's claimed rows go to another relay within seconds.
     leaseMs: cfg.leaseMs,
     pollIntervalMs: 200,

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { resolveConfig, type ConsumerConfig } from './config.js';
 import { DatabaseHealth } from './db-health.js';
+import { replicaGuard, type ReplicaGuard } from '../replica/guard.js';
 import { Dispatcher } from './dispatcher.js';
 import { settlesBefore } from '../deadline.js';
 import { BrokerError, EffectivelyOnceError, StateError } from '../errors.js';
@@ -18,7 +19,7 @@ import { Tracing } from './tracing.js';
 import { dedupTables } from '../store/migrate.js';
 import { applyMigrations, checkMigratedAtStart } from '../store/migrator.js';
 import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
-import type { ClaimTransactions } from '../tx/claim-transaction.js';
+import { type ClaimTransactions, withReplica } from '../tx/claim-transaction.js';
 import { layerClaimTransactions, layerTimeoutMs } from '../tx/layer-transaction.js';
 import type { PoolClient } from 'pg';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
@@ -42,6 +43,8 @@ class ConsumerImpl<T, Tx> implements Consumer {
   private readonly lifecycle: Lifecycle;
   private readonly dispatcher: Dispatcher<T> | Batcher<T>;
   private readonly health: DatabaseHealth;
+  /** `replicaSafe`: what holds each ack until the standby has the commit. */
+  private readonly replica: ReplicaGuard | undefined;
   private readonly retention: RetentionPruner | undefined;
   /** Set when each delivery is followed on its own (batch mode follows batches instead). */
   private readonly tracing: Tracing | undefined;
@@ -61,13 +64,18 @@ class ConsumerImpl<T, Tx> implements Consumer {
     this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
     const tracing = new Tracing(cfg.telemetry, cfg.name);
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle, tracing);
-    const connections = claimTransactions(cfg, {
-      pool: cfg.pool,
-      health: this.health,
-      logger: cfg.logger,
-      acquireTimeoutMs: cfg.acquireTimeoutMs,
-      hardStop: this.hardStop.signal,
-    });
+    this.replica = replicaGuard(cfg.pool, cfg.replicaSafe, cfg.logger);
+    this.replica?.onReport((report) => this.hub.emit('replica', report));
+    const connections = withReplica(
+      claimTransactions(cfg, {
+        pool: cfg.pool,
+        health: this.health,
+        logger: cfg.logger,
+        acquireTimeoutMs: cfg.acquireTimeoutMs,
+        hardStop: this.hardStop.signal,
+      }),
+      this.replica,
+    );
     if (cfg.batch) {
       const runner = new BatchRunner(cfg, settler, connections, this.lifecycle);
       this.dispatcher = new Batcher(
@@ -117,6 +125,8 @@ class ConsumerImpl<T, Tx> implements Consumer {
           timeoutMs: this.cfg.acquireTimeoutMs,
           logger: this.cfg.logger,
         });
+      // Refused at start: the standby it is to wait for cannot be seen.
+      await this.replica?.check();
     } catch (error) {
       // A failed start leaves nothing running: the caller may start() again later.
       if (this.state === 'starting') this.state = 'new';
@@ -198,6 +208,7 @@ class ConsumerImpl<T, Tx> implements Consumer {
     // Both may wait on a pool still held by a handler given up on: bounded by the deadline.
     await settlesBefore(this.health.close(), deadline.signal);
     await this.retention?.stop(deadline.signal);
+    this.replica?.close();
     const closing = this.cfg.source.close({ signal: deadline.signal }).catch((cause: unknown) => {
       this.hub.emit(
         'error',

@@ -1,3 +1,4 @@
+import type { ReplicaReport } from '../replica/poller.js';
 /**
  * The request side's public shapes (the {@link Idempotency} a createIdempotency call
  * returns, what a request's handling reports) and the adapters' way in; the
@@ -90,6 +91,8 @@ export interface IdempotencyStats {
 
 /** Payloads of an endpoint's events, one per counter of {@link IdempotencyStats}. */
 export interface IdempotencyEvents {
+  /** `replicaSafe`: the watched standby's state changed (see `ReplicaReport`). */
+  replica: ReplicaReport;
   /** A handler ran and its response committed with the effect (before it is sent). */
   executed: { status: number };
   /** A stored response was replayed. */

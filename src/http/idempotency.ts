@@ -6,7 +6,7 @@ import { untilAborted } from '../deadline.js';
 import { EventHub } from '../event-hub.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
-import type { ClaimTransactions } from '../tx/claim-transaction.js';
+import { type ClaimTransactions, withReplica } from '../tx/claim-transaction.js';
 import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
 import { layerClaimTransactions } from '../tx/layer-transaction.js';
 import { checkRequestBody, readRequestBody } from './body.js';
@@ -47,6 +47,7 @@ import {
 import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import { checkMigratedAtStart } from '../store/migrator.js';
+import { replicaGuard, type ReplicaGuard } from '../replica/guard.js';
 import {
   idempotencyKeyTables,
   KeyStatements,
@@ -86,10 +87,14 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   };
   private readonly hub: EventHub<IdempotencyEvents>;
   private ready: Promise<void> | undefined;
+  /** `replicaSafe`: what holds each answer until the standby has the commit. */
+  private readonly replica: ReplicaGuard | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly cfg: IdempotencyConfig<Tx>) {
     this.hub = new EventHub<IdempotencyEvents>(cfg.logger, 'idempotency');
+    this.replica = replicaGuard(cfg.pool, cfg.replicaSafe, cfg.logger);
+    this.replica?.onReport((report) => this.hub.emit('replica', report));
     // Every request waiting for a connection listens to it: as many as the server takes.
     setMaxListeners(0, this.hardStop.signal);
     const deps: ConnectionDeps = {
@@ -106,7 +111,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     this.engine = new Engine<Tx>(
       cfg,
       new KeyStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs),
-      claimTransactions(cfg, deps),
+      withReplica(claimTransactions(cfg, deps), this.replica),
     );
     this.flights = new KeyFlights(this.hardStop.signal);
     const retention = cfg.retention;
@@ -248,6 +253,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     await Promise.race([all, graceOver]);
     grace.abort();
     this.hardStop.abort(new ShutdownError('(closing)'));
+    this.replica?.close();
     await Promise.allSettled([...this.inFlight, pruned]);
     await this.engine.drain();
   }
@@ -563,6 +569,8 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
           timeoutMs: this.cfg.acquireTimeoutMs,
           logger: this.cfg.logger,
         });
+      // Refused (every request answered 500) while the standby cannot be seen.
+      await this.replica?.check();
       this.pruner?.start();
     })().catch((error: unknown) => {
       this.ready = undefined;

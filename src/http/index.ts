@@ -19,12 +19,7 @@ export type {
   RequestOverrides,
 } from './idempotency-types.js';
 export type { IdempotencyContext, IdempotentHandler } from './context.js';
-export type {
-  DataLayer,
-  LayerTransactionSettings,
-  SqlResult,
-  SqlRunner,
-} from '../data-layer.js';
+export type { DataLayer, LayerTransactionSettings, SqlResult, SqlRunner } from '../data-layer.js';
 export type { CommittedEvent, IdempotencyOptions } from './options.js';
 export type {
   HttpRequestEnd,
@@ -62,4 +57,8 @@ export {
   DatabaseError,
   EffectivelyOnceError,
   HandlerTimeoutError,
+  ReplicaUnconfirmedError,
+  ReplicaUnseenError,
 } from '../errors.js';
+export type { ReplicaSafeOptions } from '../replica/options.js';
+export type { ReplicaReport, ReplicaState } from '../replica/poller.js';

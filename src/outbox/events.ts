@@ -1,3 +1,4 @@
+import type { ReplicaReport } from '../replica/poller.js';
 import { EventHub } from '../event-hub.js';
 import type { EffectivelyOnceError } from '../errors.js';
 import type { Logger } from '../types.js';
@@ -5,6 +6,8 @@ import type { OutboxStats } from './stats.js';
 
 /** Payloads of a relay's events. */
 export interface RelayEvents {
+  /** `replicaSafe`: the watched standby's state changed (see `ReplicaReport`). */
+  replica: ReplicaReport;
   /** A row was accepted downstream and marked published. `ageMs`: from its write to the mark. */
   published: {
     id: string;

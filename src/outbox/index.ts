@@ -25,4 +25,13 @@ export { uuidv7, uuidv7Time } from './uuid.js';
 export { httpPublisher } from './publishers/http.js';
 export type { HttpPublisherOptions } from './publishers/http.js';
 export { ListenThroughPoolerError, OutboxMessageError, PublishError } from './errors.js';
-export { ConfigurationError, DatabaseError, EffectivelyOnceError, StateError } from '../errors.js';
+export {
+  ConfigurationError,
+  DatabaseError,
+  EffectivelyOnceError,
+  ReplicaUnconfirmedError,
+  ReplicaUnseenError,
+  StateError,
+} from '../errors.js';
+export type { ReplicaSafeOptions } from '../replica/options.js';
+export type { ReplicaReport, ReplicaState } from '../replica/poller.js';

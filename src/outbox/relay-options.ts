@@ -89,7 +89,7 @@ type TransactionConfig = Pick<
 
 /** Validates `options`; throws a `ConfigurationError` naming the first bad one. */
 export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
-  const { pool, table, retention, logger, telemetry } = resolveSharedOptions(
+  const { pool, table, retention, logger, telemetry, replicaSafe } = resolveSharedOptions(
     { ...options, migrate: false },
     DOOR_DEFAULTS.relay,
     { type: 'RelayTelemetry', methods: ['startPublish'] },
@@ -100,6 +100,13 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     if (typeof (publisher as Partial<Publisher> | undefined)?.publish !== 'function')
       throw new ConfigurationError('publishers', `"${destination}" has no publish function`);
   }
+  // The relay publishes rows other transactions committed: there is no COMMIT of its
+  // own to make synchronous, only the standby's position to wait for.
+  if (replicaSafe?.mode === 'synchronous-commit')
+    throw new ConfigurationError(
+      'replicaSafe.mode',
+      "the relay publishes rows that other transactions committed: use mode 'wait'",
+    );
   const leaseMs = intOption('leaseMs', options.leaseMs, 30_000, 1000, 3_600_000);
   const initialMs = intOption('backoff.initialMs', options.backoff?.initialMs, 1000, 0, 86_400_000);
   return {
@@ -108,6 +115,7 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     retention,
     logger,
     telemetry,
+    replicaSafe,
     batchSize: intOption('batchSize', options.batchSize, 20, 1, 1000),
     leaseMs,
     publishTimeoutMs: intOption(

@@ -10,6 +10,7 @@ import { RelayEventHub } from './events.js';
 import { NotifyListener } from './listener.js';
 import { outboxStats } from './stats.js';
 import { publishStep } from './publish.js';
+import { replicaGuard, type ReplicaGuard } from '../replica/guard.js';
 import { resolveRelayOptions, type RelayOptions } from './relay-options.js';
 import type { Relay, RelayStats } from './relay-types.js';
 import { settleBatch, type SettleContext } from './settle.js';
@@ -33,6 +34,7 @@ export function createRelay(options: RelayOptions): Relay {
   const statements = new RelayStatements(options.pool, ref);
   const logger = config.logger;
   const hub = new RelayEventHub(logger);
+  let replica: ReplicaGuard | undefined;
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const counters: RelayStats = { published: 0, failed: 0, parked: 0, fenced: 0, batches: 0 };
   const telemetry = config.telemetry;
@@ -71,7 +73,13 @@ export function createRelay(options: RelayOptions): Relay {
     while (state === 'running') {
       let batch: ClaimedBatch | undefined;
       try {
+        // replicaSafe: published only once the standby has the rows read (their commits
+        // came before the claim's read, the wait's poll after it); unconfirmed, the rows
+        // stay leased and are published after the lease (or by the new primary's relays).
+        const ticket = replica?.begin();
         batch = await statements.claim(owner, destinations, config.batchSize, config.leaseMs);
+        const held = batch === undefined ? undefined : await replica?.confirm(ticket, 'outbox');
+        if (held !== undefined) throw held;
         if (batch !== undefined) await settleBatch(batch, settling);
         failures = 0;
       } catch (error) {
@@ -89,6 +97,19 @@ export function createRelay(options: RelayOptions): Relay {
 
   /** start()'s work: the LISTEN connection, then (unless stop() came meanwhile) the rest. */
   async function begin(): Promise<void> {
+    replica = replicaGuard(options.pool, config.replicaSafe, logger);
+    if (replica !== undefined) {
+      replica.onReport((report) => hub.emit('replica', report));
+      try {
+        // Refused at start: the standby it is to wait for cannot be seen.
+        await replica.check();
+      } catch (error) {
+        replica.close();
+        replica = undefined;
+        state = 'stopped';
+        throw error;
+      }
+    }
     const listen = options.listen ?? true;
     if (listen !== false) {
       const clientConfig: ClientConfig = listen === true ? { ...options.pool.options } : listen;
@@ -168,6 +189,7 @@ export function createRelay(options: RelayOptions): Relay {
         doorbell.interrupt();
         await loop;
         await listener?.close();
+        replica?.close();
         state = 'stopped';
       })();
       return stopping;

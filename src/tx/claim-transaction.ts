@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import type { SqlRunner } from '../data-layer.js';
+import type { ReplicaGuard } from '../replica/guard.js';
 import type {
   EffectivelyOnceError,
   HandlerTimeoutError,
@@ -182,6 +183,27 @@ export interface ClaimTransactions<Tx = PoolClient> {
    * database transaction itself may begin with the claim (see {@link claimBegins}).
    */
   open(key: string): Promise<ClaimTransaction<Tx> | FailedAttempt | Released>;
+  /**
+   * `replicaSafe` on: the driver holds each verdict until the standby has what the
+   * transaction saw and committed (or raises `synchronous_commit` inside it).
+   */
+  readonly replica?: ReplicaGuard | undefined;
+}
+
+/** The door's claim transactions, held for the standby by `replica` (undefined: off). */
+export function withReplica<Tx>(
+  transactions: ClaimTransactions<Tx>,
+  replica: ReplicaGuard | undefined,
+): ClaimTransactions<Tx> {
+  if (replica === undefined) return transactions;
+  return {
+    get hardStop() {
+      return transactions.hardStop;
+    },
+    claimBegins: transactions.claimBegins,
+    open: (key) => transactions.open(key),
+    replica,
+  };
 }
 
 /** Where a door's claim statements run, and how they must be sent (see ClaimPlan.claim). */

@@ -1,13 +1,14 @@
 import { HandlerTimeoutError, ShutdownError } from '../errors.js';
 import { guardedCall } from '../guarded-call.js';
-import type {
-  ClaimSession,
-  ClaimTransaction,
-  ClaimTransactions,
-  FailedAttempt,
-  Released,
-  TransactionEnd,
-  WorkResult,
+import {
+  infra,
+  type ClaimSession,
+  type ClaimTransaction,
+  type ClaimTransactions,
+  type FailedAttempt,
+  type Released,
+  type TransactionEnd,
+  type WorkResult,
 } from './claim-transaction.js';
 
 // The claim transaction's sequence, once for the three doors (the consumer's runner, its
@@ -92,9 +93,29 @@ export function driveTransaction<C, V extends { kind: string }, Tx>(
 ): Promise<V | FailedAttempt | Released> {
   return steps.step<V | FailedAttempt | Released>(
     'transaction',
-    () => transaction(transactions, plan, steps),
+    () => heldForReplica(transactions, plan, steps),
     failureOf,
   );
+}
+
+/**
+ * `replicaSafe`: the verdict is held until the standby has every commit made before the
+ * transaction opened, its own included, so that what the door then says (ack, answer)
+ * survives a failover; a duplicate's too, since the claim it found may be as fresh. Not
+ * confirmed (hold): the verdict becomes an unknown COMMIT, settled by the redelivery.
+ */
+async function heldForReplica<C, V extends { kind: string }, Tx>(
+  transactions: ClaimTransactions<Tx>,
+  plan: ClaimPlan<C, V, Tx>,
+  steps: Steps,
+): Promise<V | FailedAttempt | Released> {
+  const replica = transactions.replica;
+  if (replica === undefined) return transaction(transactions, plan, steps);
+  const ticket = replica.begin();
+  const verdict = await transaction(transactions, plan, steps);
+  if (verdict.kind === 'failed' || verdict.kind === 'released') return verdict;
+  const unconfirmed = await replica.confirm(ticket, plan.key);
+  return unconfirmed === undefined ? verdict : infra(unconfirmed);
 }
 
 async function transaction<C, V extends { kind: string }, Tx>(
@@ -133,6 +154,17 @@ async function transaction<C, V extends { kind: string }, Tx>(
       return released(plan.key);
     }
     const { xid } = next;
+    const synchronousCommit = transactions.replica?.synchronousCommit;
+    if (synchronousCommit !== undefined) {
+      try {
+        // This transaction's COMMIT only waits for the synchronous standbys.
+        await conn.client.query(`SELECT set_config('synchronous_commit', $1, true)`, [
+          synchronousCommit,
+        ]);
+      } catch (cause) {
+        return await conn.claimFailed(cause, plan.claimWaitMs);
+      }
+    }
     const started = performance.now();
     const work = await steps.step('handler', () => plan.work(conn, xid), workFailure);
     if (work.kind === 'done') {
