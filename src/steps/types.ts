@@ -121,7 +121,7 @@ export interface FlowStoreOptions {
   leaseMs?: number;
   /** Apply the table's migrations before the first flow (default true). */
   migrate?: boolean;
-  /** Default: the library's console logger at `warn`. */
+  /** Where the runner says what went wrong. Default: silent. */
   logger?: Logger;
 }
 
