@@ -32,6 +32,8 @@ export class FlowDrive<I> {
   private readonly abort = new AbortController();
   /** The next step's position (replayed ones included). */
   private position = 0;
+  /** Steps the row holds as this owner knows it (replayed and recorded by it). */
+  private held = 0;
   private inStep = false;
   /** Why the run must stop, whatever the function does with the error it was thrown. */
   private stop: EffectivelyOnceError | undefined;
@@ -98,7 +100,7 @@ export class FlowDrive<I> {
       };
     }
     try {
-      await this.store.storeAnswer(this.mark, this.position, checked, this.abort.signal);
+      await this.store.storeAnswer(this.mark, this.held, checked, this.abort.signal);
     } catch (error) {
       return { kind: 'stopped', error: asStop(error) };
     }
@@ -133,7 +135,7 @@ export class FlowDrive<I> {
     const turn = this.enter(name, 'step');
     if (turn.kind === 'replay') return turn.value as T;
     try {
-      return await this.store.recordStep(
+      const value = await this.store.recordStep(
         this.mark,
         turn.position,
         { name, kind: 'step' },
@@ -143,6 +145,8 @@ export class FlowDrive<I> {
         },
         this.abort.signal,
       );
+      this.held++;
+      return value;
     } catch (error) {
       throw this.failed(name, error);
     } finally {
@@ -165,13 +169,15 @@ export class FlowDrive<I> {
         work(derivedKey(this.id.scope, this.id.key, this.flow.name, name), signal),
       );
       const recorded = this.roundTrip<T>(name, value);
-      return await this.store.recordStep(
+      const result = await this.store.recordStep(
         this.mark,
         turn.position,
         { name, kind: 'call' },
         () => Promise.resolve(recorded),
         this.abort.signal,
       );
+      this.held++;
+      return result;
     } catch (error) {
       throw this.failed(name, error);
     } finally {
@@ -215,6 +221,7 @@ export class FlowDrive<I> {
         );
         throw this.stop;
       }
+      this.held++;
       return {
         kind: 'replay',
         value: entry.result === null ? undefined : JSON.parse(entry.result),

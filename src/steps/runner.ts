@@ -34,12 +34,13 @@ export function createFlowRunner(options: FlowStoreOptions): FlowRunner {
   return new Runner(options);
 }
 
-class Runner implements FlowRunner {
+/** The runner; the completer also resumes keys by their row alone (`resume`). */
+export class Runner implements FlowRunner {
   private readonly store: FlowStore;
   private readonly settings: RunnerSettings;
   private ready: Promise<void> | undefined;
 
-  constructor(private readonly options: FlowStoreOptions) {
+  constructor(readonly options: FlowStoreOptions) {
     if (typeof options?.pool?.query !== 'function')
       throw new ConfigurationError('pool', 'must be a pg Pool');
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -64,15 +65,65 @@ class Runner implements FlowRunner {
       await this.prepare();
       return await this.claimAndDrive(flow, start);
     } catch (error) {
-      if (error instanceof EffectivelyOnceError && error.retryable)
-        return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
-      if (error instanceof EffectivelyOnceError) return { kind: 'refused', error };
-      return {
-        kind: 'retry',
-        error: new DatabaseError('flow', error),
-        retryAfterMs: RETRY_AFTER_MS,
-      };
+      return this.failedRun(error);
     }
+  }
+
+  /**
+   * Takes over an abandoned key (unfinished, lease expired) with its recorded input,
+   * origin and fingerprint, and drives it to its answer: the completer's way in. Undefined
+   * when there was nothing to take over (finished, live, or gone meanwhile).
+   */
+  async resume(
+    flow: Flow<unknown>,
+    scope: string,
+    key: string,
+    signal: AbortSignal,
+  ): Promise<FlowOutcome | undefined> {
+    try {
+      await this.prepare();
+      const row = await this.store.read(scope, key);
+      if (row === undefined || row.answer !== undefined || row.live || row.flow !== flow.name)
+        return undefined;
+      if ((row.version ?? undefined) !== flow.version)
+        return {
+          kind: 'refused',
+          error: new FlowStepsChangedError(flow.name, key, 'recorded under another version', {
+            recorded: row.version ?? '(none)',
+            requested: flow.version ?? '(none)',
+          }),
+        };
+      const id: FlowIdentity = {
+        scope,
+        key,
+        flow: flow.name,
+        version: flow.version,
+        origin: row.origin,
+        fingerprint: row.fingerprint,
+      };
+      const taken = await this.store.takeOver(id);
+      if (taken === undefined) return undefined;
+      return await this.drive(
+        flow,
+        id,
+        { scope, key, input: undefined, signal },
+        { fence: taken.fence, steps: taken.steps, input: taken.input, resumed: true },
+      );
+    } catch (error) {
+      return this.failedRun(error);
+    }
+  }
+
+  /** Unfinished keys of `names` whose lease expired. */
+  abandoned(names: readonly string[], limit: number): ReturnType<FlowStore['abandoned']> {
+    return this.store.abandoned(names, limit);
+  }
+
+  private failedRun(error: unknown): FlowOutcome {
+    if (error instanceof EffectivelyOnceError && error.retryable)
+      return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
+    if (error instanceof EffectivelyOnceError) return { kind: 'refused', error };
+    return { kind: 'retry', error: new DatabaseError('flow', error), retryAfterMs: RETRY_AFTER_MS };
   }
 
   private prepare(): Promise<void> {
