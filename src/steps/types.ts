@@ -100,8 +100,11 @@ export interface FlowOptions {
 export interface Flow<I = unknown> {
   /** The stable name it is recorded under: never rename a flow with keys in flight. */
   readonly name: string;
+  /** See {@link FlowOptions.version}. */
   readonly version: string | undefined;
+  /** The flow's function. */
   readonly fn: FlowFunction<I>;
+  /** See {@link FlowOptions.finalError} (the default filled in). */
   readonly finalError: FinalErrorClassifier;
 }
 
