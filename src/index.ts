@@ -30,6 +30,36 @@ export type {
   TelemetryStepScope,
 } from './consumer/telemetry.js';
 export {
+  createFlowRunner,
+  createStepsCompleter,
+  defaultFinalError,
+  defineFlow,
+  derivedKey,
+  flowHandler,
+  DEFAULT_FLOWS_TABLE,
+  FlowFencedError,
+  FlowKeyReusedError,
+  FlowStepsChangedError,
+  StepFailedError,
+  StepResultNotJsonError,
+} from './steps/index.js';
+export type {
+  FinalErrorClassifier,
+  Flow,
+  FlowAnswer,
+  FlowFunction,
+  FlowHandlerOptions,
+  FlowOptions,
+  FlowOutcome,
+  FlowRun,
+  FlowRunner,
+  FlowStart,
+  FlowStoreOptions,
+  StepsCompleter,
+  StepsCompleterOptions,
+  StepsRouteOptions,
+} from './steps/index.js';
+export {
   EffectivelyOnceError,
   ConfigurationError,
   InvalidKeyError,

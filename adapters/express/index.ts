@@ -261,3 +261,4 @@ function parseBody(bytes: Uint8Array, contentType: string | undefined): unknown 
   if (type.startsWith('text/')) return buffer.toString('utf8');
   return buffer;
 }
+export { stepsExpress } from './steps.js';

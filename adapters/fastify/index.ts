@@ -368,3 +368,4 @@ function isBufferedExecutor(
 ): idempotency is Idempotency<unknown> & BufferedExecutor<unknown> {
   return typeof (idempotency as Partial<BufferedExecutor>)[executeBuffered] === 'function';
 }
+export { stepsFastify } from './steps.js';

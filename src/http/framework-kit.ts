@@ -29,3 +29,4 @@ export {
 } from './node-bridge.js';
 export { decodeRequest, withoutEncoding } from './request-encoding.js';
 export { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
+export type { Flow, StepsRouteOptions } from '../steps/types.js';

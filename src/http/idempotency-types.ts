@@ -10,6 +10,7 @@ import type { IdempotencyContext, IdempotentHandler } from './context.js';
 import type { FingerprintMode } from './fingerprint.js';
 import type { PruneKeysOptions } from './store.js';
 import type { WebhookHandler, WebhookOptions } from './webhooks.js';
+import type { Flow, StepsRouteOptions } from '../steps/types.js';
 
 /** Per-request settings that replace the endpoint's (adapters and webhooks use them). */
 export interface RequestOverrides {
@@ -160,6 +161,20 @@ export interface Idempotency<Tx = PoolClient> extends Observable<
     options: WebhookOptions,
     handler: WebhookHandler<Tx>,
   ): (request: Request) => Promise<Response>;
+  /**
+   * A fetch-style endpoint that runs `flow` (see defineFlow) under the request's
+   * Idempotency-Key: its input (default the JSON body) is recorded at the first claim,
+   * each step's result as it completes; a retry resumes after the last recorded step
+   * (once the first owner's lease expired; while it is live, it waits up to
+   * `lockTimeoutMs`, then 409), a finished key replays its stored answer
+   * (`Idempotent-Replayed: true`), and a key reused with another request is refused
+   * (422). A transient step failure answers 503 + Retry-After, the recovery point kept.
+   *
+   * ```ts
+   * const route = idempotency.steps(charge); // (request: Request) => Promise<Response>
+   * ```
+   */
+  steps<I>(flow: Flow<I>, options?: StepsRouteOptions<I>): (request: Request) => Promise<Response>;
   /** As `handle`, but tells a throw of the user's code apart (for adapters). Never rejects. */
   execute(
     request: Request,

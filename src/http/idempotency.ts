@@ -47,6 +47,8 @@ import {
 import { databaseUnavailable, handlerFailedResponse, problemResponse } from './problem.js';
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import { checkMigratedAtStart } from '../store/migrator.js';
+import { stepsEndpoint, type StepsHost } from '../steps/http-door.js';
+import type { Flow, StepsRouteOptions } from '../steps/types.js';
 import {
   idempotencyKeyTables,
   KeyStatements,
@@ -137,6 +139,22 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   ): (request: Request) => Promise<Response> {
     checkWebhookOptions(options);
     return this.handler(asIdempotentHandler(handler), { webhook: options });
+  }
+
+  steps<I>(
+    flow: Flow<I>,
+    options: StepsRouteOptions<I> = {},
+  ): (request: Request) => Promise<Response> {
+    const host: StepsHost = {
+      cfg: this.cfg,
+      hardStop: this.hardStop.signal,
+      track: (running) => {
+        this.inFlight.add(running);
+        void running.finally(() => this.inFlight.delete(running));
+      },
+      closing: () => this.closing !== undefined,
+    };
+    return stepsEndpoint(host, flow, options);
   }
 
   async handle(

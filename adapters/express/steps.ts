@@ -1,0 +1,53 @@
+/** Steps on Express: a flow as an Express route handler, over the web core's `idempotency.steps`. */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+
+import {
+  nodeHeaders,
+  requestUrl,
+  webRequest,
+  type Flow,
+  type Idempotency,
+  type StepsRouteOptions,
+} from '../../src/http/framework-kit.js';
+
+/**
+ * An Express 5 route that runs `flow` under the request's Idempotency-Key (see
+ * `Idempotency.steps`): the flow's input is the parsed JSON body by default, the
+ * answer its final (stored, replayed) answer. Mount it without a body parser in front,
+ * or after `express.raw()`; a body `express.json()` already parsed is re-serialised
+ * for the fingerprint (then give the endpoint `fingerprint: 'json'`).
+ *
+ * ```ts
+ * app.post('/charges', stepsExpress(idempotency, charge));
+ * ```
+ */
+export function stepsExpress<I>(
+  idempotency: Pick<Idempotency<unknown>, 'steps'>,
+  flow: Flow<I>,
+  options: StepsRouteOptions<I> = {},
+): RequestHandler {
+  const endpoint = idempotency.steps(flow, options);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const url = requestUrl(req.protocol, req.get('host'), req.originalUrl);
+    const request = webRequest(url, req.method, req.headers, bodyOf(req));
+    void endpoint(request).then(
+      async (response) => {
+        const bytes = new Uint8Array(await response.arrayBuffer());
+        res.status(response.status);
+        for (const [name, value] of Object.entries(nodeHeaders(response)))
+          if (value !== undefined) res.setHeader(name, value);
+        res.end(Buffer.from(bytes));
+      },
+      (error: unknown) => next(error),
+    );
+  };
+}
+
+/** The request's body as bytes a web Request can carry: the stream, or what a parser left. */
+function bodyOf(req: Request): Uint8Array | Request {
+  const parsed: unknown = (req as { body?: unknown }).body;
+  if (Buffer.isBuffer(parsed)) return parsed;
+  if (typeof parsed === 'string') return Buffer.from(parsed, 'utf8');
+  if (parsed !== undefined && req.readableEnded) return Buffer.from(JSON.stringify(parsed), 'utf8');
+  return req;
+}

@@ -1,0 +1,47 @@
+/** Steps on Fastify: a flow as a Fastify route handler, over the web core's `idempotency.steps`. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+import {
+  nodeHeaders,
+  requestUrl,
+  webRequest,
+  type Flow,
+  type Idempotency,
+  type StepsRouteOptions,
+} from '../../src/http/framework-kit.js';
+
+/**
+ * A Fastify 5 route handler that runs `flow` under the request's Idempotency-Key (see
+ * `Idempotency.steps`). Fastify parses the JSON body; it is re-serialised for the
+ * request's fingerprint (give the endpoint `fingerprint: 'json'` if clients may
+ * re-serialise it between retries). Inside a scope where `idempotencyPlugin` wraps
+ * routes, opt the route out with `config: { idempotency: false }`: the flow keeps its
+ * own record.
+ *
+ * ```ts
+ * app.post('/charges', { config: { idempotency: false } }, stepsFastify(idempotency, charge));
+ * ```
+ */
+export function stepsFastify<I>(
+  idempotency: Pick<Idempotency<unknown>, 'steps'>,
+  flow: Flow<I>,
+  options: StepsRouteOptions<I> = {},
+): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
+  const endpoint = idempotency.steps(flow, options);
+  return async (request, reply) => {
+    const url = requestUrl(request.protocol, request.host, request.url);
+    const response = await endpoint(
+      webRequest(url, request.method, request.headers, bodyOf(request.body)),
+    );
+    const bytes = Buffer.from(await response.arrayBuffer());
+    return reply.code(response.status).headers(nodeHeaders(response)).send(bytes);
+  };
+}
+
+/** What Fastify parsed, as bytes again. */
+function bodyOf(body: unknown): Uint8Array | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (Buffer.isBuffer(body)) return body;
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  return Buffer.from(JSON.stringify(body), 'utf8');
+}
