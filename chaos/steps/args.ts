@@ -26,7 +26,7 @@ export interface StepsChaosArgs {
   kills: number;
   /** Postgres crash-restarts. */
   pgRestarts: number;
-  /** Operations whose first provider calls meet a fault (timeout, 5xx, dropped answer, reset). */
+  /** Operations whose first provider calls meet a fault (timeout, 5xx before / after applying, dropped answer). */
   providerFaults: number;
   /** Shares of client exchanges the proxy in front of the server drops, resets or delays. */
   drop: number;
@@ -62,8 +62,8 @@ Postgres crash-restarted; the completer finishing what no client comes back for.
                       recorded) and at a random moment (default 6)
   --pg-restarts R     Postgres crash-restarts (default 1)
   --provider-faults F operations whose first 1-2 provider calls meet a fault, spread
-                      over timeout, 5xx, dropped answer (applied, answer lost) and
-                      reset (never arrived) (default N/100)
+                      over timeout (applied, answered late), 5xx before applying, 5xx
+                      after applying and a dropped answer (applied) (default N/100)
   --drop F            share of client exchanges whose response is dropped (default 0.05)
   --reset F           share reset before the request arrives (default 0.03)
   --delay F           share held past the client's attempt timeout (default 0.02)

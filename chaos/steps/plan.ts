@@ -3,13 +3,13 @@ import type { Call } from '../http/clients.js';
 
 /**
  * How a provider call of a faulty operation fails (its first 1-2 calls; then the
- * provider answers normally):
- * - `timeout`: the answer is held past the flow's call timeout (the charge was applied);
- * - `5xx`: the provider answers 503 without applying anything;
- * - `dropped`: the provider applies the charge and the answer is lost on the way back;
- * - `reset`: the connection is reset before the request arrives (nothing applied).
+ * provider answers normally, and a key it applied is answered from its record):
+ * - `timeout`: applied, the answer held past the flow's call timeout;
+ * - `5xx-before`: 503, nothing applied;
+ * - `5xx-after`: applied, then 500 (the flow cannot tell it applied);
+ * - `dropped`: applied, the connection closed without an answer.
  */
-export const PROVIDER_FAULT_KINDS = ['timeout', '5xx', 'dropped', 'reset'] as const;
+export const PROVIDER_FAULT_KINDS = ['timeout', '5xx-before', '5xx-after', 'dropped'] as const;
 export type ProviderFaultKind = (typeof PROVIDER_FAULT_KINDS)[number];
 
 /** What the client sends: the same bytes on every attempt of one operation. */

@@ -16,7 +16,7 @@ import {
   type StepsCheckInput,
 } from '../../../chaos/steps/checker.js';
 import type { DbEffects } from '../../../chaos/steps/db.js';
-import { planOperations, type Operation } from '../../../chaos/steps/plan.js';
+import { planOperations, PROVIDER_FAULT_KINDS, type Operation } from '../../../chaos/steps/plan.js';
 
 const OPTIONS = {
   operations: 40,
@@ -105,7 +105,7 @@ describe('the steps chaos plan', () => {
     expect(faulty).toHaveLength(8);
     expect(faulty.some((o) => o.body.card === 'declined')).toBe(false);
     expect(new Set(faulty.map((o) => o.providerFault?.kind))).toEqual(
-      new Set(['timeout', '5xx', 'dropped', 'reset']),
+      new Set(PROVIDER_FAULT_KINDS),
     );
     expect(ops.some((o) => o.abandoned && o.duplicated)).toBe(false);
   });
