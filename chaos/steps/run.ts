@@ -178,8 +178,9 @@ export async function runStepsChaos(args: StepsChaosArgs): Promise<StepsRunResul
     const charges = provider.charges();
     const flows = await readFlows(pool, schema);
     const digest = await effectsDigest(pool, schema);
-    // The last incarnation is up: each operation with a key row once more, straight to it.
-    const rows = new Set(flows.map((f) => f.key));
+    // The last incarnation is up: each finished operation once more, straight to it (an
+    // unfinished one is counted as such; resuming it here would hide what was left).
+    const rows = new Set(flows.filter((f) => f.status !== null).map((f) => f.key));
     const replayed = await replayAll(
       ops.filter((o) => rows.has(o.key)).map(operationCall),
       { payments: `http://127.0.0.1:${port}`, faults: `http://127.0.0.1:${port}` },
