@@ -57,9 +57,9 @@ Postgres crash-restarted; the completer finishing what no client comes back for.
   --abandon R         share of operations sent once by a client that never retries,
                       0 to 0.5: the completer must finish them (default 0.1)
   --declines D        operations whose card the provider declines (default N/50, >= 2)
-  --kills K           server SIGKILLs, alternately right after a step boundary (a DB
-                      step committed, a provider call answered before its result is
-                      recorded) and at a random moment (default 6)
+  --kills K           server SIGKILLs, alternately at a flow boundary (inside a DB step
+                      before its COMMIT, a DB step committed, a provider call answered
+                      before its result is recorded) and at a random moment (default 6)
   --pg-restarts R     Postgres crash-restarts (default 1)
   --provider-faults F operations whose first 1-2 provider calls meet a fault, spread
                       over timeout (applied, answered late), 5xx before applying, 5xx

@@ -27,11 +27,12 @@ export interface OrderFlowDeps {
   /** Per provider request: past it the call fails transiently. */
   callTimeoutMs: number;
   /**
-   * Told at each boundary, with the operation's key: `order` (the step committed),
+   * Told at each boundary, with the operation's key: `in-order` (inside the step, its
+   * INSERT done, before its COMMIT), `order` (the step committed),
    * `charge` (the provider answered, its result not recorded yet), `record` (the last
    * step committed, the answer maybe not stored yet). The armed kills land there.
    */
-  boundary(point: 'order' | 'charge' | 'record', key: string): void;
+  boundary(point: 'in-order' | 'order' | 'charge' | 'record', key: string): void;
 }
 
 /** The flow's function. */
@@ -42,6 +43,7 @@ export function orderFlow(deps: OrderFlowDeps) {
         'INSERT INTO orders (op, customer_id, amount_cents) VALUES ($1, $2, $3) RETURNING id',
         [input.op, input.customerId, input.amountCents],
       );
+      deps.boundary('in-order', run.key);
       return { id: rows[0]?.id ?? '?' };
     });
     deps.boundary('order', run.key);
