@@ -161,6 +161,7 @@ export async function runStepsBench(argv: string[]): Promise<void> {
           const problems: string[] = [];
           if (result.non2xx > 0) problems.push(`${result.non2xx} non-2xx answers`);
           if (result.errors > 0) problems.push(`${result.errors} errors`);
+          if (ok === 0) problems.push('no answer in the run: nothing measured');
           const orders = after.orders - before.orders;
           const charged = after.charged - before.charged;
           // One order per first execution (up to one per connection in flight at the end, uncounted).
