@@ -6,7 +6,7 @@
  * (a,b,c,d,e,f, a,b,c,...), each in a fresh process against a fresh queue/topic and
  * empty tables, and writes `<out>/latest-<broker>.{json,md}`. See bench/README.md.
  * `--http` runs the HTTP bench instead (bench/http/main.ts); `--http-sql` its SQL alone under
- * pgbench (bench/http/sql-ceiling.ts).
+ * pgbench (bench/http/sql-ceiling.ts); `--http --steps` the cost per step (bench/http/steps.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -166,6 +166,10 @@ async function main(): Promise<void> {
   if (process.argv.includes('--http-sql')) {
     const { runHttpSqlCeiling } = await import('./http/sql-ceiling.js');
     return runHttpSqlCeiling(process.argv.slice(2));
+  }
+  if (process.argv.includes('--http') && process.argv.includes('--steps')) {
+    const { runStepsBench } = await import('./http/steps.js');
+    return runStepsBench(process.argv.slice(2));
   }
   if (process.argv.includes('--http')) {
     const { runHttpBench } = await import('./http/main.js');

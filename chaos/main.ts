@@ -1,5 +1,5 @@
 /**
- * The chaos harness: `tsx chaos/main.ts [--target consumer|http|outbox] [options]`. Each
+ * The chaos harness: `tsx chaos/main.ts [--target consumer|http|outbox|steps] [options]`. Each
  * target is a door of the library under its own faults (`--target T --help` lists
  * them); Postgres failovers (`--failovers N`, chaos/failover/) are a fault every target
  * takes. Prints one `chaos: ...` line on stdout (the progress log goes to stderr) and
@@ -45,6 +45,22 @@ const TARGETS: Record<string, () => Promise<Target>> = {
         const result = await runHttpChaos(args.parseHttpChaosArgs(argv));
         console.log(summary.httpSummaryLine(result));
         return summary.httpExitCode(result);
+      },
+    };
+  },
+  /** Steps with recovery points: a flow's DB steps and provider call under kills: chaos/steps/. */
+  steps: async () => {
+    const [args, { runStepsChaos }, summary] = await Promise.all([
+      import('./steps/args.js'),
+      import('./steps/run.js'),
+      import('./steps/summary.js'),
+    ]);
+    return {
+      usage: args.stepsUsage,
+      run: async (argv) => {
+        const result = await runStepsChaos(args.parseStepsChaosArgs(argv));
+        console.log(summary.stepsSummaryLine(result));
+        return summary.stepsExitCode(result);
       },
     };
   },

@@ -26,17 +26,26 @@ export function startServer(
   profileDir: string | null,
   /** `POST /eo` through this data layer (server.ts); absent: the door's own pg client. */
   dataLayer?: LayerName,
+  /**
+   * Another server script printing the same first line (default ./server.ts), its extra
+   * env, and `fromSource`: the library from src/ through tsconfig's paths, no build
+   * needed (smoke runs only: its figures are not the compiled library's).
+   */
+  other: { entry?: string; env?: Record<string, string>; fromSource?: boolean } = {},
 ): Promise<{ port: number; child: ChildProcess }> {
-  const entry = fileURLToPath(new URL('./server.ts', import.meta.url));
+  const entry = other.entry ?? fileURLToPath(new URL('./server.ts', import.meta.url));
   const profile = profileDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', entry], {
     env: {
       ...process.env,
-      TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.dist.json', import.meta.url)),
+      ...(other.fromSource === true
+        ? {}
+        : { TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.dist.json', import.meta.url)) }),
       BENCH_DATABASE_URL: url,
       BENCH_SCHEMA: schema,
       BENCH_POOL: String(pool),
       ...(dataLayer === undefined ? {} : { BENCH_DATA_LAYER: dataLayer }),
+      ...other.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -46,7 +55,7 @@ export function startServer(
     );
     createInterface({ input: child.stdout }).once('line', (line) => {
       const { port, library } = JSON.parse(line) as { port: number; library: string };
-      if (!library.includes('/dist/')) {
+      if (!library.includes('/dist/') && other.fromSource !== true) {
         child.kill('SIGTERM');
         reject(new Error(`bench server loaded the library from ${library}, not the build`));
       } else resolve({ port, child });

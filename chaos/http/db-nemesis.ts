@@ -23,7 +23,7 @@ export class DatabaseNemesis {
 
   constructor(
     private readonly rng: Rng,
-    args: HttpChaosArgs,
+    args: Pick<HttpChaosArgs, 'payments' | 'pgTerminations' | 'pgRestarts' | 'failovers'>,
     private readonly services: ChaosServices,
     private readonly pool: pg.Pool,
     private readonly committed: () => number,

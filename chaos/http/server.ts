@@ -39,6 +39,10 @@ export interface SupervisorOptions {
   kills: PlannedKill[];
   /** The handler-fault routes' port (child.ts), the same for every incarnation; 0: none. */
   faultPort: number;
+  /** Another server script speaking kit/payments' child protocol (default ./child.ts). */
+  entry?: string;
+  /** More environment for every incarnation. */
+  env?: Record<string, string>;
   rng: Rng;
   log: (line: string) => void;
 }
@@ -163,12 +167,13 @@ export class ServerSupervisor {
         schema: this.options.schema,
         port: this.port,
         killAfterCommits: next?.mode === 'after-commit' ? next.afterCommits : 0,
-        entry: fileURLToPath(new URL('./child.ts', import.meta.url)),
+        entry: this.options.entry ?? fileURLToPath(new URL('./child.ts', import.meta.url)),
         env: {
           EO_CHAOS_FAULT_PORT: String(this.options.faultPort),
           ...(this.options.dataLayer === 'pg'
             ? {}
             : { EO_CHAOS_DATA_LAYER: this.options.dataLayer }),
+          ...this.options.env,
         },
       });
       this.spawned++;
