@@ -309,7 +309,7 @@ export class ReplicaUnseenError extends EffectivelyOnceError {
  * A commit (or the committed row a duplicate found) could not be confirmed on the standby:
  * it fell behind past `maxWaitMs` under `onLag: 'hold'`, or the connection that watches it
  * was lost (the primary may have changed). Found as the cause of a
- * {@link CommitUnknownError}: the outward step is withheld and the redelivery (or the
+ * `CommitUnknownError`: the outward step is withheld and the redelivery (or the
  * client's retry) settles it.
  */
 export class ReplicaUnconfirmedError extends EffectivelyOnceError {

@@ -91,11 +91,13 @@ export interface KyselyLayerOptions {
 
 /** A pg `Pool`, as far as the bridge uses it: its `acquire` event (pg-pool's, on every checkout). */
 export interface KyselyPgPool {
+  /** pg-pool's checkout event, where the bridge adds its 'error' listener. */
   on(event: 'acquire', listener: (client: KyselyPgClient) => void): unknown;
 }
 
 /** A pg client, as far as the bridge uses it: its `error` event. */
 export interface KyselyPgClient {
+  /** pg's client error event: a lost connection, seen while no query runs. */
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 

@@ -46,6 +46,7 @@ export interface ReplicaWaitOptions {
  * named in `synchronous_standby_names`. `level` `flush` → `on`, `apply` → `remote_apply`.
  */
 export interface ReplicaSyncCommitOptions {
+  /** Selects this mode (the default mode is the LSN wait). */
   mode: 'synchronous-commit';
   /** Default `'flush'`. */
   level?: ReplicaLevel;

@@ -9,6 +9,7 @@ export type ReplicaState = 'streaming' | 'lagging' | 'missing' | 'disconnected';
 
 /** A change of {@link ReplicaState}, for the door's events, logs and health. */
 export interface ReplicaReport {
+  /** Where the standby stands now. */
   state: ReplicaState;
   /** What happened, for a log line. */
   detail: string;
