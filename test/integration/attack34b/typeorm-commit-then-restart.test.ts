@@ -28,12 +28,16 @@ describe('attack34b: TypeORM commitTransaction() + startTransaction() in a handl
   });
 
   it('never acks the delivery with its effect lost', async () => {
+    const refusals: unknown[] = [];
     const source = await consumers.start<EntityManager>(
       'own-commit',
       typeormLayer(dataSource),
       async (m, ctx) => {
         const runner = ctx.tx.queryRunner!;
-        await runner.commitTransaction();
+        await runner.commitTransaction().catch((error: unknown) => {
+          refusals.push(error);
+          throw error;
+        });
         await runner.startTransaction();
         await ctx.tx
           .getRepository(LayerEffectEntity)
@@ -42,9 +46,20 @@ describe('attack34b: TypeORM commitTransaction() + startTransaction() in a handl
     );
 
     const first = await source.push({ key: 'ck-1', body: { amount: 7 }, attempt: 1 });
-    if (!first.calls.includes('ack'))
-      await source.push({ key: 'ck-1', body: { amount: 7 }, attempt: 2 });
+    const second = first.calls.includes('ack')
+      ? first
+      : await source.push({ key: 'ck-1', body: { amount: 7 }, attempt: 2 });
+    const acked = second.calls.includes('ack');
     // Acked (now or on the redelivery): the message is gone, so its effect must be there.
-    expect(await effects(db, 'ck-1')).toEqual(['ck-1-order']);
+    // Not acked: the handler's own COMMIT was refused, and nothing of it committed.
+    expect({ acked, effects: await effects(db, 'ck-1') }).toEqual({
+      acked,
+      effects: acked ? ['ck-1-order'] : [],
+    });
+    if (!acked)
+      expect(refusals.map((e) => (e as { code?: unknown }).code)).toEqual([
+        'EO_TX_CONTROL',
+        'EO_TX_CONTROL',
+      ]);
   });
 });
