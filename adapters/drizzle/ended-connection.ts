@@ -1,4 +1,5 @@
 import { TransactionControlError } from '../../src/errors.js';
+import { isTransactionControl } from '../../src/tx/guard.js';
 
 /** The part of Drizzle's node-postgres session this reads and replaces. */
 interface NodePgSessionLike {
@@ -22,6 +23,11 @@ function textOf(query: unknown): string | undefined {
  * session (its own for a Pool-backed `db`, created per transaction) that, once
  * {@link EndedConnection.end} was called, refuses every statement but Drizzle's own
  * COMMIT and ROLLBACK with a TransactionControlError; the other members (release) pass.
+ * Before that, while the handler runs, it refuses the statements that would end the
+ * claim's transaction under it (`tx.execute(sql\`ROLLBACK\`)`: the effect would then
+ * autocommit without the claim, applied again by the retry), as the pg door does.
+ * Drizzle's BEGIN was sent before the stand-in is installed, its COMMIT/ROLLBACK come
+ * after `end()`, and a nested `tx.transaction(…)` sends savepoints, which pass.
  *
  * A `db` over one `pg.Client` runs its transactions on the database's own session, which
  * the app keeps using: it is left alone, and a late statement there runs on that client
@@ -37,18 +43,21 @@ export class EndedConnection {
     const client = own.client as Record<string | symbol, unknown>;
     const query = client['query'];
     if (typeof query !== 'function') return;
-    const refuse = () =>
-      Promise.reject(
-        new TransactionControlError(
-          "the claim's transaction is over: a statement sent on ctx.tx after the handler returned is refused",
-          { layer: 'drizzle' },
-        ),
-      );
+    const refuse = (message: string) =>
+      Promise.reject(new TransactionControlError(message, { layer: 'drizzle' }));
     own.client = new Proxy(client, {
       get: (target, property) => {
         if (property !== 'query') return target[property];
         return (...args: unknown[]) => {
-          if (this.ended && !ENDINGS.test(textOf(args[0]) ?? '')) return refuse();
+          const text = textOf(args[0]) ?? '';
+          if (this.ended && !ENDINGS.test(text))
+            return refuse(
+              "the claim's transaction is over: a statement sent on ctx.tx after the handler returned is refused",
+            );
+          if (!this.ended && isTransactionControl(text))
+            return refuse(
+              'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
+            );
           return Reflect.apply(query, target, args) as unknown;
         };
       },

@@ -1,8 +1,10 @@
 import type { QueryRunner } from 'typeorm';
 import { TransactionControlError } from '../../src/errors.js';
+import { isTransactionControl } from '../../src/tx/guard.js';
 
 /** The query runner's methods that end (or leave) the transaction they run on. */
-type Control = 'commitTransaction' | 'rollbackTransaction' | 'startTransaction' | 'release';
+type Control =
+  'commitTransaction' | 'rollbackTransaction' | 'startTransaction' | 'release' | 'query';
 
 /**
  * While the handler runs, refuses the calls on the claim's query runner that would end
@@ -12,7 +14,11 @@ type Control = 'commitTransaction' | 'rollbackTransaction' | 'startTransaction' 
  * acked, the rest lost), the second lets every later statement autocommit outside the
  * claim (applied again on each redelivery). Refused, the handler's attempt fails and
  * nothing of it commits. Nested `tx.transaction(…)` (savepoints, depth 2 and more) and
- * `startTransaction()` inside the claim (a savepoint) pass. Returns the function that
+ * `startTransaction()` inside the claim (a savepoint) pass. A raw statement that ends
+ * the transaction (`tx.query('ROLLBACK')`, every `query` of the runner is checked as
+ * the pg door checks its own) is refused before it is sent; TypeORM's own savepoint
+ * statements pass, its START TRANSACTION was sent before the guard and its COMMIT or
+ * ROLLBACK comes after the guard is lifted. Returns the function that
  * lifts the guard, which must run before TypeORM's own COMMIT or ROLLBACK and release.
  */
 export function guardTransactionControl(runner: QueryRunner): () => void {
@@ -22,6 +28,7 @@ export function guardTransactionControl(runner: QueryRunner): () => void {
     commitTransaction: runner.commitTransaction.bind(runner),
     rollbackTransaction: runner.rollbackTransaction.bind(runner),
     startTransaction: runner.startTransaction.bind(runner),
+    query: runner.query.bind(runner),
   };
   const refuse = (call: Control): Promise<never> =>
     Promise.reject(
@@ -47,6 +54,16 @@ export function guardTransactionControl(runner: QueryRunner): () => void {
       return original.startTransaction(...args);
     },
     release: () => refuse('release'),
+    query: ((text: string, ...rest: unknown[]) => {
+      if (typeof text === 'string' && isTransactionControl(text))
+        return Promise.reject(
+          new TransactionControlError(
+            'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
+            { sql: text.slice(0, 200) },
+          ),
+        );
+      return Reflect.apply(original.query, runner, [text, ...rest]) as unknown;
+    }) as QueryRunner['query'],
   };
   Object.assign(runner, guarded);
   return () => {
