@@ -44,10 +44,14 @@ function ownCommitThenSlow<Tx>(
       const downstream = new Promise<void>((resolve) => (release = resolve));
       try {
         let runs = 0;
+        const refusals: unknown[] = [];
         const handler = idempotency.handler(async (_request, ctx) => {
           runs++;
           await opened.insertEffect(ctx.tx, { id: ctx.key, door: 'http', amount: 1 });
-          await commit(ctx.tx);
+          await commit(ctx.tx).catch((error: unknown) => {
+            refusals.push(error);
+            throw error;
+          });
           // A slow downstream call, longer than handlerTimeoutMs.
           await downstream;
           return Response.json({ id: ctx.key }, { status: 201 });
@@ -63,19 +67,38 @@ function ownCommitThenSlow<Tx>(
         release();
         const applied = (await effects(db, key)).length;
         const retry = await handler(request());
+        // Applied (the handler's commit went through): never answered as not applied, and
+        // the retry replays. Not applied: the commit was refused (EO_TX_CONTROL) before it
+        // was sent, nothing of either run is kept, and the retry ran afresh.
         expect({
           applied,
           runs,
           first: await first.text(),
           retry: retry.status,
           replayed: retry.headers.get('idempotent-replayed'),
-        }).toEqual({
-          applied: 1,
-          runs: 1,
-          first: expect.not.stringMatching(/not applied|Nothing was applied/i),
-          retry: first.status,
-          replayed: 'true',
-        });
+          after: (await effects(db, key)).length,
+          refused: refusals.map((e) => (e as { code?: unknown }).code),
+        }).toEqual(
+          applied === 1
+            ? {
+                applied: 1,
+                runs: 1,
+                first: expect.not.stringMatching(/not applied|Nothing was applied/i),
+                retry: first.status,
+                replayed: 'true',
+                after: 1,
+                refused: [],
+              }
+            : {
+                applied: 0,
+                runs: 2,
+                first: expect.stringContaining('EO_HANDLER'),
+                retry: first.status,
+                replayed: null,
+                after: 0,
+                refused: ['EO_TX_CONTROL', 'EO_TX_CONTROL'],
+              },
+        );
       } finally {
         release();
         await idempotency.close({ timeoutMs: 2000 });

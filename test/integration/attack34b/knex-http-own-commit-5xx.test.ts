@@ -43,10 +43,14 @@ describe("attack34b: Knex on the request side, the handler's trx.commit() then a
       });
       try {
         let runs = 0;
+        const refusals: unknown[] = [];
         const handler = idempotency.handler(async (_request, ctx) => {
           runs++;
           await ctx.tx('layer_effects').insert({ id: ctx.key, door: 'http', amount: 1 });
-          await ctx.tx.commit();
+          await ctx.tx.commit().catch((error: unknown) => {
+            refusals.push(error);
+            throw error;
+          });
           if (how === 'throws') throw new Error('the downstream call failed');
           return Response.json({ error: 'downstream failed' }, { status: 503 });
         });
@@ -57,19 +61,37 @@ describe("attack34b: Knex on the request side, the handler's trx.commit() then a
         // The effect is applied, with its claim: the first answer must not say that
         // nothing was applied, and the retry gets the first answer again (a replay),
         // never a run of its own nor an error for the key's whole lifetime.
+        // Not applied (trx.commit() refused with EO_TX_CONTROL before it was sent): nothing
+        // of either run is kept, and the retry ran afresh instead of an error for the key.
         expect({
           applied,
           runs,
           first: await first.text(),
           retry: retry.status,
           replayed: retry.headers.get('idempotent-replayed'),
-        }).toEqual({
-          applied: 1,
-          runs: 1,
-          first: expect.not.stringMatching(/Nothing was applied/),
-          retry: first.status,
-          replayed: 'true',
-        });
+          after: (await effects(db, key)).length,
+          refused: refusals.map((e) => (e as { code?: unknown }).code),
+        }).toEqual(
+          applied === 1
+            ? {
+                applied: 1,
+                runs: 1,
+                first: expect.not.stringMatching(/Nothing was applied/),
+                retry: first.status,
+                replayed: 'true',
+                after: 1,
+                refused: [],
+              }
+            : {
+                applied: 0,
+                runs: 2,
+                first: expect.stringContaining('EO_HANDLER'),
+                retry: first.status,
+                replayed: null,
+                after: 0,
+                refused: ['EO_TX_CONTROL', 'EO_TX_CONTROL'],
+              },
+        );
       } finally {
         await idempotency.close({ timeoutMs: 2000 });
       }
