@@ -47,4 +47,24 @@ describe('attack34b: Prisma, the array form of $transaction on ctx.tx', () => {
       effects: await effects(db, 'k-'),
     }).toEqual({ claimed: false, effects: [] });
   });
+
+  it('keeps the callback form a savepoint inside the claim', async () => {
+    const source = await consumers.start<PrismaTx>('nested-cb', opened.layer, async (m, ctx) => {
+      await ctx.tx.$transaction(async (inner) => {
+        await inner.layerEffect.create({
+          data: { id: `${ctx.key}-${ctx.attempt}`, door: 'c', amount: m.amount },
+        });
+      });
+      if (ctx.attempt === 1) throw new Error('downstream failed');
+    });
+    const first = await source.push({ key: 'n', body: { amount: 1 }, attempt: 1 });
+    const afterFirst = await effects(db, 'n-');
+    const second = await source.push({ key: 'n', body: { amount: 1 }, attempt: 2 });
+    expect({
+      first: first.calls,
+      afterFirst,
+      second: second.calls,
+      end: await effects(db, 'n-'),
+    }).toEqual({ first: ['retry'], afterFirst: [], second: ['ack'], end: ['n-2'] });
+  });
 });
