@@ -4,6 +4,7 @@ import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg
 import type { DataLayer, SqlResult, SqlRunner } from '../../src/data-layer.js';
 import { ConfigurationError } from '../../src/errors.js';
 import { rolledBackAtCommit } from '../postgres-js/server-error.js';
+import { EndedConnection } from './ended-connection.js';
 import { drizzleServerError } from './server-error.js';
 import { drizzleStatement } from './statement.js';
 
@@ -119,14 +120,18 @@ export function drizzleLayer<
       };
       try {
         return await db.transaction(async (tx) => {
+          let ended: EndedConnection | undefined;
           if (driver === 'node-postgres') {
             connection = nodePgConnection(tx);
             connection?.on('error', onError);
+            ended = new EndedConnection(tx._.session, db._.session);
           }
-          const value = await body(tx).catch((error: unknown) => {
-            bodyFailed = { error };
-            throw error;
-          });
+          const value = await body(tx)
+            .catch((error: unknown) => {
+              bodyFailed = { error };
+              throw error;
+            })
+            .finally(() => ended?.end());
           bodyResolved = true;
           if (driver === 'node-postgres') await commitChecked(tx);
           return value;

@@ -31,3 +31,25 @@ export function refuseTransactionControl(trx: Knex.Transaction): void {
     }
   });
 }
+
+/**
+ * While the handler runs, refuses its `trx.commit()` and `trx.rollback()` before Knex
+ * sends anything: let through, the first commits the claim with half the effect and Knex
+ * refuses what the handler writes after it (acked, the rest lost); the second makes the
+ * attempt a failure the handler chose in a way the library cannot tell from a lost one.
+ * Refused, the handler's attempt fails (or goes on inside the claim) and nothing of it
+ * commits on its own. Returns the function that lifts the guard, before the bridge's own
+ * `trx.commit()`; a nested `trx.transaction(…)` has its own, unguarded, commit.
+ */
+export function refuseHandlerEnds(trx: Knex.Transaction): () => void {
+  const refuse = (call: 'commit' | 'rollback') => () =>
+    Promise.reject(
+      new TransactionControlError(
+        `trx.${call}() inside the handler would end the claim's transaction; return (or throw) instead`,
+        { call },
+      ),
+    );
+  const original = { commit: trx.commit.bind(trx), rollback: trx.rollback.bind(trx) };
+  Object.assign(trx, { commit: refuse('commit'), rollback: refuse('rollback') });
+  return () => Object.assign(trx, original);
+}

@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import type { DataLayer, SqlResult, SqlRunner } from '../../src/data-layer.js';
 import { TransactionControlError } from '../../src/errors.js';
-import { refuseTransactionControl } from './control-guard.js';
+import { refuseHandlerEnds, refuseTransactionControl } from './control-guard.js';
 import { toKnexRaw } from './placeholders.js';
 
 /**
@@ -84,8 +84,10 @@ async function run<T>(knex: Knex, body: (tx: Knex.Transaction) => Promise<T>): P
   const knexOutcome = settle(
     knex.transaction(async (trx: Knex.Transaction) => {
       refuseTransactionControl(trx);
+      const lift = refuseHandlerEnds(trx);
       bodyOutcome = settle(Promise.resolve().then(() => body(trx)));
       const outcome = await bodyOutcome;
+      lift();
       // The handler's trx.commit()/rollback() already ended it: Knex settled its promise
       // then (before body did) and gave the connection back; what it would send now
       // (COMMIT or ROLLBACK) it refuses as "already complete".

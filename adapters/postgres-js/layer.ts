@@ -6,6 +6,7 @@ import type {
   SqlResult,
   SqlRunner,
 } from '../../src/data-layer.js';
+import { guardPostgresTx } from './control-guard.js';
 import { postgresServerError } from './server-error.js';
 
 /**
@@ -50,7 +51,8 @@ export function postgresLayer<TTypes extends Record<string, unknown>>(
       settings: LayerTransactionSettings,
       body: (tx: TransactionSql<TTypes>) => Promise<T>,
     ): Promise<T> {
-      const begun = sql.begin((tx) => body(tx));
+      // The handler's tx refuses raw transaction control (control-guard.ts).
+      const begun = sql.begin((tx) => body(guardPostgresTx(tx)));
       const bounded =
         settings.acquireTimeoutMs > 0
           ? begun.signal(AbortSignal.timeout(settings.acquireTimeoutMs))

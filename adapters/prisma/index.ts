@@ -9,6 +9,7 @@
  * @module effectively-once/prisma
  */
 import type { DataLayer, LayerTransactionSettings } from '../../src/data-layer.js';
+import { guardPrismaTx } from './control-guard.js';
 import { prismaLimits } from './limits.js';
 import { prismaSql, type PrismaRawQueries } from './raw-runner.js';
 import { prismaServerError } from './server-error.js';
@@ -66,9 +67,10 @@ export function prismaLayer<Tx extends PrismaRawQueries>(
   return {
     name: 'prisma',
     transaction<T>(settings: LayerTransactionSettings, body: (tx: Tx) => Promise<T>): Promise<T> {
-      // Passed without a wrapper: Prisma calls it once, COMMITs after it resolved and
-      // answers only once COMMIT did (or failed: the rejection is COMMIT's error).
-      return prisma.$transaction(body, prismaLimits(settings));
+      // Prisma calls it once, COMMITs after it resolved and answers only once COMMIT did
+      // (or failed: the rejection is COMMIT's error). The handler's client is guarded
+      // against raw transaction control and the array form of $transaction.
+      return prisma.$transaction((tx) => body(guardPrismaTx(tx)), prismaLimits(settings));
     },
     sql: (tx) => prismaSql(tx),
     serverError: prismaServerError,

@@ -4,6 +4,7 @@ import { ConfigurationError } from '../../src/errors.js';
 import { ConnectionErrorWatch } from './connection-error.js';
 import { typeormServerError } from './server-error.js';
 import { transactionSql } from './sql-runner.js';
+import { guardTransactionControl } from './transaction-control.js';
 
 /**
  * The claim's transaction as a TypeORM transaction: `ctx.tx` is the `EntityManager`
@@ -48,7 +49,13 @@ export function typeormLayer(dataSource: DataSource): DataLayer<EntityManager> {
       try {
         return await dataSource.transaction(async (manager) => {
           await connection.watch(manager);
-          return body(manager);
+          // Present: dataSource.transaction runs its callback on a query runner of its own.
+          const lift = guardTransactionControl(manager.queryRunner!);
+          try {
+            return await body(manager);
+          } finally {
+            lift();
+          }
         });
       } catch (error) {
         throw connection.explain(error);

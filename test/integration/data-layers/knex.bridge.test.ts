@@ -3,8 +3,8 @@
  * …)`: what the claim transaction relies on — commit and rollback as the body ends, the
  * library's `$1…` statements inside the handler's transaction, a failure at COMMIT and
  * a serialization failure reported with the server's SQLSTATE and severity, a lost
- * backend never reported as a statement's error, and a handler that ends the
- * transaction itself (`trx.rollback()`, `trx.commit()`) never reported as committed.
+ * backend never reported as a statement's error, and a handler's own `trx.rollback()`
+ * or `trx.commit()` refused before it ends the claim's transaction.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import knexFactory, { type Knex } from 'knex';
@@ -299,53 +299,43 @@ describe('statements the handler leaves behind', () => {
   });
 });
 
-describe('a handler that ends the Knex transaction itself', () => {
-  it('trx.rollback(): rejects as ended by the handler, once the body settled', async () => {
-    const order: string[] = [];
-    const lateStatement = gate();
-    let late: unknown;
-    const outcome = layer
+describe('a handler that tries to end the Knex transaction itself', () => {
+  it("trx.rollback(): refused before it is sent; the transaction stays the claim's", async () => {
+    let refused: unknown;
+    let inside: unknown;
+    const failure = await layer
       .transaction(SETTINGS, async (trx) => {
         await trx('effects').insert({ id: 'h1', amount: 1 });
-        await trx.rollback();
-        await lateStatement.opened;
-        // The library's last statement, after the handler: refused, never run outside.
-        late = await layer
-          .sql(trx)
-          .query('SELECT 1')
-          .catch((error: unknown) => error);
-        order.push('body settled');
-        throw new Error('the handler rolled back');
+        refused = await trx.rollback().catch((error: unknown) => error);
+        // Still the claim's transaction: the library's statements run inside it.
+        inside = (
+          await layer
+            .sql(trx)
+            .query<{ open: boolean }>('SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS open')
+        ).rows[0]?.open;
+        throw new Error('the handler gives up');
       })
       .then(
-        () => order.push('resolved'),
-        (error: unknown) => {
-          order.push('rejected');
-          return error;
-        },
+        () => undefined,
+        (error: unknown) => error,
       );
-    lateStatement.open();
-    const failure = await outcome;
-    expect(order).toEqual(['body settled', 'rejected']);
-    expect(failure).toMatchObject({ name: 'TransactionEndedByHandlerError' });
-    expect(late).toMatchObject({ code: 'EO_TX_CONTROL', details: { endedByHandler: true } });
+    expect(refused).toMatchObject({ code: 'EO_TX_CONTROL', details: { call: 'rollback' } });
+    expect(inside).toBe(true);
+    expect(failure).toMatchObject({ message: 'the handler gives up' });
     expect(await committed('h1')).toBe(false);
   });
 
-  it('trx.commit(): never resolves as committed by the library', async () => {
-    const failure = await layer
-      .transaction(SETTINGS, async (trx) => {
-        await trx('effects').insert({ id: 'h2', amount: 1 });
-        await trx.commit();
-        return 'returned';
-      })
-      .then(
-        (value) => ({ resolved: value }),
-        (error: unknown) => error,
-      );
-    expect(failure).toMatchObject({ name: 'TransactionEndedByHandlerError' });
-    // The handler's own COMMIT did commit: the library cannot count on either outcome.
-    expect(await committed('h2')).toBe(true);
+  it("trx.commit(): refused; what the handler wrote commits with the bridge's COMMIT", async () => {
+    let refused: unknown;
+    const value = await layer.transaction(SETTINGS, async (trx) => {
+      await trx('effects').insert({ id: 'h2', amount: 1 });
+      refused = await trx.commit().catch((error: unknown) => error);
+      await trx('effects').insert({ id: 'h3', amount: 1 });
+      return 'returned';
+    });
+    expect(refused).toMatchObject({ code: 'EO_TX_CONTROL', details: { call: 'commit' } });
+    expect(value).toBe('returned');
+    expect([await committed('h2'), await committed('h3')]).toEqual([true, true]);
   });
 });
 

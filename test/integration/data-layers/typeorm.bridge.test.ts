@@ -182,28 +182,46 @@ describe('typeormLayer: sql(tx)', () => {
     });
   });
 
-  it("after the handler ended the transaction through its query runner, runs outside it: the claim's xid is no longer the one running", async () => {
-    const xids: (string | null)[] = [];
-    const error = await rejection(
-      layer.transaction(settings, async (tx) => {
-        const xid = async () =>
-          (
-            await layer
-              .sql(tx)
-              .query<{ xid: string | null }>('SELECT pg_current_xact_id_if_assigned()::text AS xid')
-          ).rows[0]!.xid;
-        await opened.insertEffect(tx, { id: 'f', door: 'bridge', amount: 1 });
-        xids.push(await xid());
-        await tx.queryRunner!.commitTransaction();
-        // What the library's xid check compares: another transaction's, or none.
-        xids.push(await xid());
-      }),
-    );
-    expect(xids).toEqual([expect.stringMatching(/^\d+$/), null]);
-    // TypeORM sends no COMMIT of its own then: it rejects, with no server answer inside.
-    expect(error).toMatchObject({ name: 'TransactionNotStartedError' });
-    expect(layer.serverError(error)).toBe(error);
+  it("refuses the handler's commit, rollback and release of the claim's query runner", async () => {
+    const refused: unknown[] = [];
+    const value = await layer.transaction(settings, async (tx) => {
+      const runner = tx.queryRunner!;
+      await opened.insertEffect(tx, { id: 'f', door: 'bridge', amount: 1 });
+      for (const call of [
+        () => runner.commitTransaction(),
+        () => runner.rollbackTransaction(),
+        () => runner.release(),
+      ])
+        refused.push(await call().catch((error: unknown) => error));
+      // Still the claim's transaction, on its connection.
+      return (
+        await layer
+          .sql(tx)
+          .query<{ open: boolean }>('SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS open')
+      ).rows[0]?.open;
+    });
+    expect(refused.map((e) => (e as { details?: unknown }).details)).toEqual([
+      { call: 'commitTransaction' },
+      { call: 'rollbackTransaction' },
+      { call: 'release' },
+    ]);
+    expect(value).toBe(true);
     expect(await effectIds()).toEqual(['f']);
+  });
+
+  it('lets a nested tx.transaction(…) (a savepoint) commit and roll back', async () => {
+    await layer.transaction(settings, async (tx) => {
+      await tx.transaction(async (inner) => {
+        await opened.insertEffect(inner, { id: 'kept', door: 'bridge', amount: 1 });
+      });
+      await tx
+        .transaction(async (inner) => {
+          await opened.insertEffect(inner, { id: 'undone', door: 'bridge', amount: 1 });
+          throw new Error('roll the savepoint back');
+        })
+        .catch(() => undefined);
+    });
+    expect(await effectIds()).toEqual(['kept']);
   });
 });
 
