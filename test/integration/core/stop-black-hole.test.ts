@@ -85,7 +85,7 @@ const cases: Case[] = [
   },
   {
     what: "a duplicate's stored-hash read",
-    at: 'SELECT payload_hash',
+    at: 'SELECT encode(payload_hash',
     second: 'a',
     ends: 'queued',
   },
