@@ -17,6 +17,7 @@ export interface OrderPlaced {
   totalCents: number;
 }
 
+// #region handler
 /** The handler on `pool`; the module's own `handler` below is this on a pool of its own. */
 export function createOrdersHandler(pool: pg.Pool, schema?: string): LambdaConsumer {
   return lambdaConsumer({
@@ -40,6 +41,7 @@ export function createOrdersHandler(pool: pg.Pool, schema?: string): LambdaConsu
     },
   });
 }
+// #endregion
 
 /** What Lambda calls (handler setting `lambda-sqs.handler`), when DATABASE_URL is set. */
 export const handler: LambdaConsumer | undefined =

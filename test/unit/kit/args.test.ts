@@ -57,7 +57,7 @@ describe('chaos/main.ts: one target table', () => {
   it('refuses an unknown target with the list of targets, exit 64', async () => {
     const { code, stderr } = await run('--target', 'nope');
     expect(code).toBe(64);
-    expect(stderr).toContain('chaos: --target must be one of consumer, http, outbox');
+    expect(stderr).toContain('chaos: --target must be one of consumer, http, steps, outbox');
   }, 30_000);
 
   it("prints each target's own usage on --help, exit 0", async () => {
