@@ -1,5 +1,5 @@
 import { TransactionControlError } from '../../src/errors.js';
-import { isTransactionControl } from '../../src/tx/guard.js';
+import { controlRefusal } from '../../src/tx/guard.js';
 
 /** The part of Drizzle's node-postgres session this reads and replaces. */
 interface NodePgSessionLike {
@@ -54,10 +54,8 @@ export class EndedConnection {
             return refuse(
               "the claim's transaction is over: a statement sent on ctx.tx after the handler returned is refused",
             );
-          if (!this.ended && isTransactionControl(text))
-            return refuse(
-              'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
-            );
+          const refusal = this.ended ? undefined : controlRefusal(text);
+          if (refusal !== undefined) return Promise.reject(refusal);
           return Reflect.apply(query, target, args) as unknown;
         };
       },

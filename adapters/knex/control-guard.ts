@@ -5,7 +5,7 @@
 // that would send the statement, so a listener that throws refuses it before it is sent.
 import type { Knex } from 'knex';
 import { TransactionControlError } from '../../src/errors.js';
-import { isTransactionControl } from '../../src/tx/guard.js';
+import { controlRefusal } from '../../src/tx/guard.js';
 
 /** What Knex's 'query' event carries: a builder's or raw's has its `method`. */
 interface KnexQueryEvent {
@@ -23,12 +23,8 @@ interface KnexQueryEvent {
 export function refuseTransactionControl(trx: Knex.Transaction): void {
   trx.on('query', (query: KnexQueryEvent) => {
     if (query.method === undefined || typeof query.sql !== 'string') return;
-    if (isTransactionControl(query.sql)) {
-      throw new TransactionControlError(
-        'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
-        { sql: query.sql.slice(0, 200) },
-      );
-    }
+    const refusal = controlRefusal(query.sql);
+    if (refusal !== undefined) throw refusal;
   });
 }
 

@@ -1,8 +1,4 @@
-import { TransactionControlError } from '../../src/errors.js';
-import { isTransactionControl } from '../../src/tx/guard.js';
-
-const MESSAGE =
-  'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)';
+import { controlRefusal } from '../../src/tx/guard.js';
 
 /** A tagged template's strings (they carry `raw`), parameters joined as `$1`. */
 function templateText(first: unknown): string | undefined {
@@ -10,8 +6,10 @@ function templateText(first: unknown): string | undefined {
   return first.every((part) => typeof part === 'string') ? first.join('$1') : undefined;
 }
 
-function refused(text: string): Promise<never> {
-  return Promise.reject(new TransactionControlError(MESSAGE, { sql: text.slice(0, 200) }));
+/** The refusal of `text`, rejected, when it ends the transaction. */
+function refused(text: string | undefined): Promise<never> | undefined {
+  const refusal = text === undefined ? undefined : controlRefusal(text);
+  return refusal === undefined ? undefined : Promise.reject(refusal);
 }
 
 /**
@@ -26,9 +24,10 @@ function refused(text: string): Promise<never> {
 export function guardPostgresTx<T extends object>(tx: T): T {
   return new Proxy(tx, {
     apply(target, thisArg, args: unknown[]) {
-      const text = templateText(args[0]);
-      if (text !== undefined && isTransactionControl(text)) return refused(text);
-      return Reflect.apply(target as (...a: unknown[]) => unknown, thisArg, args);
+      return (
+        refused(templateText(args[0])) ??
+        Reflect.apply(target as (...a: unknown[]) => unknown, thisArg, args)
+      );
     },
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;
@@ -36,9 +35,8 @@ export function guardPostgresTx<T extends object>(tx: T): T {
       const method = value as (...args: unknown[]) => unknown;
       if (property === 'unsafe')
         return (...args: unknown[]) =>
-          typeof args[0] === 'string' && isTransactionControl(args[0])
-            ? refused(args[0])
-            : Reflect.apply(method, target, args);
+          refused(typeof args[0] === 'string' ? args[0] : undefined) ??
+          Reflect.apply(method, target, args);
       if (property === 'savepoint')
         return (...args: unknown[]) => {
           const at = args.findIndex((arg) => typeof arg === 'function');

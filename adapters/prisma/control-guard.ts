@@ -1,5 +1,5 @@
 import { TransactionControlError } from '../../src/errors.js';
-import { isTransactionControl } from '../../src/tx/guard.js';
+import { controlRefusal } from '../../src/tx/guard.js';
 
 /** The raw-SQL methods of Prisma's client whose text this checks. */
 const RAW = new Set(['$executeRawUnsafe', '$queryRawUnsafe', '$executeRaw', '$queryRaw']);
@@ -49,11 +49,8 @@ export function guardPrismaTx<Tx extends object>(tx: Tx): Tx {
       if (RAW.has(property)) {
         return (...args: unknown[]) => {
           const text = rawText(args[0]);
-          if (text !== undefined && isTransactionControl(text))
-            return refused(
-              'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
-              { sql: text.slice(0, 200) },
-            );
+          const refusal = text === undefined ? undefined : controlRefusal(text);
+          if (refusal !== undefined) return Promise.reject(refusal);
           return Reflect.apply(method, target, args);
         };
       }

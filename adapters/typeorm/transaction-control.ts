@@ -1,6 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { TransactionControlError } from '../../src/errors.js';
-import { isTransactionControl } from '../../src/tx/guard.js';
+import { controlRefusal } from '../../src/tx/guard.js';
 
 /** The query runner's methods that end (or leave) the transaction they run on. */
 type Control =
@@ -55,13 +55,8 @@ export function guardTransactionControl(runner: QueryRunner): () => void {
     },
     release: () => refuse('release'),
     query: ((text: string, ...rest: unknown[]) => {
-      if (typeof text === 'string' && isTransactionControl(text))
-        return Promise.reject(
-          new TransactionControlError(
-            'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
-            { sql: text.slice(0, 200) },
-          ),
-        );
+      const refusal = typeof text === 'string' ? controlRefusal(text) : undefined;
+      if (refusal !== undefined) return Promise.reject(refusal);
       return Reflect.apply(original.query, runner, [text, ...rest]) as unknown;
     }) as QueryRunner['query'],
   };

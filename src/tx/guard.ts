@@ -23,6 +23,18 @@ export function isTransactionControl(sql: string): boolean {
   );
 }
 
+/**
+ * The refusal a data-layer bridge gives a statement of the handler's that ends or replaces
+ * the claim's transaction (undefined for any other): one message for every bridge.
+ */
+export function controlRefusal(sql: string): TransactionControlError | undefined {
+  if (!isTransactionControl(sql)) return undefined;
+  return new TransactionControlError(
+    'a statement that ends the transaction: the library commits the claim with the effect (throw to roll back; savepoints are allowed)',
+    { sql: sql.slice(0, 200) },
+  );
+}
+
 type Callback = (error: Error | null, result?: unknown) => void;
 
 /** What a query argument may carry its SQL in. */
