@@ -26,6 +26,8 @@ import type { TestDatabase } from '../../helpers/db.js';
 import { sleep, waitFor } from '../../helpers/wait-for.js';
 import { startApp } from '../http/apps.js';
 import { schemaOn, startCluster } from '../failover/support.js';
+import { createPgBouncer, pgBouncerStop } from '../../../kit/services/pgbouncer.js';
+import { freePorts } from '../../../kit/services/ports.js';
 
 let cluster: FailoverCluster;
 let db: TestDatabase;
@@ -335,4 +337,45 @@ describe('each door holds its outward step until the standby has the commit', ()
       await relay.stop();
     }
   });
+});
+
+// Last in the file: it fails the cluster over, which the tests above do not expect.
+describe('behind a pooler', () => {
+  it('a failover the pooler hides does not confirm a commit the new primary lacks', async () => {
+    // PgBouncer keeps the poller's client connection across the failover and sends the
+    // next poll to whichever server the proxy reaches: the new primary, whose standby is
+    // seeded from it and soon reports a position past the lost commit's.
+    const [port] = await freePorts(1);
+    const bouncer = await createPgBouncer(cluster.root, port!, cluster.url);
+    const pooled = new pg.Pool({ connectionString: bouncer.url, max: 1 });
+    // A poll in flight when the primary dies would fail and settle the wait anyway; a
+    // poll a second spreads them so the failover lands between two of them.
+    const guard = replicaGuard(
+      pooled,
+      resolveReplicaSafe({ maxWaitMs: 120_000, pollIntervalMs: 1000 }),
+      silentLogger,
+    )!;
+    const id = randomUUID();
+    try {
+      await guard.check();
+      cluster.link.stall(); // the standby a failover promotes never receives the commit
+      const ticket = guard.begin();
+      await db.pool.query(`INSERT INTO ${db.table('effects')} (id) VALUES ($1)`, [id]);
+      const outcome = guard.confirm(ticket, 'k');
+      await sleep(1500); // polls have assigned the wait its target on the old primary
+      await cluster.failover(); // promotes the standby, unstalls the link, re-seeds
+      await cluster.standbyReady();
+      const { rows } = await db.pool.query(`SELECT 1 FROM ${db.table('effects')} WHERE id = $1`, [
+        id,
+      ]);
+      expect(rows).toEqual([]); // the commit vanished with the old primary
+      const failed = await outcome;
+      expect(failed).toBeInstanceOf(CommitUnknownError);
+      expect(failed?.cause).toBeInstanceOf(ReplicaUnconfirmedError);
+    } finally {
+      guard.close();
+      await pooled.end();
+      await pgBouncerStop(bouncer);
+    }
+  }, 150_000);
 });
