@@ -35,6 +35,16 @@ export interface Ticket {
 
 type Wait = ResolvedReplicaSafe & { mode: 'wait' };
 
+const STARTED_COLUMN = 'pg_postmaster_start_time()::text AS started';
+const STARTED = `SELECT ${STARTED_COLUMN}`;
+
+/** A poll reached another server than the session's (see `ReplicaPoller.server`). */
+class ServerChanged extends Error {
+  constructor() {
+    super('the server behind the connection changed (a pooler reconnected it)');
+  }
+}
+
 // Applications that stream WAL without being a standby a failover could promote.
 const NOT_STANDBYS = ['pg_basebackup', 'pg_receivewal'];
 
@@ -46,6 +56,13 @@ export class ReplicaPoller {
   private client: pg.Client | undefined;
   /** The live session's number; 0 while none is. */
   private session = 0;
+  /**
+   * The session's server, by its postmaster start time. A pooler (PgBouncer, RDS Proxy)
+   * keeps the client connection across a failover and sends the next poll to the new
+   * primary, whose positions say nothing of the old one's commits: a poll that finds
+   * another server breaks the session, as a cut connection would.
+   */
+  private server: string | undefined;
   private sessions = 0;
   private connecting: Promise<void> | undefined;
   private polling = false;
@@ -137,6 +154,7 @@ export class ReplicaPoller {
         await client.end().catch(() => undefined);
         return;
       }
+      this.server = (await client.query<{ started: string }>(STARTED)).rows[0]!.started;
       this.client = client;
       this.session = ++this.sessions;
     })().finally(() => (this.connecting = undefined));
@@ -164,8 +182,8 @@ export class ReplicaPoller {
         for (const w of this.queue.release(probe.position)) settle(w, { kind: 'confirmed' });
       else if (this.cfg.onLag === 'degrade')
         for (const w of this.queue.drain()) settle(w, this.giveUp('lag'));
-    } catch {
-      this.breakSession('a poll failed');
+    } catch (error) {
+      this.breakSession(error instanceof ServerChanged ? error.message : 'a poll failed');
     } finally {
       this.polling = false;
     }
@@ -192,16 +210,19 @@ export class ReplicaPoller {
     // every position NULL: told apart from a standby that has not reported yet.
     const { rows } = await client.query<{
       head: string;
+      started: string;
       privileged: boolean;
       standbys: { name: string; lsn: string | null }[];
     }>(
       `SELECT pg_current_wal_insert_lsn()::text AS head,
+              ${STARTED_COLUMN},
               pg_has_role('pg_read_all_stats', 'USAGE') AS privileged,
               coalesce(json_agg(json_build_object('name', application_name, 'lsn', ${column}::text)), '[]'::json) AS standbys
          FROM pg_stat_replication
         WHERE ($1::text[] IS NULL AND NOT application_name = ANY($2::text[])) OR application_name = ANY($1::text[])`,
       [this.cfg.names ?? null, NOT_STANDBYS],
     );
+    if (rows[0]!.started !== this.server) throw new ServerChanged();
     const head = parseLsn(rows[0]!.head);
     const standbys = rows[0]!.standbys;
     const positions = standbys
@@ -247,6 +268,7 @@ export class ReplicaPoller {
     const client = this.client;
     this.client = undefined;
     this.session = 0;
+    this.server = undefined;
     if (client !== undefined) void client.end().catch(() => undefined);
     for (const w of this.queue.drain()) settle(w, this.giveUp('disconnected'));
     if (!this.closed) this.report('disconnected', detail);
