@@ -88,7 +88,7 @@ export type {
   ReplicaSyncCommitOptions,
   ReplicaWaitOptions,
 } from './replica/options.js';
-export type { ReplicaReport, ReplicaState } from './replica/poller.js';
+export type { ReplicaReport, ReplicaState, ReplicaStatus } from './replica/poller.js';
 export type {
   Backoff,
   BatchContext,

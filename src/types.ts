@@ -1,4 +1,4 @@
-import type { ReplicaReport } from './replica/poller.js';
+import type { ReplicaReport, ReplicaStatus } from './replica/poller.js';
 import type { PoolClient } from 'pg';
 import type { SqlRunner } from './data-layer.js';
 import type { EffectivelyOnceError } from './errors.js';
@@ -275,6 +275,8 @@ export interface ConsumerStats {
   pruned: number;
   /** Deliveries in the consumer right now (claimed, running or waiting for a slot or their ack). */
   inFlight: number;
+  /** With `replicaSafe`: the watched standby as last polled (not a counter). */
+  replica?: ReplicaStatus;
 }
 
 /** Payloads of the consumer's events. */

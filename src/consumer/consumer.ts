@@ -240,7 +240,11 @@ class ConsumerImpl<T, Tx> implements Consumer {
   }
 
   stats(): ConsumerStats {
-    return { ...this.counters, inFlight: this.dispatcher.pending };
+    return {
+      ...this.counters,
+      inFlight: this.dispatcher.pending,
+      ...(this.replica !== undefined ? { replica: this.replica.status() } : {}),
+    };
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

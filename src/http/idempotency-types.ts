@@ -1,4 +1,4 @@
-import type { ReplicaReport } from '../replica/poller.js';
+import type { ReplicaReport, ReplicaStatus } from '../replica/poller.js';
 /**
  * The request side's public shapes (the {@link Idempotency} a createIdempotency call
  * returns, what a request's handling reports) and the adapters' way in; the
@@ -88,6 +88,8 @@ export interface IdempotencyStats {
   busy: number;
   /** Every other problem answer (400, 413, 5xx) and handler throws. */
   failed: number;
+  /** With `replicaSafe`: the watched standby as last polled (not a counter). */
+  replica?: ReplicaStatus;
 }
 
 /** Payloads of an endpoint's events, one per counter of {@link IdempotencyStats}. */

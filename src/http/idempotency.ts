@@ -229,7 +229,10 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   }
 
   stats(): IdempotencyStats {
-    return { ...this.counters };
+    return {
+      ...this.counters,
+      ...(this.replica !== undefined ? { replica: this.replica.status() } : {}),
+    };
   }
 
   on<E extends IdempotencyEventName>(

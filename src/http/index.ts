@@ -61,4 +61,4 @@ export {
   ReplicaUnseenError,
 } from '../errors.js';
 export type { ReplicaSafeOptions } from '../replica/options.js';
-export type { ReplicaReport, ReplicaState } from '../replica/poller.js';
+export type { ReplicaReport, ReplicaState, ReplicaStatus } from '../replica/poller.js';

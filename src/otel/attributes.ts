@@ -19,6 +19,8 @@ export const ATTR = {
   key: 'effectively_once.key',
   attempt: 'effectively_once.attempt',
   outcome: 'effectively_once.outcome',
+  /** `replicaSafe`: the watched standby's state (`streaming`, `lagging`, `missing`, `disconnected`). */
+  replicaState: 'effectively_once.replica.state',
 } as const;
 
 /** What a delivery says about itself; `memory` for a source that does not describe its deliveries. */

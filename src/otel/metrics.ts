@@ -27,6 +27,11 @@ export const METRIC = {
   pruned: 'effectively_once.pruned',
   /** Gauge: records after the one being processed in its partition, when fetched (Kafka). */
   kafkaLag: 'effectively_once.kafka.lag',
+  /**
+   * Observable gauge, bytes: with `replicaSafe`, how far the watched standby is behind the
+   * primary at the last poll, by `effectively_once.replica.state`.
+   */
+  replicaLag: 'effectively_once.replica.lag',
 } as const;
 
 /** Bucket bounds in seconds: from a fast claim (1 ms) to a slow handler (a minute). */
@@ -87,6 +92,22 @@ export class Metrics {
       .addCallback((result) => {
         for (const [consumer, name] of this.consumers)
           result.observe(consumer.stats().inFlight, { [ATTR.consumer]: name });
+      });
+    meter
+      .createObservableGauge(METRIC.replicaLag, {
+        description: 'How far the standby replicaSafe waits for is behind the primary',
+        unit: 'By',
+        valueType: ValueType.INT,
+      })
+      .addCallback((result) => {
+        for (const [consumer, name] of this.consumers) {
+          const replica = consumer.stats().replica;
+          if (replica?.lagBytes === undefined) continue;
+          result.observe(replica.lagBytes, {
+            [ATTR.consumer]: name,
+            [ATTR.replicaState]: replica.state ?? 'unknown',
+          });
+        }
       });
   }
 

@@ -1,11 +1,12 @@
 import type { Observable } from '../event-hub.js';
 import type { RelayEvents } from './events.js';
+import type { ReplicaStatus } from '../replica/poller.js';
 import type { OutboxStats } from './stats.js';
 
 // The relay's public face, in a module of its own: `createRelay` (relay.ts) builds one
 // and the telemetry hooks (telemetry.ts) are handed one, so both import it from here.
 
-/** Counters of one relay since it was created; monotonic. */
+/** Counters of one relay since it was created; monotonic (`replica` aside). */
 export interface RelayStats {
   /** Rows marked published. */
   published: number;
@@ -17,6 +18,8 @@ export interface RelayStats {
   fenced: number;
   /** Batches claimed and settled. */
   batches: number;
+  /** With `replicaSafe`: the watched standby as last polled (not a counter). */
+  replica?: ReplicaStatus;
 }
 
 /**

@@ -203,7 +203,10 @@ export function createRelay(options: RelayOptions): Relay {
       hub.off(event, fn);
       return relay;
     },
-    stats: () => ({ ...counters }),
+    stats: () => ({
+      ...counters,
+      ...(replica !== undefined ? { replica: replica.status() } : {}),
+    }),
     outboxStats: (filter = {}) =>
       outboxStats(options.pool, { ...ref, destination: filter.destination }),
   };

@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { CommitUnknownError, ReplicaUnseenError } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ResolvedReplicaSafe } from './options.js';
-import { ReplicaPoller, type ReplicaReport, type Ticket } from './poller.js';
+import { ReplicaPoller, type ReplicaReport, type ReplicaStatus, type Ticket } from './poller.js';
 
 /**
  * What a door holds when `replicaSafe` is on: the claim transaction's driver takes a
@@ -22,7 +22,7 @@ export interface ReplicaGuard {
   /** At the door's start: throws `ReplicaUnseenError` when the standby cannot be seen. */
   check(): Promise<void>;
   /** The watched standby's state, for a health check (undefined before the first poll). */
-  status(): { state: string | undefined; lagBytes: number | undefined };
+  status(): ReplicaStatus;
   /** Subscribes to the standby's state changes. */
   onReport(listener: (report: ReplicaReport) => void): () => void;
   /** The door stopped: the poller closes with its last user. */

@@ -17,6 +17,14 @@ export interface ReplicaReport {
   lagBytes?: number;
 }
 
+/** The watched standby as last polled: a door's `stats().replica` (with `replicaSafe`). */
+export interface ReplicaStatus {
+  /** Where the standby stood at the last poll; undefined before the first (and in mode `synchronous-commit`, which does not poll). */
+  state: ReplicaState | undefined;
+  /** The standby's distance behind the primary's insert position, in bytes, at the last poll that saw it. */
+  lagBytes: number | undefined;
+}
+
 /** How one wait ended. */
 export type WaitResult =
   | { kind: 'confirmed' }

@@ -28,6 +28,8 @@ import { startApp } from '../http/apps.js';
 import { schemaOn, startCluster } from '../failover/support.js';
 import { createPgBouncer, pgBouncerStop } from '../../../kit/services/pgbouncer.js';
 import { freePorts } from '../../../kit/services/ports.js';
+import { ATTR, METRIC } from '../../../src/otel/index.js';
+import { otelHarness } from '../../helpers/otel.js';
 
 let cluster: FailoverCluster;
 let db: TestDatabase;
@@ -335,6 +337,40 @@ describe('each door holds its outward step until the standby has the commit', ()
       expect(published.every((p) => p.standbyHasIt)).toBe(true);
     } finally {
       await relay.stop();
+    }
+  });
+});
+
+describe('the standby in stats() and telemetry', () => {
+  it("a consumer's stats() and the replica lag gauge say where the standby stands", async () => {
+    const otel = otelHarness();
+    const source = memorySource<{ id: string }>();
+    const consumer = createConsumer<{ id: string }>({
+      name: 'replica-stats',
+      source,
+      pool: db.pool,
+      schema: db.schema,
+      replicaSafe: {},
+      telemetry: otel.telemetry,
+      handler: async (body, ctx) => {
+        await ctx.tx.query(`INSERT INTO ${db.table('effects')} (id) VALUES ($1)`, [body.id]);
+      },
+    });
+    expect(consumer.stats().replica).toEqual({ state: undefined, lagBytes: undefined });
+    await consumer.start();
+    try {
+      source.send({ id: randomUUID() });
+      await waitFor(() => source.outstanding === 0, { what: 'the ack', timeoutMs: 30_000 });
+      const { replica } = consumer.stats();
+      expect(replica?.state).toBe('streaming');
+      expect(replica?.lagBytes).toBeGreaterThanOrEqual(0);
+      const points = await otel.points(METRIC.replicaLag);
+      expect(
+        points.map((p) => [p.attributes[ATTR.consumer], p.attributes[ATTR.replicaState]]),
+      ).toEqual([['replica-stats', 'streaming']]);
+    } finally {
+      await consumer.stop();
+      await otel.shutdown();
     }
   });
 });
