@@ -253,11 +253,6 @@ class ConsumerImpl<T, Tx> implements Consumer {
 }
 
 /**
- * Each delivery holds a pool connection while it runs, and a handler that also uses the
- * pool (or the retention pruner, the health probe) needs one more: a pool of
- * `concurrency` connections or fewer can leave one waiting for a connection no one frees.
- */
-/**
  * Where the consumer's claim transactions come from: the data layer's, or the library's
  * own on `pool`.
  */
@@ -277,6 +272,11 @@ function claimTransactions<T, Tx>(
   return own as ClaimTransactions<Tx>;
 }
 
+/**
+ * Each delivery holds a pool connection while it runs, and a handler that also uses the
+ * pool (or the retention pruner, the health probe) needs one more: a pool of
+ * `concurrency` connections or fewer can leave one waiting for a connection no one frees.
+ */
 function warnIfPoolTooSmall<T, Tx>(cfg: ConsumerConfig<T, Tx>): void {
   const max = (cfg.pool as { options?: { max?: unknown } }).options?.max;
   const size = typeof max === 'number' ? max : 10; // pg's default
