@@ -5,24 +5,9 @@ import os from 'node:os';
 // Two projects: unit tests need no services; integration tests get Postgres,
 // an SQS emulator and a Kafka broker from test/helpers/global-setup.ts.
 
-// Files that must not meet each other (test/helpers/lane-runner.js runs them one at a
-// time, in a lane of their own beside the other files): harness runs with private
-// services, kills and deadlines, clusters killed and promoted, and the package build.
-// The other integration files are isolated by construction: a schema per file
-// (test/helpers/db.ts), queue and topic names with random suffixes, ports from the OS.
-const oneAtATime = [
-  '/test/integration/chaos/',
-  '/test/integration/bench/',
-  '/test/integration/failover/',
-  '/test/integration/replica/',
-  '/test/integration/compare-[a-z-]+\\.test\\.ts$',
-  '/test/integration/lambda/kill\\.test\\.ts$',
-  '/test/integration/package\\.test\\.ts$',
-];
-
 const common = {
+  // Which files run one at a time beside the others, and which alone: see the runner.
   runner: '<rootDir>/test/helpers/lane-runner.js',
-  runnerOptions: { oneAtATime },
   extensionsToTreatAsEsm: ['.ts'],
   testEnvironment: 'node',
   moduleNameMapper: {
@@ -76,8 +61,8 @@ export default {
   // Jest reads testTimeout only at the top level; integration tests need broker round trips.
   testTimeout: 120_000,
   // At least two workers, even on two cores: integration files mostly wait on Postgres and
-  // the brokers, and the heavy files get a worker of their own (oneAtATime above). Jest's
-  // default (cores - 1) would run a 2-core CI machine's whole suite in band.
+  // the brokers, and the heavy files get a worker of their own (test/helpers/lane-runner.js).
+  // Jest's default (cores - 1) would run a 2-core CI machine's whole suite in band.
   maxWorkers: Math.max(2, os.availableParallelism() - 1),
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

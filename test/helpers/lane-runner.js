@@ -1,17 +1,34 @@
 /**
- * A jest runner that keeps the heavy test files out of each other's way (jest.config.js,
- * `runnerOptions.oneAtATime`): harness runs with private services, kills and deadlines
- * (chaos, bench, failover) and the files that build or spawn the package. Those run one at
- * a time in a lane of their own, one worker, while the other files share the remaining
- * workers beside it. So two harness runs never compete for the CPU (their deadlines were
- * sized for a machine to themselves, less one light test file), yet the suite still uses
- * every worker.
- *
+ * The suite's jest runner (jest.config.js, both projects): jest's own runner (jest-runner),
+ * with the test files split in three.
+ * - HEAVY files run one at a time, in a lane of one worker, beside the other files on the
+ *   remaining workers: harness runs with private services, kills and deadlines (chaos,
+ *   bench, failover, compare, the Lambda kill test) and the package build. Two of them
+ *   never compete for the CPU, yet the suite uses every worker.
+ * - ALONE files run last, in band, with nothing beside them: those that wait on a
+ *   broker-wide chore whose time grows with everyone else's traffic (a Kafka topic's
+ *   deletion), so a busy neighbour would run out their wait.
+ * - The rest are isolated by construction (a schema per file, random queue and topic
+ *   names, ports from the OS) and share the workers freely.
  * With one worker (`--runInBand`, `--maxWorkers=1`) everything runs in band, as jest
- * would. The lanes are jest's own runner (jest-runner) twice, so workers, reporters and
- * the summary are jest's; this only splits the files between them.
+ * would. Workers, reporters and the summary are jest's; this only splits the files.
  */
 import TestRunner from 'jest-runner';
+
+const HEAVY = [
+  /\/test\/integration\/chaos\//,
+  /\/test\/integration\/bench\//,
+  /\/test\/integration\/failover\//,
+  /\/test\/integration\/compare-[a-z-]+\.test\.ts$/,
+  /\/test\/integration\/lambda\/kill\.test\.ts$/,
+  /\/test\/integration\/package\.test\.ts$/,
+];
+
+// recreated-topic-keys: deleting and recreating a topic waited past its 30 s under two
+// workers on a loaded machine and passed alone (cispeed, 2026-12-07).
+const ALONE = [/\/test\/integration\/kafka\/recreated-topic-keys\.test\.ts$/];
+
+const matches = (patterns) => (test) => patterns.some((re) => re.test(test.path));
 
 export default class LaneRunner {
   supportsEventEmitters = true;
@@ -19,11 +36,9 @@ export default class LaneRunner {
   /**
    * @param {import('@jest/types').Config.GlobalConfig} globalConfig
    * @param {import('jest-runner').TestRunnerContext} context
-   * @param {{ oneAtATime?: string[] }} runnerOptions
    */
-  constructor(globalConfig, context, runnerOptions = {}) {
+  constructor(globalConfig, context) {
     this.workers = globalConfig.maxWorkers;
-    this.heavy = (runnerOptions.oneAtATime ?? []).map((source) => new RegExp(source));
     this.whole = new TestRunner(globalConfig, context);
     this.heavyLane = new TestRunner({ ...globalConfig, maxWorkers: 1 }, context);
     this.otherLane = new TestRunner(
@@ -39,15 +54,21 @@ export default class LaneRunner {
   }
 
   async runTests(tests, watcher, options) {
-    const isHeavy = (test) => this.heavy.some((re) => re.test(test.path));
-    const heavy = tests.filter(isHeavy);
-    const others = tests.filter((test) => !isHeavy(test));
-    if (options.serial || this.workers < 2 || heavy.length === 0 || others.length === 0) {
-      return this.whole.runTests(tests, watcher, options);
+    if (options.serial || this.workers < 2) return this.whole.runTests(tests, watcher, options);
+    const alone = tests.filter(matches(ALONE));
+    const shared = tests.filter((test) => !alone.includes(test));
+    const heavy = shared.filter(matches(HEAVY));
+    const others = shared.filter((test) => !heavy.includes(test));
+    if (heavy.length > 0 && others.length > 0) {
+      await Promise.all([
+        this.heavyLane.runTests(heavy, watcher, options),
+        this.otherLane.runTests(others, watcher, options),
+      ]);
+    } else if (shared.length > 0) {
+      await this.whole.runTests(shared, watcher, options);
     }
-    await Promise.all([
-      this.heavyLane.runTests(heavy, watcher, { ...options, serial: false }),
-      this.otherLane.runTests(others, watcher, { ...options, serial: false }),
-    ]);
+    if (alone.length > 0 && !watcher.isInterrupted()) {
+      await this.whole.runTests(alone, watcher, { ...options, serial: true });
+    }
   }
 }
