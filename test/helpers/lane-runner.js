@@ -27,12 +27,14 @@ const HEAVY = [
 // the same load (cispeed, 2026-12-07): recreated-topic-keys waited past its 30 s for Kafka
 // to delete a topic, rebalance past its 60 s for a member's join and leave, pipeline-capacity
 // (which saturates its consumer on purpose) past its 120 s for every record, shared-retention
-// past its 20 s for a relay to park an entry, and http-own-commit-timeout (knex) answered
-// its retry 500 where the test expects 503.
+// past its 20 s for a relay to park an entry, http-own-commit-timeout (knex) answered its
+// retry 500 where the test expects 503, and http/timeout-at-commit (hono) saw no rollback
+// answer for a session timeout at COMMIT.
 const ALONE = [
   /\/test\/integration\/kafka\/(recreated-topic-keys|rebalance|pipeline-capacity)\.test\.ts$/,
   /\/test\/integration\/outbox\/shared-retention\.test\.ts$/,
   /\/test\/integration\/attack34b\/http-own-commit-timeout\.test\.ts$/,
+  /\/test\/integration\/http\/timeout-at-commit\.test\.ts$/,
 ];
 
 const matches = (patterns) => (test) => patterns.some((re) => re.test(test.path));
