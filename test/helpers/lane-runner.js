@@ -3,7 +3,7 @@
  * with the test files split in three.
  * - HEAVY files run one at a time, in a lane of one worker, beside the other files on the
  *   remaining workers: harness runs with private services, kills and deadlines (chaos,
- *   bench, failover, compare, the Lambda kill test) and the package build. Two of them
+ *   bench, failover, replica, compare, the Lambda kill test) and the package build. Two of them
  *   never compete for the CPU, yet the suite uses every worker.
  * - ALONE files run last, in band, with nothing beside them: those whose waits a busy
  *   neighbour ran out (a Kafka topic's deletion, a group's rebalance, a deadline).
@@ -18,6 +18,7 @@ const HEAVY = [
   /\/test\/integration\/chaos\//,
   /\/test\/integration\/bench\//,
   /\/test\/integration\/failover\//,
+  /\/test\/integration\/replica\//,
   /\/test\/integration\/compare-[a-z-]+\.test\.ts$/,
   /\/test\/integration\/lambda\/kill\.test\.ts$/,
   /\/test\/integration\/package\.test\.ts$/,
