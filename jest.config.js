@@ -1,8 +1,13 @@
 /* global process */
+import os from 'node:os';
+
 // Jest runs in native ESM mode (p-limit is ESM-only), with ts-jest transpiling.
 // Two projects: unit tests need no services; integration tests get Postgres,
 // an SQS emulator and a Kafka broker from test/helpers/global-setup.ts.
+
 const common = {
+  // Which files run one at a time beside the others, and which alone: see the runner.
+  runner: '<rootDir>/test/helpers/lane-runner.js',
   extensionsToTreatAsEsm: ['.ts'],
   testEnvironment: 'node',
   moduleNameMapper: {
@@ -55,6 +60,10 @@ const needsPgBouncer = process.env.EO_VIA_PGBOUNCER === '1' ? [] : ['/test/integ
 export default {
   // Jest reads testTimeout only at the top level; integration tests need broker round trips.
   testTimeout: 120_000,
+  // At least two workers, even on two cores: integration files mostly wait on Postgres and
+  // the brokers, and the heavy files get a worker of their own (test/helpers/lane-runner.js).
+  // Jest's default (cores - 1) would run a 2-core CI machine's whole suite in band.
+  maxWorkers: Math.max(2, os.availableParallelism() - 1),
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {
