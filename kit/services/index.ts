@@ -9,6 +9,7 @@ import { kafkaReady } from './kafka.js';
 import { startJava, stopJava } from './java.js';
 import { pgStart, pgStop, type PgStopMode } from './postgres.js';
 import { sleep } from './process.js';
+import { rabbitMqStart, rabbitMqStop } from './rabbitmq.js';
 import { currentState, updateState, type ServicesState } from './state.js';
 
 export { startServices, stopServices } from './lifecycle.js';
@@ -21,7 +22,7 @@ export function servicesState(): ServicesState | undefined {
   return currentState();
 }
 
-function managed<K extends 'postgres' | 'elasticmq' | 'kafka'>(
+function managed<K extends 'postgres' | 'elasticmq' | 'kafka' | 'rabbitmq'>(
   key: K,
 ): NonNullable<ServicesState[K]> {
   const state = currentState();
@@ -76,4 +77,28 @@ export async function restartKafka(
   await stopKafka(opts);
   await sleep(opts.downMs ?? 0);
   await startKafka();
+}
+
+/** Stops the RabbitMQ node: SIGTERM (default) a clean shutdown, SIGKILL a crash. */
+export async function stopRabbitMq(opts: { signal?: 'SIGTERM' | 'SIGKILL' } = {}): Promise<void> {
+  await rabbitMqStop(managed('rabbitmq'), opts.signal ?? 'SIGTERM');
+}
+
+/** Starts the node again (same name, port and data) and waits until a client can connect. */
+export async function startRabbitMq(): Promise<void> {
+  const rabbitmq = managed('rabbitmq');
+  await rabbitMqStart(rabbitmq, (pid) =>
+    updateState((state) => {
+      if (state.rabbitmq) state.rabbitmq.pid = pid;
+    }),
+  );
+}
+
+/** Stop, stay down `downMs` (default 0), start. Durable queues keep their persistent messages. */
+export async function restartRabbitMq(
+  opts: { signal?: 'SIGTERM' | 'SIGKILL'; downMs?: number } = {},
+): Promise<void> {
+  await stopRabbitMq(opts);
+  await sleep(opts.downMs ?? 0);
+  await startRabbitMq();
 }
