@@ -9,11 +9,12 @@ import { kafkaReady } from './kafka.js';
 import { startJava, stopJava } from './java.js';
 import { pgStart, pgStop, type PgStopMode } from './postgres.js';
 import { sleep } from './process.js';
-import { rabbitMqStart, rabbitMqStop } from './rabbitmq.js';
+import { rabbitMqCtl, rabbitMqStart, rabbitMqStop } from './rabbitmq.js';
 import { currentState, updateState, type ServicesState } from './state.js';
 
 export { startServices, stopServices } from './lifecycle.js';
 export { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from './elasticmq.js';
+export { startPrivateRabbitMq, type PrivateRabbitMq } from './rabbitmq.js';
 export type { PgStopMode } from './postgres.js';
 export type { ServicesState } from './state.js';
 
@@ -101,4 +102,9 @@ export async function restartRabbitMq(
   await stopRabbitMq(opts);
   await sleep(opts.downMs ?? 0);
   await startRabbitMq();
+}
+
+/** The node closes every client connection (as an operator's `rabbitmqctl close_all_connections`). */
+export async function closeRabbitMqConnections(reason = 'closed by a test'): Promise<void> {
+  await rabbitMqCtl(managed('rabbitmq'), ['close_all_connections', reason]);
 }

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { canConnect, HOST } from './ports.js';
-import { isAlive, killProcess, spawnDetached, waitUntil } from './process.js';
-import type { RabbitMqState } from './state.js';
+import { canConnect, freePorts, HOST } from './ports.js';
+import { isAlive, killProcess, run, spawnDetached, waitUntil } from './process.js';
+import { currentState, type RabbitMqState } from './state.js';
 
 /**
  * The RabbitMQ start script: EO_RABBITMQ_SERVER, else Debian's. Not /usr/sbin/rabbitmq-server:
@@ -103,7 +103,8 @@ export async function rabbitMqStart(
   onSpawn(state.pid);
   await waitUntil(() => rabbitMqReady(state.url), {
     what: `RabbitMQ on port ${state.port} did not become ready`,
-    timeoutMs: 60_000,
+    // An Erlang node boots in about 10 s on an idle machine; a busy CI box takes far longer.
+    timeoutMs: 180_000,
     logFile: state.logFile,
     pid: state.pid,
   }).catch(async (error: unknown) => {
@@ -123,4 +124,48 @@ export async function rabbitMqStop(
     timeoutMs: 15_000,
     intervalMs: 50,
   });
+}
+
+/**
+ * Runs `rabbitmqctl` against the node (its name, and its HOME for the Erlang cookie),
+ * e.g. `close_all_connections <reason>`: the broker drops its clients' connections.
+ */
+export async function rabbitMqCtl(state: RabbitMqState, args: readonly string[]): Promise<string> {
+  const ctl = path.join(path.dirname(state.command), 'rabbitmqctl');
+  return run(ctl, ['-n', state.nodeName, ...args], { env: environment(state), cwd: state.home });
+}
+
+/** A node of a test's own, for tests that restart the broker or drop every connection. */
+export interface PrivateRabbitMq {
+  readonly url: string;
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  start(): Promise<void>;
+  /** The node closes every client connection. */
+  closeConnections(reason?: string): Promise<void>;
+  /** Crash-stops the node and removes its files. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts a node under `<the run's services dir>/<name>` (so teardown's sweep finds it if
+ * the test dies): restarting the shared node would break every other test file using it.
+ */
+export async function startPrivateRabbitMq(name: string): Promise<PrivateRabbitMq> {
+  const services = currentState();
+  if (services === undefined) throw new Error('no test services run (EO_SERVICES_STATE unset)');
+  const root = path.join(services.root, name);
+  const [port, distPort] = (await freePorts(2)) as [number, number];
+  const state = await createRabbitMq(root, port, distPort);
+  return {
+    url: state.url,
+    stop: (signal) => rabbitMqStop(state, signal),
+    start: () => rabbitMqStart(state),
+    closeConnections: async (reason = 'closed by a test') => {
+      await rabbitMqCtl(state, ['close_all_connections', reason]);
+    },
+    dispose: async () => {
+      await rabbitMqStop(state, 'SIGKILL').catch(() => undefined);
+      fs.rmSync(root, { recursive: true, force: true });
+    },
+  };
 }

@@ -61,11 +61,12 @@ describe('RabbitMQ source keys', () => {
     async () => {
       const queue = await it_.queue('classic');
       const dlq = await it_.queue('classic');
-      const channel = await it_.admin.createChannel();
       const dlx = `${dlq}-x`;
-      await channel.assertExchange(dlx, 'fanout', { durable: true });
-      await channel.bindQueue(dlq, dlx, '');
-      await channel.close();
+      await it_.withAdmin(async (admin) => {
+        const channel = await admin.createChannel();
+        await channel.assertExchange(dlx, 'fanout', { durable: true });
+        await channel.bindQueue(dlq, dlx, '');
+      });
       await it_.send(queue, [
         { body: { id: 'h1' }, options: { headers: { 'idempotency-key': 'k1' }, messageId: 'x' } },
         { body: { id: 'h1' }, options: { headers: { 'idempotency-key': 'k1' }, messageId: 'y' } },
@@ -80,9 +81,9 @@ describe('RabbitMQ source keys', () => {
       await waitFor(() => consumer.stats().duplicates === 1, { what: 'the duplicate' });
       const effects = await it_.effects();
       expect(effects.map((e) => e.id)).toEqual(['h1']);
-      const ch = await it_.admin.createChannel();
-      const letter = await ch.get(dlq, { noAck: true });
-      await ch.close();
+      const letter = await it_.withAdmin(async (admin) =>
+        (await admin.createChannel()).get(dlq, { noAck: true }),
+      );
       expect(letter && letter.properties.headers?.['eo-error-code']).toBe('EO_INVALID_KEY');
       expect(letter && letter.properties.messageId).toBe('z');
     },

@@ -3,18 +3,9 @@ import amqp, { type ChannelModel, type Options } from 'amqplib';
 import { createConsumer, type Consumer, type ConsumerOptions } from '../../../src/index.js';
 import { rabbitmqSource, type RabbitmqSourceOptions } from '../../../adapters/rabbitmq/index.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+import { recordEffect, type Effect, type Job } from './effects.js';
 
-/** Body of the test messages. */
-export interface Job {
-  id: string;
-}
-
-/** One applied effect, as the handlers record it in `effects`. */
-export interface Effect {
-  id: string;
-  worker: string;
-  attempt: number;
-}
+export { counts, recordEffect, type Effect, type Job } from './effects.js';
 
 export const TIMEOUT = 60_000;
 
@@ -35,14 +26,22 @@ export function unique(prefix: string): string {
  * Per test file: a fresh schema with an `effects` table (no unique constraint, so a
  * doubled effect shows as two rows), an admin connection, consumers stopped after each test.
  */
-export function rabbitmqIntegration(file: string) {
-  const state = {} as { db: TestDatabase; admin: ChannelModel };
+export function rabbitmqIntegration(file: string, url: () => string = rabbitmqUrl) {
+  const state = {} as { db: TestDatabase };
   const consumers: Consumer[] = [];
+  /** A connection per admin operation: tests that restart the node would break a long-lived one. */
+  const withAdmin = async <R>(use: (admin: ChannelModel) => Promise<R>): Promise<R> => {
+    const admin = await amqp.connect(url());
+    admin.on('error', () => undefined);
+    try {
+      return await use(admin);
+    } finally {
+      await admin.close().catch(() => undefined);
+    }
+  };
 
   beforeAll(async () => {
     state.db = await createTestDatabase(`rmq_${file}`);
-    state.admin = await amqp.connect(rabbitmqUrl());
-    state.admin.on('error', () => undefined);
     await state.db.pool.query(
       'CREATE TABLE effects (n bigserial PRIMARY KEY, id text NOT NULL, worker text NOT NULL, attempt int NOT NULL)',
     );
@@ -52,7 +51,6 @@ export function rabbitmqIntegration(file: string) {
     await state.db.pool.query('TRUNCATE effects');
   });
   afterAll(async () => {
-    await state.admin?.close().catch(() => undefined);
     await state.db?.close();
   });
 
@@ -60,21 +58,20 @@ export function rabbitmqIntegration(file: string) {
     get db() {
       return state.db;
     },
-    get admin() {
-      return state.admin;
-    },
+    withAdmin,
     /** Declares a durable queue of `type`; its own dead-letter exchange if `dlx` is given. */
     async queue(
       type: 'classic' | 'quorum',
       name = unique(type),
       args: Record<string, unknown> = {},
     ): Promise<string> {
-      const channel = await state.admin.createChannel();
-      await channel.assertQueue(name, {
-        durable: true,
-        arguments: { 'x-queue-type': type, ...args },
+      await withAdmin(async (admin) => {
+        const channel = await admin.createChannel();
+        await channel.assertQueue(name, {
+          durable: true,
+          arguments: { 'x-queue-type': type, ...args },
+        });
       });
-      await channel.close();
       return name;
     },
     /** Publishes with confirms to the queue through the default exchange. */
@@ -82,23 +79,21 @@ export function rabbitmqIntegration(file: string) {
       queue: string,
       messages: Array<{ body: unknown; options?: Options.Publish }>,
     ): Promise<void> {
-      const channel = await state.admin.createConfirmChannel();
-      for (const m of messages)
-        channel.sendToQueue(queue, Buffer.from(JSON.stringify(m.body)), {
-          persistent: true,
-          ...m.options,
-        });
-      await channel.waitForConfirms();
-      await channel.close();
+      await withAdmin(async (admin) => {
+        const channel = await admin.createConfirmChannel();
+        for (const m of messages)
+          channel.sendToQueue(queue, Buffer.from(JSON.stringify(m.body)), {
+            persistent: true,
+            ...m.options,
+          });
+        await channel.waitForConfirms();
+      });
     },
     /** Messages ready in `queue` (not counting unacked ones). */
     async depth(queue: string): Promise<number> {
-      const channel = await state.admin.createChannel();
-      try {
-        return (await channel.checkQueue(queue)).messageCount;
-      } finally {
-        await channel.close().catch(() => undefined);
-      }
+      return withAdmin(
+        async (admin) => (await (await admin.createChannel()).checkQueue(queue)).messageCount,
+      );
     },
     /** Starts a consumer over `rabbitmqSource`; short backoffs suit tests. */
     async worker(
@@ -110,7 +105,7 @@ export function rabbitmqIntegration(file: string) {
         pool: state.db.pool,
         schema: state.db.schema,
         source: rabbitmqSource<Job>({
-          ...(source.connection === undefined ? { url: rabbitmqUrl() } : {}),
+          ...(source.connection === undefined ? { url: url() } : {}),
           reconnectBackoff: { initialMs: 100, maxMs: 1000 },
           ...source,
         }),
@@ -132,25 +127,4 @@ export function rabbitmqIntegration(file: string) {
     },
   };
   return api;
-}
-
-/** The handlers' effect: one row in `effects`, through the claim's transaction. */
-export async function recordEffect(
-  tx: { query: (sql: string, values: unknown[]) => Promise<unknown> },
-  id: string,
-  worker: string,
-  attempt: number,
-): Promise<void> {
-  await tx.query('INSERT INTO effects (id, worker, attempt) VALUES ($1, $2, $3)', [
-    id,
-    worker,
-    attempt,
-  ]);
-}
-
-/** Counts of each id in `effects`. */
-export function counts(effects: Effect[]): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const e of effects) map.set(e.id, (map.get(e.id) ?? 0) + 1);
-  return map;
 }
