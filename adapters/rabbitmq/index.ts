@@ -11,7 +11,8 @@ export type {
   RabbitmqKeyFunction,
   RabbitmqParse,
 } from './options.js';
-export type { RabbitmqDelivery } from './delivery.js';
 export { RABBITMQ_HEADERS } from './types.js';
 export type { AmqpConnectionLike } from './types.js';
 export { delayStep } from './republisher.js';
+export { rabbitmqPublisher } from './publisher.js';
+export type { RabbitmqPublisherOptions, RabbitmqPublisher } from './publisher.js';

@@ -5,8 +5,11 @@ import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
  * (`ChannelModel`) or recovering (`RecoveringChannelModel`, with the `recovery` option).
  */
 export interface AmqpConnectionLike {
+  /** Opens a channel (on a recovering connection, once it is connected). */
   createChannel(): Promise<Channel>;
+  /** Opens a channel in confirm mode (publisher confirms). */
   createConfirmChannel(): Promise<ConfirmChannel>;
+  /** Closes the connection. */
   close(): Promise<void>;
 }
 
