@@ -13,7 +13,7 @@ const AROUND = 'client|otel|cli|testing';
 // is not installed, the bare name.
 const peer = (names) => `(^|node_modules/)(@types/)?(${names})(/|$)`;
 const BRIDGED_PEERS = peer(
-  'express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely|drizzle-orm|postgres|@prisma|knex|aws-lambda|@middy',
+  'express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely|drizzle-orm|postgres|@prisma|knex|aws-lambda|@middy|amqplib',
 );
 const OTEL = peer('@opentelemetry');
 
@@ -74,7 +74,7 @@ export default {
     {
       name: 'src-imports-no-bridged-peer',
       comment:
-        'express, fastify, @aws-sdk/*, kafkajs, @platformatic/*, typeorm, kysely, drizzle-orm, postgres, @prisma/* and knex are optional peers: ' +
+        'express, fastify, @aws-sdk/*, kafkajs, @platformatic/*, typeorm, kysely, drizzle-orm, postgres, @prisma/*, knex and amqplib are optional peers: ' +
         'the bridge to one lives in adapters/, typed structurally in src/ when src/ needs it.',
       severity: 'error',
       from: { path: '^src/' },

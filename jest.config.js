@@ -27,6 +27,7 @@ const common = {
     '^effectively-once/postgres-js$': '<rootDir>/adapters/postgres-js/index.ts',
     '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',
     '^effectively-once/knex$': '<rootDir>/adapters/knex/index.ts',
+    '^effectively-once/rabbitmq$': '<rootDir>/adapters/rabbitmq/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {
@@ -54,6 +55,14 @@ const needsNewPostgres =
 // only with EO_VIA_PGBOUNCER=1, .ci/run's PgBouncer step, which global setup starts it for.
 const needsPgBouncer = process.env.EO_VIA_PGBOUNCER === '1' ? [] : ['/test/integration/pgbouncer/'];
 
+// test/integration/rabbitmq/ needs a RabbitMQ node (Debian's rabbitmq-server, not on every
+// machine): only when EO_SERVICES lists rabbitmq, which global setup then starts, or a
+// RABBITMQ_URL is given. .ci/run's main suite lists it.
+const rabbitmqAsked =
+  (process.env.EO_SERVICES ?? '').split(',').some((s) => s.trim() === 'rabbitmq') ||
+  Boolean(process.env.RABBITMQ_URL);
+const needsRabbitMq = rabbitmqAsked ? [] : ['/test/integration/rabbitmq/'];
+
 /** @type {import('jest').Config} */
 export default {
   // Jest reads testTimeout only at the top level; integration tests need broker round trips.
@@ -77,6 +86,7 @@ export default {
         ...needsNewNode,
         ...needsNewPostgres,
         ...needsPgBouncer,
+        ...needsRabbitMq,
       ],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',

@@ -48,7 +48,7 @@ export interface BenchOptions {
   dataLayers: LayerName[];
 }
 
-export const BENCH_USAGE = `usage: tsx bench/main.ts --broker sqs|kafka [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
+export const BENCH_USAGE = `usage: tsx bench/main.ts --broker sqs|kafka|rabbitmq [--messages 5000] [--concurrency 8] [--consumer-concurrency C] [--rounds 3]
                          [--scenarios a,b,c,d,e,f] [--batch-size 100] [--inbox-batch 10]
                          [--partitions <concurrency>] [--key-concurrency 1] [--kafka-client kafkajs] [--dedup-rows 0]
                          [--prune-while-consuming] [--memory-run] [--out .cache/runs/bench] [--name variant]
@@ -83,8 +83,13 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     strict: true,
   });
   if (values.help) throw new UsageError('');
-  const broker = choiceOption('broker', values.broker, ['sqs', 'kafka'] as const, 'sqs');
-  if (values.broker === undefined) throw new UsageError('--broker must be sqs or kafka');
+  const broker = choiceOption(
+    'broker',
+    values.broker,
+    ['sqs', 'kafka', 'rabbitmq'] as const,
+    'sqs',
+  );
+  if (values.broker === undefined) throw new UsageError('--broker must be sqs, kafka or rabbitmq');
   const concurrency = intOption('concurrency', values.concurrency, 8, 1, 200);
   const dataLayers = dataLayerList(values['data-layer']);
   // With layers and no --scenarios: (b) alone, the raw-pg run each layer's is beside.

@@ -1,3 +1,4 @@
+import { BROKER_LABELS } from './broker.js';
 import type { Report } from './report.js';
 import type { ScenarioId } from './scenarios.js';
 
@@ -33,7 +34,7 @@ const escape = (text: string): string =>
 export function throughputChart(report: Report): string | undefined {
   const rows = report.summary.filter((s) => s.dedupPreload === 0 && s.throughput !== null);
   if (rows.length < 2) return undefined;
-  const broker = report.options.broker === 'sqs' ? 'SQS' : 'Kafka';
+  const broker = BROKER_LABELS[report.options.broker];
   const title = `${broker}: msg/s per scenario (log scale), median of ${report.options.rounds} round(s)`;
   const [label, plot, rowH, top] = [240, 560, 30, 40];
   const width = label + plot + 90;

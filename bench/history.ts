@@ -28,6 +28,8 @@ const KEYS: Record<BrokerName, { key: string; from: string }> = {
   // Kafka runs (and e, g) claim 'msg-<id>': each sorts just before its twin 'msg-<id>-h',
   // so consecutive run keys sit about a leaf page apart across the whole index.
   kafka: { key: `'msg-' || g || '-h'`, from: '' },
+  // RabbitMQ runs claim the message-id the prefill sets, 'msg-<id>' as Kafka's.
+  rabbitmq: { key: `'msg-' || g || '-h'`, from: '' },
   // SQS runs claim MessageIds, random version-4 UUIDs: these are UUID-shaped with version
   // nibble 0, and run keys fall at random among them.
   sqs: {

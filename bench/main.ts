@@ -211,10 +211,11 @@ async function main(): Promise<void> {
       cpus: `${os.cpus().length}× ${os.cpus()[0]?.model.trim() ?? 'cpu'}`,
       node: process.versions.node,
       postgres: await postgresVersion(databaseUrl),
-      broker:
-        options.broker === 'sqs'
-          ? 'ElasticMQ, native JVM'
-          : 'Apache Kafka (KRaft, 1 broker), native JVM',
+      broker: {
+        sqs: 'ElasticMQ, native JVM',
+        kafka: 'Apache Kafka (KRaft, 1 broker), native JVM',
+        rabbitmq: "RabbitMQ (Debian's rabbitmq-server, 1 node, quorum queues)",
+      }[options.broker],
       loadAverageStart,
       loadAverageEnd: os.loadavg(),
       servicesStartedByBench: services.started,

@@ -27,6 +27,9 @@ async function fill(request: PrefillRequest): Promise<void> {
         onProgress: progress,
       },
     );
+  } else if (request.broker === 'rabbitmq') {
+    const { fillQueue } = await import('./rabbitmq/queue.js');
+    await fillQueue(request.url, request.queue, request.messages);
   } else {
     const { fillQueue, sqsClient } = await import('./sqs/queue.js');
     const client = sqsClient(request.endpoint);

@@ -6,7 +6,8 @@ const CHILD = fileURLToPath(new URL('./prefill-child.ts', import.meta.url));
 /** What to pre-fill: a created, empty topic or queue, with ids 0..messages-1. */
 export type PrefillRequest =
   | { broker: 'kafka'; brokers: string; topic: string; partitions: number; messages: number }
-  | { broker: 'sqs'; endpoint: string; queueUrl: string; messages: number };
+  | { broker: 'sqs'; endpoint: string; queueUrl: string; messages: number }
+  | { broker: 'rabbitmq'; url: string; queue: string; messages: number };
 
 /**
  * Pre-fills from a short-lived process of its own. A producer leaves memory resident

@@ -32,6 +32,7 @@ export interface ScenarioTask {
     databaseUrl: string;
     sqsEndpoint?: string | undefined;
     kafkaBrokers?: string | undefined;
+    rabbitmqUrl?: string | undefined;
   };
 }
 

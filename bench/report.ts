@@ -1,3 +1,4 @@
+import { BROKER_LABELS } from './broker.js';
 import type { BenchOptions } from './args.js';
 import { fmt } from './format.js';
 import type { RunResult } from './protocol.js';
@@ -40,7 +41,7 @@ export function renderMarkdown(report: Report): string {
     main.find((s) => s.scenario === id)?.throughput ?? null;
   const lines: string[] = [];
   lines.push(
-    `## Bench: ${o.broker === 'sqs' ? 'SQS' : 'Kafka'} (${env.broker}) + Postgres (${env.postgres})`,
+    `## Bench: ${BROKER_LABELS[o.broker]} (${env.broker}) + Postgres (${env.postgres})`,
     '',
   );
   lines.push('```', env.command, '```', '');
@@ -97,8 +98,8 @@ export function renderMarkdown(report: Report): string {
   }
   lines.push(
     '',
-    'msg/s: N ÷ (clock start → last message committed *and* acked; the clock starts at the first message seen (SQS) or at the group join (Kafka)). Latency: send → effect row written ' +
-      '(`clock_timestamp()` in the row; d: send → DeleteMessageBatch/commit confirmed); with a pre-filled queue it is mostly ' +
+    'msg/s: N ÷ (clock start → last message committed *and* acked; the clock starts at the first message seen (SQS, RabbitMQ) or at the group join (Kafka)). Latency: send → effect row written ' +
+      '(`clock_timestamp()` in the row; d: send → DeleteMessageBatch/commit confirmed, RabbitMQ: ack written); with a pre-filled queue it is mostly ' +
       'time spent waiting in the queue, so it tracks drain time. Peak RSS: the scenario process (one per run).',
     '',
   );

@@ -18,6 +18,10 @@ async function driverFor(task: ScenarioTask): Promise<BrokerDriver> {
     const { sqsDriver } = await import('./sqs/driver.js');
     return sqsDriver(need(task.endpoints.sqsEndpoint, 'SQS endpoint'));
   }
+  if (task.broker === 'rabbitmq') {
+    const { rabbitmqDriver } = await import('./rabbitmq/driver.js');
+    return rabbitmqDriver(need(task.endpoints.rabbitmqUrl, 'RabbitMQ URL'));
+  }
   const { kafkaDriver } = await import('./kafka/driver.js');
   return kafkaDriver(
     need(task.endpoints.kafkaBrokers, 'Kafka brokers'),

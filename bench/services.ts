@@ -4,6 +4,7 @@ export interface Endpoints {
   databaseUrl: string;
   sqsEndpoint?: string | undefined;
   kafkaBrokers?: string | undefined;
+  rabbitmqUrl?: string | undefined;
 }
 
 export interface RunningServices {
@@ -15,7 +16,7 @@ export interface RunningServices {
 
 /**
  * The bench's view of a run's services (kit/services/private.ts, the one provider):
- * DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set, else started natively for
+ * DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS / RABBITMQ_URL when set, else started natively for
  * this run and stopped in `stop`. `broker` null: Postgres alone (the HTTP bench).
  */
 export async function ensureServices(broker: BrokerName | null): Promise<RunningServices> {
@@ -25,6 +26,7 @@ export async function ensureServices(broker: BrokerName | null): Promise<Running
       databaseUrl: services.databaseUrl,
       sqsEndpoint: broker === 'sqs' ? services.brokerEndpoint : undefined,
       kafkaBrokers: broker === 'kafka' ? services.brokerEndpoint : undefined,
+      rabbitmqUrl: broker === 'rabbitmq' ? services.brokerEndpoint : undefined,
     },
     started: services.started,
     stop: () => services.stop(),

@@ -36,6 +36,7 @@ export const ENTRY_POINTS = [
   'otel',
   'typeorm',
   'kysely',
+  'rabbitmq',
   'drizzle',
   'postgres-js',
   'prisma',

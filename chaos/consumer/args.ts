@@ -72,7 +72,7 @@ export interface ChaosArgs {
 }
 
 export function usage(): string {
-  return `usage: tsx chaos/main.ts [--target consumer] --broker sqs|kafka [options]
+  return `usage: tsx chaos/main.ts [--target consumer] --broker sqs|kafka|rabbitmq [options]
        tsx chaos/main.ts --target http|outbox [options]   (their options: --target T --help)
 
   --messages N        logical messages, each with its own idempotency key (default 1000)
@@ -82,8 +82,8 @@ export function usage(): string {
   --seed S            seed of the plan (default: random, printed)
   --duplicates R      producer duplicate sends as a fraction of N, >= 0.2 (default 0.25)
   --pg-restarts R     Postgres crash-restarts mid-run (default 1)
-  --broker-restarts B Kafka broker crash-restarts mid-run (default 1 for kafka; sqs: 0 only,
-                      ElasticMQ keeps messages in memory)
+  --broker-restarts B broker crash-restarts (SIGKILL) mid-run (default 1 for kafka and
+                      rabbitmq; sqs: 0 only, ElasticMQ keeps messages in memory)
   --concurrency C     consumer concurrency per worker (default 8)
   --batch M           batch mode: batchHandler, one transaction per batch of up to M (default off)
   --partitions P      Kafka partitions (default 6)
@@ -130,8 +130,11 @@ export function usage(): string {
                       odd repeatable read) (default: mixed with serialization faults,
                       else default)
 
+RabbitMQ: a quorum work queue, the source's prefetch = --concurrency, dead letters
+through an exchange of the run's own.
+
 Postgres and the broker are started privately unless DATABASE_URL / SQS_ENDPOINT /
-KAFKA_BROKERS are set; a service given that way cannot be restarted.`;
+KAFKA_BROKERS / RABBITMQ_URL are set; a service given that way cannot be restarted.`;
 }
 
 export function parseChaosArgs(argv: string[]): ChaosArgs {
@@ -170,18 +173,19 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
   });
   if (values.help === true) throw new UsageError('');
   const broker = values.broker;
-  if (broker !== 'sqs' && broker !== 'kafka') throw new UsageError('--broker must be sqs or kafka');
+  if (broker !== 'sqs' && broker !== 'kafka' && broker !== 'rabbitmq')
+    throw new UsageError('--broker must be sqs, kafka or rabbitmq');
   const messages = intOption('messages', values.messages, 1000, 1, 10_000_000);
   const brokerRestarts = intOption(
     'broker-restarts',
     values['broker-restarts'],
-    broker === 'kafka' ? 1 : 0,
+    broker === 'sqs' ? 0 : 1,
     0,
     10,
   );
   if (broker === 'sqs' && brokerRestarts > 0) {
     throw new UsageError(
-      '--broker-restarts: ElasticMQ keeps messages in memory, a restart loses them by design; only Kafka restarts',
+      '--broker-restarts: ElasticMQ keeps messages in memory, a restart loses them by design; only Kafka and RabbitMQ restart',
     );
   }
   const duplicateRatio = numberOption('duplicates', values.duplicates, 0.25, 0.2, 10);

@@ -1,7 +1,7 @@
 import type { Send } from './plan.js';
 import type { WorkerBrokerConfig } from './protocol.js';
 
-// What a broker kind implements (sqs-broker.ts, kafka-broker.ts). A module of its own,
+// What a broker kind implements (sqs-broker.ts, kafka-broker.ts, rabbitmq-broker.ts). A module of its own,
 // so the kinds do not import the factory that loads them.
 
 /** The broker side of a chaos run: queues or topics, the producer, and the checks. */
@@ -10,7 +10,7 @@ export interface ChaosBroker {
   readonly worker: WorkerBrokerConfig;
   /** Sends everything, retrying failed sends until done or `signal` aborts; returns the re-sends. */
   send(sends: Send[], signal: AbortSignal): Promise<{ resent: number }>;
-  /** Nothing left to consume: SQS queue empty (visible, in flight, delayed) / Kafka group lag 0. */
+  /** Nothing left to consume: SQS queue empty (visible, in flight, delayed) / Kafka group lag 0 / RabbitMQ nothing ready. */
   drained(): Promise<boolean>;
   /** Messages in the dead-letter target so far. */
   deadLetterCount(): Promise<number>;
@@ -25,12 +25,12 @@ export interface DeadLetter {
   key: string;
   /**
    * The error code the adapter attached: the `code` of the SQS `EffectivelyOnce-Error`
-   * attribute, the Kafka `eo-error-code` header; undefined when absent.
+   * attribute, the Kafka and RabbitMQ `eo-error-code` header; undefined when absent.
    */
   code: string | undefined;
 }
 
 /** The SQS message attribute holding a message's idempotency key. */
 export const IDEMPOTENCY_ATTRIBUTE = 'Idempotency-Key';
-/** The Kafka header holding a record's idempotency key. */
+/** The Kafka (and RabbitMQ) header holding a record's idempotency key. */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';

@@ -3,7 +3,7 @@ import type { ChaosBroker } from './broker-api.js';
 
 export type { ChaosBroker, DeadLetter } from './broker-api.js';
 
-/** The run's broker; each kind is loaded only when used (kafkajs or the SQS SDK). */
+/** The run's broker; each kind is loaded only when used (kafkajs, the SQS SDK or amqplib). */
 export async function createBroker(
   args: Pick<ChaosArgs, 'broker' | 'partitions'>,
   endpoint: string,
@@ -12,6 +12,10 @@ export async function createBroker(
   if (args.broker === 'sqs') {
     const { createSqsBroker } = await import('./sqs-broker.js');
     return createSqsBroker(endpoint, runId);
+  }
+  if (args.broker === 'rabbitmq') {
+    const { createRabbitmqBroker } = await import('./rabbitmq-broker.js');
+    return createRabbitmqBroker(endpoint, runId);
   }
   const { createKafkaBroker } = await import('./kafka-broker.js');
   return createKafkaBroker(endpoint.split(','), runId, args.partitions);

@@ -1,5 +1,6 @@
 import type { KafkaLike } from 'effectively-once/kafka';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { AmqpConnectionLike } from 'effectively-once/rabbitmq';
 import type { FaultPoint } from './protocol.js';
 
 /** Dies the way a crash does: no `finally`, no flush, no goodbye to the broker. */
@@ -68,5 +69,31 @@ export function armKafkaCommits(kafka: KafkaLike, faults: Faults): KafkaLike {
       return consumer;
     },
     producer: (config) => kafka.producer(config),
+  };
+}
+
+/**
+ * `during-ack` for RabbitMQ: wraps `ack` of the channels the source opens. `basic.ack`
+ * has no answer; half the time the worker dies at once after writing it (the frame is
+ * likely still in the process), otherwise within a few ms (it is likely on the wire).
+ */
+export function armRabbitmqAcks(
+  connection: AmqpConnectionLike,
+  faults: Faults,
+): AmqpConnectionLike {
+  return {
+    async createChannel() {
+      const channel = await connection.createChannel();
+      const ack = channel.ack.bind(channel);
+      channel.ack = (message, allUpTo) => {
+        ack(message, allUpTo);
+        if (!faults.take('during-ack')) return;
+        if (Math.random() < 0.5) die();
+        setTimeout(die, Math.random() * 4);
+      };
+      return channel;
+    },
+    createConfirmChannel: () => connection.createConfirmChannel(),
+    close: () => connection.close(),
   };
 }

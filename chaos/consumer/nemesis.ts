@@ -118,7 +118,7 @@ export class Nemesis {
         const downMs = this.rng.int(1000, 3000);
         await this.services.restartBroker(downMs);
         this.report.brokerRestarts++;
-        return `Kafka broker SIGKILLed and restarted (down ${downMs} ms)`;
+        return `broker SIGKILLed and restarted (down ${downMs} ms)`;
       }
       case 'kill':
         return this.kill(event.mode, signal);

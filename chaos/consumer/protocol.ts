@@ -3,7 +3,8 @@ import type { LayerName } from '../../kit/data-layers/index.js';
 /** Where the worker processes consume from (sent to each worker at spawn). */
 export type WorkerBrokerConfig =
   | { kind: 'sqs'; endpoint: string; queueUrl: string; deadLetterQueueUrl: string }
-  | { kind: 'kafka'; brokers: string[]; topic: string; groupId: string };
+  | { kind: 'kafka'; brokers: string[]; topic: string; groupId: string }
+  | { kind: 'rabbitmq'; url: string; queue: string; deadLetterExchange: string };
 
 /** A worker's whole configuration, passed as JSON in the CHAOS_WORKER environment variable. */
 export interface WorkerConfig {
@@ -60,7 +61,8 @@ export const WORKER_ENV = 'CHAOS_WORKER';
  *   (the consumer's `processed` event, emitted between COMMIT and ack);
  * - `in-handler`: the handler wrote its effect in `ctx.tx`, COMMIT not sent;
  * - `during-ack`: a `DeleteMessageBatch` / Kafka offset commit is on the wire (or its
- *   answer arrived and was not yet seen by the adapter).
+ *   answer arrived and was not yet seen by the adapter); RabbitMQ's `basic.ack` has no
+ *   answer: the worker dies just after writing it (it may or may not leave the process).
  */
 export type FaultPoint = 'after-commit' | 'in-handler' | 'during-ack';
 export const FAULT_POINTS: readonly FaultPoint[] = ['after-commit', 'in-handler', 'during-ack'];

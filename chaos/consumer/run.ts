@@ -256,7 +256,7 @@ function impossibleFaults(args: ChaosArgs, services: ChaosServices): string[] {
   }
   if (args.brokerRestarts > 0 && !services.canRestartBroker) {
     say(
-      'note: KAFKA_BROKERS was given, so broker restarts are impossible in this run (broker_restarts=0)',
+      'note: KAFKA_BROKERS / RABBITMQ_URL was given, so broker restarts are impossible in this run (broker_restarts=0)',
     );
   }
   return [];

@@ -1,5 +1,6 @@
 /**
- * One chaos worker process: `createConsumer` over `sqsSource` / `kafkaSource`, exactly
+ * One chaos worker process: `createConsumer` over `sqsSource` / `kafkaSource` /
+ * `rabbitmqSource`, exactly
  * as an application would use the public API. Its handler increments the key's counter
  * and appends a ledger row through `ctx.tx`; poison bodies write the same and then
  * throw, so only a rollback keeps them out; a body carrying a handler fault then
@@ -21,13 +22,15 @@ import {
 } from 'effectively-once';
 import { kafkaRecordOf, kafkaSource } from 'effectively-once/kafka';
 import { sqsSource } from 'effectively-once/sqs';
+import { rabbitmqSource } from 'effectively-once/rabbitmq';
 import { tables, type ChaosTables } from './db.js';
 import { CHAOS_KAFKA_RETRY, CHAOS_KAFKA_SOURCE } from './kafka-source-timings.js';
 import { HandlerFaults, type FloatingChain } from './fault-effects.js';
 import { openDataLayer, type OpenedLayer } from '../../kit/data-layers/index.js';
 import { applyThroughLayer, layerFaultTx, type LedgerItem } from './layer-effects.js';
-import { Faults, armKafkaCommits, armSqsDeletes } from './faults.js';
+import { Faults, armKafkaCommits, armRabbitmqAcks, armSqsDeletes } from './faults.js';
 import type { ChaosBody } from './plan.js';
+import { IDEMPOTENCY_HEADER } from './broker-api.js';
 import { WORKER_ENV, type FromWorker, type IsolationLevel, type WorkerConfig } from './protocol.js';
 import { stderrLogger } from '../../kit/stderr-logger.js';
 import { serveFleet } from './fleet-child.js';
@@ -55,8 +58,29 @@ function send(message: FromWorker): void {
   process.send?.(message);
 }
 
+/** Closes what the worker's source runs on and does not own (the RabbitMQ connection). */
+let closeBroker: () => Promise<void> = async () => undefined;
+
 async function source(pool: pg.Pool): Promise<Source<ChaosBody>> {
   const b = cfg.broker;
+  if (b.kind === 'rabbitmq') {
+    const amqp = await import('amqplib');
+    // A recovering connection of the worker's own: the source reopens its channels on it
+    // after the broker restarts, and the fault point wraps their acks.
+    const connection = await amqp.connect(b.url, {
+      recovery: { initialDelay: 200, maxDelay: 2000, maxRetries: Infinity, waitForConnect: false },
+    });
+    connection.on('error', () => undefined);
+    closeBroker = () => connection.close().catch(() => undefined);
+    return rabbitmqSource<ChaosBody>({
+      connection: armRabbitmqAcks(connection, faults),
+      queue: b.queue,
+      key: IDEMPOTENCY_HEADER,
+      prefetch: cfg.concurrency,
+      deadLetterExchange: b.deadLetterExchange,
+      reconnectBackoff: { initialMs: 200, maxMs: 2000 },
+    });
+  }
   if (b.kind === 'sqs') {
     const client = new SQSClient({
       region: 'us-east-1',
@@ -254,6 +278,7 @@ async function main(): Promise<void> {
   const fleet = serveFleet(
     async () => {
       await consumer.stop({ timeoutMs: 10_000 });
+      await closeBroker();
       flushEvents();
       await handlerFaults.close();
       await data?.close().catch(() => undefined);

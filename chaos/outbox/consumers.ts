@@ -47,6 +47,7 @@ export function inputSource<T>(cfg: OutboxNodeConfig): Source<T> {
       deadLetterQueueUrl: input.deadLetterQueueUrl,
       ...SQS_TIMINGS,
     });
+  if (input.kind !== 'kafka') throw new Error(`no producer input from ${input.kind}`);
   return kafkaSource<T>({
     kafka: chaosKafka(cfg, input.brokers),
     groupId: input.groupId,

@@ -9,10 +9,12 @@ import { kafkaReady } from './kafka.js';
 import { startJava, stopJava } from './java.js';
 import { pgStart, pgStop, type PgStopMode } from './postgres.js';
 import { sleep } from './process.js';
+import { rabbitMqCtl, rabbitMqStart, rabbitMqStop } from './rabbitmq.js';
 import { currentState, updateState, type ServicesState } from './state.js';
 
 export { startServices, stopServices } from './lifecycle.js';
 export { PRESET_QUEUES, SQS_CREDENTIALS, SQS_REGION } from './elasticmq.js';
+export { startPrivateRabbitMq, type PrivateRabbitMq } from './rabbitmq.js';
 export type { PgStopMode } from './postgres.js';
 export type { ServicesState } from './state.js';
 
@@ -21,7 +23,7 @@ export function servicesState(): ServicesState | undefined {
   return currentState();
 }
 
-function managed<K extends 'postgres' | 'elasticmq' | 'kafka'>(
+function managed<K extends 'postgres' | 'elasticmq' | 'kafka' | 'rabbitmq'>(
   key: K,
 ): NonNullable<ServicesState[K]> {
   const state = currentState();
@@ -76,4 +78,33 @@ export async function restartKafka(
   await stopKafka(opts);
   await sleep(opts.downMs ?? 0);
   await startKafka();
+}
+
+/** Stops the RabbitMQ node: SIGTERM (default) a clean shutdown, SIGKILL a crash. */
+export async function stopRabbitMq(opts: { signal?: 'SIGTERM' | 'SIGKILL' } = {}): Promise<void> {
+  await rabbitMqStop(managed('rabbitmq'), opts.signal ?? 'SIGTERM');
+}
+
+/** Starts the node again (same name, port and data) and waits until a client can connect. */
+export async function startRabbitMq(): Promise<void> {
+  const rabbitmq = managed('rabbitmq');
+  await rabbitMqStart(rabbitmq, (pid) =>
+    updateState((state) => {
+      if (state.rabbitmq) state.rabbitmq.pid = pid;
+    }),
+  );
+}
+
+/** Stop, stay down `downMs` (default 0), start. Durable queues keep their persistent messages. */
+export async function restartRabbitMq(
+  opts: { signal?: 'SIGTERM' | 'SIGKILL'; downMs?: number } = {},
+): Promise<void> {
+  await stopRabbitMq(opts);
+  await sleep(opts.downMs ?? 0);
+  await startRabbitMq();
+}
+
+/** The node closes every client connection (as an operator's `rabbitmqctl close_all_connections`). */
+export async function closeRabbitMqConnections(reason = 'closed by a test'): Promise<void> {
+  await rabbitMqCtl(managed('rabbitmq'), ['close_all_connections', reason]);
 }

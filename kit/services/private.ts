@@ -1,26 +1,29 @@
 import fs from 'node:fs';
 import path from 'node:path';
-/** The brokers a run can start: ElasticMQ (SQS) or Kafka. */
-export type BrokerName = 'sqs' | 'kafka';
+/** The brokers a run can start: ElasticMQ (SQS), Kafka or RabbitMQ. */
+export type BrokerName = 'sqs' | 'kafka' | 'rabbitmq';
 import type { FailoverCluster, FailoverOptions, FailoverReport } from './cluster/cluster.js';
 import type { Replication } from './cluster/node.js';
 
 /** Postgres and the broker for a chaos run, with what may be restarted. */
 export interface ChaosServices {
   databaseUrl: string;
-  /** SQS endpoint or comma-separated Kafka brokers ('' for the HTTP target: no broker). */
+  /** SQS endpoint, comma-separated Kafka brokers or an AMQP URL ('' for the HTTP target: no broker). */
   brokerEndpoint: string;
   /** False when DATABASE_URL was given: someone else's Postgres is not ours to crash. */
   canRestartPostgres: boolean;
-  /** False when KAFKA_BROKERS was given (and always for SQS: ElasticMQ keeps messages in memory). */
+  /**
+   * False when KAFKA_BROKERS / RABBITMQ_URL was given (and always for SQS: ElasticMQ keeps
+   * messages in memory).
+   */
   canRestartBroker: boolean;
-  /** The services this run started itself (`postgres`, `sqs`, `kafka`); the rest were given. */
+  /** The services this run started itself (`postgres`, `sqs`, `kafka`, `rabbitmq`); the rest were given. */
   started: string[];
   /** Where the private services live (state file, logs), when any were started. */
   root: string | undefined;
   /** Crash (immediate stop), stay down `downMs`, start again. */
   restartPostgres(downMs: number): Promise<void>;
-  /** Kafka only: SIGKILL the broker, stay down `downMs`, start it again. */
+  /** Kafka and RabbitMQ: SIGKILL the broker, stay down `downMs`, start it again. */
   restartBroker(downMs: number): Promise<void>;
   /** With `--failovers`: the primary, its standby and the proxy `databaseUrl` points at. */
   cluster: FailoverCluster | undefined;
@@ -30,7 +33,11 @@ export interface ChaosServices {
   stop(): Promise<void>;
 }
 
-const BROKER_ENV: Record<BrokerName, string> = { sqs: 'SQS_ENDPOINT', kafka: 'KAFKA_BROKERS' };
+const BROKER_ENV: Record<BrokerName, string> = {
+  sqs: 'SQS_ENDPOINT',
+  kafka: 'KAFKA_BROKERS',
+  rabbitmq: 'RABBITMQ_URL',
+};
 
 /**
  * Uses DATABASE_URL and SQS_ENDPOINT / KAFKA_BROKERS when set, and starts what is
@@ -71,7 +78,7 @@ export async function ensureServices(
   if (!databaseUrl || brokerEndpoint === undefined || (brokerEnv && !brokerEndpoint))
     throw new Error(`${envNames} still unset after starting services`);
   const canRestartPostgres = missing.includes('postgres') || cluster !== undefined;
-  const canRestartBroker = broker === 'kafka' && missing.includes('kafka');
+  const canRestartBroker = broker !== null && broker !== 'sqs' && missing.includes(broker);
   return {
     databaseUrl,
     brokerEndpoint,
@@ -88,7 +95,8 @@ export async function ensureServices(
     async restartBroker(downMs) {
       if (!canRestartBroker)
         throw new Error('the broker cannot be restarted (given endpoint, or SQS)');
-      await services.restartKafka({ signal: 'SIGKILL', downMs });
+      if (broker === 'rabbitmq') await services.restartRabbitMq({ signal: 'SIGKILL', downMs });
+      else await services.restartKafka({ signal: 'SIGKILL', downMs });
     },
     cluster,
     async failover(options) {

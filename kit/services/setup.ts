@@ -8,6 +8,7 @@ import { HOST, freePorts } from './ports.js';
 import { createPgBouncer, pgBouncerStop, pgBouncerVersion } from './pgbouncer.js';
 import { createPostgres, pgStop, postgresMajor } from './postgres.js';
 import { isAlive, killProcessesUsing } from './process.js';
+import { createRabbitMq, rabbitMqStop } from './rabbitmq.js';
 import {
   RUNS_DIR,
   STATE_ENV,
@@ -23,11 +24,15 @@ export const ENDPOINT_ENV = {
   sqs: 'SQS_ENDPOINT',
   kafka: 'KAFKA_BROKERS',
   pgbouncer: 'PGBOUNCER_URL',
+  rabbitmq: 'RABBITMQ_URL',
 } as const;
 export type ServiceName = keyof typeof ENDPOINT_ENV;
 
-/** Started only when asked for: PgBouncer (a Debian package) is not on every machine. */
-const ON_REQUEST: readonly ServiceName[] = ['pgbouncer'];
+/**
+ * Started only when asked for (EO_SERVICES): PgBouncer and RabbitMQ (Debian packages) are
+ * not on every machine, and a RabbitMQ node costs seconds to boot that most runs need not pay.
+ */
+export const ON_REQUEST: readonly ServiceName[] = ['pgbouncer', 'rabbitmq'];
 
 /**
  * EO_VIA_PGBOUNCER=1: the tests' `databaseUrl()` (test/helpers/db.ts) is PgBouncer's,
@@ -100,13 +105,8 @@ export async function startNative(services: ServiceName[]): Promise<void> {
   writeState(state);
   process.env[STATE_ENV] = stateFile(root);
 
-  const [pgPort, sqsPort, kafkaPort, controllerPort, bouncerPort] = (await freePorts(5)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const [pgPort, sqsPort, kafkaPort, controllerPort, bouncerPort, amqpPort, distPort] =
+    (await freePorts(7)) as [number, number, number, number, number, number, number];
   const started = Date.now();
   const timings: string[] = [];
   // PgBouncer starts in front of the Postgres this run starts, or of the DATABASE_URL given.
@@ -150,6 +150,10 @@ export async function startNative(services: ServiceName[]): Promise<void> {
       state.kafka = await createKafka(root, kafkaPort, controllerPort);
       exportEndpoint('kafka', state.kafka.brokers);
     },
+    rabbitmq: async () => {
+      state.rabbitmq = await createRabbitMq(root, amqpPort, distPort);
+      exportEndpoint('rabbitmq', state.rabbitmq.url);
+    },
   };
   const results = await Promise.allSettled(
     services.map(async (name) => {
@@ -160,9 +164,11 @@ export async function startNative(services: ServiceName[]): Promise<void> {
           ? ` (${sqsEmulator()})`
           : name === 'kafka'
             ? ` ${KAFKA_VERSIONS[kafkaMajor()].version}`
-            : name === 'pgbouncer'
-              ? ` (${state.pgbouncer ? await pgBouncerVersion(state.pgbouncer.binary) : ''}, transaction mode)`
-              : ` ${(state.postgres && (await postgresMajor(state.postgres.bindir))) ?? ''}`;
+            : name === 'rabbitmq'
+              ? ` (${state.rabbitmq?.nodeName ?? ''})`
+              : name === 'pgbouncer'
+                ? ` (${state.pgbouncer ? await pgBouncerVersion(state.pgbouncer.binary) : ''}, transaction mode)`
+                : ` ${(state.postgres && (await postgresMajor(state.postgres.bindir))) ?? ''}`;
       timings.push(`${name}${which} ${seconds(Date.now() - t0)}`);
     }),
   );
@@ -194,6 +200,7 @@ export async function stopNative(state: ServicesState): Promise<void> {
     state.elasticmq && stopJava(state.elasticmq, 'SIGKILL'),
     state.localstack && stopJava(state.localstack, 'SIGKILL'),
     state.kafka && stopJava(state.kafka, 'SIGKILL'),
+    state.rabbitmq && rabbitMqStop(state.rabbitmq, 'SIGKILL'),
   ]);
   const strays = killProcessesUsing(state.root);
   if (strays.length)

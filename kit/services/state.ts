@@ -58,6 +58,22 @@ export interface KafkaState extends JavaServiceState {
   dataDir: string;
 }
 
+/** A private RabbitMQ node (EO_SERVICES=…,rabbitmq), recorded so any process can restart it. */
+export interface RabbitMqState {
+  pid: number;
+  /** The start script (Debian's /usr/lib/rabbitmq/bin/rabbitmq-server). */
+  command: string;
+  /** Its HOME: config, data (mnesia), logs and Erlang cookie. */
+  home: string;
+  nodeName: string;
+  port: number;
+  /** Erlang distribution port (the CLI tools reach the node there). */
+  distPort: number;
+  /** `amqp://guest:guest@127.0.0.1:<port>`. */
+  url: string;
+  logFile: string;
+}
+
 export interface ServicesState {
   provider: 'native' | 'testcontainers';
   /** The jest process that owns these services; when it is dead they are stale. */
@@ -70,6 +86,7 @@ export interface ServicesState {
   localstack?: JavaServiceState;
   kafka?: KafkaState;
   pgbouncer?: PgBouncerState;
+  rabbitmq?: RabbitMqState;
 }
 
 export function stateFile(root: string): string {

@@ -84,6 +84,10 @@ export async function startContainers(services: ServiceName[]): Promise<void> {
       Promise.reject(
         new Error('pgbouncer runs natively only (Debian package): unset EO_TEST_PROVIDER'),
       ),
+    rabbitmq: () =>
+      Promise.reject(
+        new Error('rabbitmq runs natively only (Debian package): unset EO_TEST_PROVIDER'),
+      ),
   };
   const results = await Promise.allSettled(services.map((name) => start[name]()));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));

@@ -86,6 +86,7 @@ describe('the packed package', () => {
       './otel',
       './typeorm',
       './kysely',
+      './rabbitmq',
       './prisma',
       './drizzle',
       './postgres-js',
@@ -137,6 +138,7 @@ describe('the packed package', () => {
         'drizzle-orm',
         '@types/aws-lambda',
         '@middy/core',
+        'amqplib',
       ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });

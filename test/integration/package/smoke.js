@@ -14,6 +14,7 @@ import * as otel from 'effectively-once/otel';
 import * as outbox from 'effectively-once/outbox';
 import * as typeorm from 'effectively-once/typeorm';
 import * as kysely from 'effectively-once/kysely';
+import * as rabbitmq from 'effectively-once/rabbitmq';
 // No @prisma/client in the scratch project: the entry loads without it.
 import * as prisma from 'effectively-once/prisma';
 import * as drizzle from 'effectively-once/drizzle';
@@ -57,6 +58,8 @@ for (const [name, value] of Object.entries({
   // Loads without typeorm installed: the entry imports its types only.
   'typeorm.typeormLayer': typeorm.typeormLayer,
   'kysely.kyselyLayer': kysely.kyselyLayer,
+  'rabbitmq.rabbitmqSource': rabbitmq.rabbitmqSource,
+  'rabbitmq.rabbitmqPublisher': rabbitmq.rabbitmqPublisher,
   'prisma.prismaLayer': prisma.prismaLayer,
   'drizzle.drizzleLayer': drizzle.drizzleLayer,
   'postgresJs.postgresLayer': postgresJs.postgresLayer,

@@ -14,3 +14,20 @@ describe('chaos args: --pipeline', () => {
     expect(() => parseChaosArgs(['--broker', 'kafka', '--pipeline', '0'])).toThrow();
   });
 });
+
+describe('chaos args: --broker rabbitmq', () => {
+  it('restarts the broker once by default, as Kafka, and takes no Kafka option', () => {
+    const args = parseChaosArgs(['--broker', 'rabbitmq']);
+    expect(args).toMatchObject({ broker: 'rabbitmq', brokerRestarts: 1 });
+    expect(parseChaosArgs(['--broker', 'rabbitmq', '--broker-restarts', '0']).brokerRestarts).toBe(
+      0,
+    );
+    expect(() => parseChaosArgs(['--broker', 'rabbitmq', '--offsets', 'postgres'])).toThrow(
+      UsageError,
+    );
+    expect(() => parseChaosArgs(['--broker', 'rabbitmq', '--control', 'losses'])).toThrow(
+      UsageError,
+    );
+    expect(() => parseChaosArgs(['--broker', 'amqp'])).toThrow(UsageError);
+  });
+});
