@@ -269,7 +269,10 @@ class ConsumerImpl<T, Tx> implements Consumer {
     return {
       ...this.counters,
       inFlight: this.dispatcher.pending,
-      ...(this.replica !== undefined ? { replica: this.replica.status() } : {}),
+      // Routing: the first database's standby (a status per database is not reported yet).
+      ...(this.databases[0]?.replica !== undefined
+        ? { replica: this.databases[0].replica.status() }
+        : {}),
     };
   }
 

@@ -264,7 +264,10 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   stats(): IdempotencyStats {
     return {
       ...this.counters,
-      ...(this.replica !== undefined ? { replica: this.replica.status() } : {}),
+      // Routing: the first database's standby (a status per database is not reported yet).
+      ...(this.databases[0]?.replica !== undefined
+        ? { replica: this.databases[0].replica.status() }
+        : {}),
     };
   }
 
