@@ -324,6 +324,34 @@ export class ReplicaUnconfirmedError extends EffectivelyOnceError {
   }
 }
 
+/**
+ * A routed door could not place a key in a database: the route threw, or named a
+ * database that is not in `pool.databases`. This attempt fails (it spends an attempt;
+ * the HTTP door answers 500); nothing was claimed anywhere.
+ */
+export class RoutingError extends EffectivelyOnceError {
+  constructor(problem: string, details: Record<string, unknown> = {}, cause?: unknown) {
+    super('EO_ROUTING', `routing: ${problem}`, { retryable: true, details, cause });
+  }
+}
+
+/**
+ * The route sent a key to another database than it did before (seen by this door, within
+ * its `pool.rememberKeys` most recent keys): the rule that a key always routes to the same
+ * database is broken, and the key may already be claimed in the other one. Nothing is
+ * claimed; the attempt fails (a delivery ends dead-lettered, a request gets 500) rather
+ * than applying the key a second time.
+ */
+export class RoutingViolationError extends EffectivelyOnceError {
+  constructor(key: string, before: string, now: string, scope: string) {
+    super(
+      'EO_ROUTING_VIOLATION',
+      `routing: key ${truncate(key)} was routed to database "${before}" before and to "${now}" now; a key must always route to the same database`,
+      { retryable: false, details: { key, scope, before, now } },
+    );
+  }
+}
+
 /** Turns any thrown value into a short human-readable string. */
 export function describe(value: unknown): string {
   if (value instanceof Error) return value.message;

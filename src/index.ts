@@ -81,7 +81,10 @@ export {
   ShutdownError,
   ReplicaUnseenError,
   ReplicaUnconfirmedError,
+  RoutingError,
+  RoutingViolationError,
 } from './errors.js';
+export type { RoutedDatabase, RouteTarget, Routing } from './routing/options.js';
 export type {
   ReplicaLevel,
   ReplicaSafeOptions,

@@ -16,6 +16,13 @@ import {
 } from './replica/options.js';
 import type { IsolationLevel } from './store/claim.js';
 import { quoteIdentifier, type TableRef } from './store/identifiers.js';
+import {
+  DEFAULT_DATABASE,
+  resolveRouting,
+  type ResolvedDatabase,
+  type ResolvedRouting,
+  type Routing,
+} from './routing/options.js';
 import type { Logger } from './types.js';
 
 /**
@@ -45,8 +52,12 @@ export interface ResolvedRetention {
 
 /** Where a door keeps its rows, and who it reports to. Every door's options extend it. */
 export interface StoreOptions<Telemetry> {
-  /** pg pool of the database holding the door's table (and, for a claim, the effects). */
-  pool: Pool;
+  /**
+   * pg pool of the database holding the door's table (and, for a claim, the effects); or,
+   * at the consumer and the HTTP door, a {@link Routing}: several databases and the route
+   * that sends each key to its own (docs/routing.md).
+   */
+  pool: Pool | Routing;
   /** Schema of the door's table. Default `public`. */
   schema?: string;
   /** Name of the door's table. Default: the door's own (see {@link DOOR_DEFAULTS}). */
@@ -156,7 +167,16 @@ export interface TelemetryShape {
 
 /** {@link SharedOptions} with defaults applied and bounds checked. */
 export interface SharedConfig<Telemetry> {
+  /** The pool of the door's one database (with routing: the first database's; see `databases`). */
   pool: Pool;
+  /**
+   * Every database of the door, each with its pool and data layer: `pool` alone (named
+   * `default`) without routing. What runs per database (migrations, pruning, the health
+   * probe, the replica guard, the claim transactions) runs for each of these.
+   */
+  databases: ResolvedDatabase[];
+  /** Undefined: the door has one database. */
+  routing: ResolvedRouting | undefined;
   table: TableRef;
   migrate: boolean;
   /** Undefined when retention is off. */
@@ -198,8 +218,15 @@ export function resolveSharedOptions<Telemetry>(
 ): SharedConfig<Telemetry> {
   if (typeof options !== 'object' || options === null)
     throw new ConfigurationError('options', 'must be an object');
-  if (typeof options.pool?.connect !== 'function')
-    throw new ConfigurationError('pool', 'must be a pg Pool');
+  const routing = resolveRouting(options.pool, resolveDataLayer(options.dataLayer), (layer, name) =>
+    resolveDataLayer(layer, name),
+  );
+  if (routing === undefined && typeof (options.pool as Pool | undefined)?.connect !== 'function')
+    throw new ConfigurationError('pool', 'must be a pg Pool, or a Routing ({ databases, route })');
+  const dataLayer = routing === undefined ? resolveDataLayer(options.dataLayer) : undefined;
+  const databases = routing?.databases ?? [
+    { name: DEFAULT_DATABASE, pool: options.pool as Pool, dataLayer },
+  ];
   const table = { schema: options.schema ?? 'public', table: options.table ?? door.table };
   quoteIdentifier(table.schema, 'schema');
   quoteIdentifier(table.table, 'table');
@@ -222,7 +249,9 @@ export function resolveSharedOptions<Telemetry>(
       `must be a ${telemetryShape.type} (with ${telemetryShape.methods.join(' and ')}), e.g. from effectively-once/otel`,
     );
   return {
-    pool: options.pool,
+    pool: databases[0]!.pool,
+    databases,
+    routing,
     table,
     migrate: bool('migrate', options.migrate, true),
     retention: resolveRetention(options.retention, door.retentionMs),
@@ -252,7 +281,7 @@ export function resolveSharedOptions<Telemetry>(
       1,
       MAX_KEY_LENGTH,
     ),
-    dataLayer: resolveDataLayer(options.dataLayer),
+    dataLayer: databases[0]!.dataLayer,
     replicaSafe: resolveReplicaSafe(options.replicaSafe),
   };
 }
@@ -260,7 +289,7 @@ export function resolveSharedOptions<Telemetry>(
 const DATA_LAYER_METHODS = ['transaction', 'sql', 'serverError'] as const;
 
 /** A data layer must at least have the functions the claim transaction calls. */
-function resolveDataLayer(layer: unknown): DataLayer<unknown> | undefined {
+function resolveDataLayer(layer: unknown, option = 'dataLayer'): DataLayer<unknown> | undefined {
   if (layer === undefined) return undefined;
   const fields =
     typeof layer === 'object' && layer !== null ? (layer as Record<string, unknown>) : {};
@@ -270,7 +299,7 @@ function resolveDataLayer(layer: unknown): DataLayer<unknown> | undefined {
     DATA_LAYER_METHODS.some((m) => typeof fields[m] !== 'function')
   )
     throw new ConfigurationError(
-      'dataLayer',
+      option,
       `must be a DataLayer (with ${DATA_LAYER_METHODS.join(', ')}), e.g. prismaLayer(prisma) from effectively-once/prisma`,
     );
   return layer as DataLayer<unknown>;

@@ -12,6 +12,7 @@ import type { Settler } from './settle.js';
 import { runAdapterHook } from './steps.js';
 import { deadlinePassed, workTimeoutMs } from './work-deadline.js';
 import { BatchClaimStatements } from '../store/batch-claim.js';
+import type { RouteTarget } from '../routing/options.js';
 import type {
   ClaimTransaction,
   ClaimTransactions,
@@ -120,8 +121,51 @@ export class BatchRunner<T, Tx> {
         }
       } else items.push({ index, delivery, key: admission.key, hash: admission.hash });
     }
-    await this.run(items, outcomes, opened, hold);
+    for (const run of await this.byDatabase(items, outcomes, opened, hold))
+      await this.run(run, outcomes, opened, hold);
     return outcomes;
+  }
+
+  /**
+   * Routing: one transaction reaches one database, so the batch is cut where the next
+   * delivery's key lives in another database than the one before it (runs of
+   * consecutive deliveries, in delivery order: an ordering key's deliveries keep their
+   * order). A delivery the route fails on fails alone, and its followers go back with it.
+   */
+  private async byDatabase(
+    items: ReadonlyArray<Item<T>>,
+    outcomes: DeliveryOutcome[],
+    opened: Set<string>,
+    hold: (key: string) => void,
+  ): Promise<Array<Array<Item<T>>>> {
+    const at = this.transactions.at?.bind(this.transactions);
+    if (at === undefined) return [items.slice()];
+    const runs: Array<Array<Item<T>>> = [];
+    let current: { database: ClaimTransactions<Tx>; items: Array<Item<T>> } | undefined;
+    for (const item of items) {
+      const routed = at(this.target(item));
+      if ('kind' in routed) {
+        outcomes[item.index] = await this.settler.fail(
+          item.delivery,
+          item.key,
+          routed.error,
+          routed.infrastructure,
+        );
+        this.holdIfOpened(item.delivery, outcomes[item.index]!, opened, hold);
+        continue;
+      }
+      if (current?.database !== routed) {
+        current = { database: routed, items: [] };
+        runs.push(current.items);
+      }
+      current.items.push(item);
+    }
+    return runs;
+  }
+
+  /** What the route sees of a delivery of the batch. */
+  private target(item: Item<T>): RouteTarget {
+    return { key: item.key, scope: this.cfg.name, delivery: item.delivery };
   }
 
   /** `opened`: keys whose delivery in this batch went back to the broker; their followers here are released. */
@@ -271,6 +315,8 @@ export class BatchRunner<T, Tx> {
     let fresh: Array<Item<T>> = [];
     return {
       key: items[0]!.key,
+      // Every key of the batch routes to this one's database (see byDatabase).
+      target: this.target(items[0]!),
       claimWaitMs: cfg.lockTimeoutMs,
       // A key Postgres cannot store fails its batch (claimFailed); bisection isolates it.
       claim: async (session) => {

@@ -1,6 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { resolveConfig, type ConsumerConfig } from './config.js';
-import { DatabaseHealth } from './db-health.js';
+import { AnyHealthy, DatabaseHealth } from './db-health.js';
+import { Router } from '../routing/router.js';
+import { routedTransactions } from '../tx/routed.js';
 import { replicaGuard, type ReplicaGuard } from '../replica/guard.js';
 import { Dispatcher } from './dispatcher.js';
 import { settlesBefore } from '../deadline.js';
@@ -21,7 +23,7 @@ import { applyMigrations, checkMigratedAtStart } from '../store/migrator.js';
 import { type ConnectionDeps, pgClaimTransactions } from '../tx/claim-connection.js';
 import { type ClaimTransactions, withReplica } from '../tx/claim-transaction.js';
 import { layerClaimTransactions, layerTimeoutMs } from '../tx/layer-transaction.js';
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { ConsumerEventName, ConsumerStats, SourceContext } from '../types.js';
 import type { Consumer, StopOptions } from './types.js';
 
@@ -42,10 +44,18 @@ class ConsumerImpl<T, Tx> implements Consumer {
   private readonly hardStop = new AbortController();
   private readonly lifecycle: Lifecycle;
   private readonly dispatcher: Dispatcher<T> | Batcher<T>;
-  private readonly health: DatabaseHealth;
-  /** `replicaSafe`: what holds each ack until the standby has the commit. */
-  private readonly replica: ReplicaGuard | undefined;
-  private readonly retention: RetentionPruner | undefined;
+  /** Paused only while every database is down. */
+  private readonly health: AnyHealthy;
+  /** The consumer's databases (one without routing), each with what runs per database. */
+  private readonly databases: ReadonlyArray<{
+    name: string;
+    pool: Pool;
+    health: DatabaseHealth;
+    /** `replicaSafe`: what holds each ack until this database's standby has the commit. */
+    replica: ReplicaGuard | undefined;
+    transactions: ClaimTransactions<Tx>;
+    retention: RetentionPruner | undefined;
+  }>;
   /** Set when each delivery is followed on its own (batch mode follows batches instead). */
   private readonly tracing: Tracing | undefined;
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
@@ -61,21 +71,35 @@ class ConsumerImpl<T, Tx> implements Consumer {
     // Every delivery waiting for a pool connection listens for the hard stop: many at
     // once is expected, not a leak.
     setMaxListeners(Infinity, this.hardStop.signal);
-    this.health = new DatabaseHealth(cfg.pool, cfg.logger, this.receiveAbort.signal);
     const tracing = new Tracing(cfg.telemetry, cfg.name);
     const settler = new Settler(cfg, this.hub, this.counters, this.lifecycle, tracing);
-    this.replica = replicaGuard(cfg.pool, cfg.replicaSafe, cfg.logger);
-    this.replica?.onReport((report) => this.hub.emit('replica', report));
-    const connections = withReplica(
-      claimTransactions(cfg, {
-        pool: cfg.pool,
-        health: this.health,
-        logger: cfg.logger,
-        acquireTimeoutMs: cfg.acquireTimeoutMs,
-        hardStop: this.hardStop.signal,
-      }),
-      this.replica,
-    );
+    // Each database (one without routing) has its own health probe, replica guard, claim
+    // transactions and pruning; the driver picks the key's database per transaction.
+    this.databases = cfg.databases.map((db) => {
+      const named = cfg.routing === undefined ? undefined : db.name;
+      const health = new DatabaseHealth(db.pool, cfg.logger, this.receiveAbort.signal, named);
+      const replica = replicaGuard(db.pool, cfg.replicaSafe, cfg.logger);
+      replica?.onReport((report) => this.hub.emit('replica', report));
+      const transactions = withReplica(
+        claimTransactions(
+          { ...cfg, dataLayer: db.dataLayer as ConsumerConfig<T, Tx>['dataLayer'] },
+          {
+            pool: db.pool,
+            health,
+            logger: cfg.logger,
+            acquireTimeoutMs: cfg.acquireTimeoutMs,
+            hardStop: this.hardStop.signal,
+          },
+        ),
+        replica,
+      );
+      const retention =
+        cfg.retention &&
+        consumerRetention(db.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
+      return { name: db.name, pool: db.pool, health, replica, transactions, retention };
+    });
+    this.health = new AnyHealthy(this.databases.map((d) => d.health));
+    const connections = routedTransactions(this.databases, cfg.routing && new Router(cfg.routing));
     if (cfg.batch) {
       const runner = new BatchRunner(cfg, settler, connections, this.lifecycle);
       this.dispatcher = new Batcher(
@@ -95,9 +119,6 @@ class ConsumerImpl<T, Tx> implements Consumer {
       );
     }
     this.tracing = cfg.batch ? undefined : tracing;
-    this.retention =
-      cfg.retention &&
-      consumerRetention(cfg.pool, cfg.name, cfg.table, cfg.retention, this.hub, this.counters);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     warnIfPoolTooSmall(cfg);
     cfg.telemetry?.attach?.(this, cfg.name);
@@ -117,16 +138,19 @@ class ConsumerImpl<T, Tx> implements Consumer {
 
   private async begin(): Promise<void> {
     try {
-      // The hard stop (stop()'s deadline) cancels a migration still waiting on a lock.
-      if (this.cfg.migrate)
-        await applyMigrations(this.cfg.pool, dedupTables, this.cfg.table, this.hardStop.signal);
-      else
-        await checkMigratedAtStart(this.cfg.pool, dedupTables, this.cfg.table, {
-          timeoutMs: this.cfg.acquireTimeoutMs,
-          logger: this.cfg.logger,
-        });
-      // Refused at start: the standby it is to wait for cannot be seen.
-      await this.replica?.check();
+      // Every database's tables, in turn: a consumer starts only when each is ready.
+      for (const db of this.databases) {
+        // The hard stop (stop()'s deadline) cancels a migration still waiting on a lock.
+        if (this.cfg.migrate)
+          await applyMigrations(db.pool, dedupTables, this.cfg.table, this.hardStop.signal);
+        else
+          await checkMigratedAtStart(db.pool, dedupTables, this.cfg.table, {
+            timeoutMs: this.cfg.acquireTimeoutMs,
+            logger: this.cfg.logger,
+          });
+        // Refused at start: the standby it is to wait for cannot be seen.
+        await db.replica?.check();
+      }
     } catch (error) {
       // A failed start leaves nothing running: the caller may start() again later.
       if (this.state === 'starting') this.state = 'new';
@@ -163,7 +187,7 @@ class ConsumerImpl<T, Tx> implements Consumer {
       );
     });
     void this.runPromise.then(() => this.resolveDone());
-    this.retention?.start();
+    for (const db of this.databases) db.retention?.start();
     this.state = 'running';
     this.cfg.logger.info(
       { consumer: this.cfg.name, source: this.cfg.source.description },
@@ -207,8 +231,10 @@ class ConsumerImpl<T, Tx> implements Consumer {
     await drained;
     // Both may wait on a pool still held by a handler given up on: bounded by the deadline.
     await settlesBefore(this.health.close(), deadline.signal);
-    await this.retention?.stop(deadline.signal);
-    this.replica?.close();
+    for (const db of this.databases) {
+      await db.retention?.stop(deadline.signal);
+      db.replica?.close();
+    }
     const closing = this.cfg.source.close({ signal: deadline.signal }).catch((cause: unknown) => {
       this.hub.emit(
         'error',
@@ -243,7 +269,10 @@ class ConsumerImpl<T, Tx> implements Consumer {
     return {
       ...this.counters,
       inFlight: this.dispatcher.pending,
-      ...(this.replica !== undefined ? { replica: this.replica.status() } : {}),
+      // Routing: the first database's standby (a status per database is not reported yet).
+      ...(this.databases[0]?.replica !== undefined
+        ? { replica: this.databases[0].replica.status() }
+        : {}),
     };
   }
 
@@ -278,11 +307,15 @@ function claimTransactions<T, Tx>(
  * `concurrency` connections or fewer can leave one waiting for a connection no one frees.
  */
 function warnIfPoolTooSmall<T, Tx>(cfg: ConsumerConfig<T, Tx>): void {
-  const max = (cfg.pool as { options?: { max?: unknown } }).options?.max;
+  for (const db of cfg.databases) warnIfTooSmall(cfg, db.pool, db.name);
+}
+
+function warnIfTooSmall<T, Tx>(cfg: ConsumerConfig<T, Tx>, pool: Pool, database: string): void {
+  const max = (pool as { options?: { max?: unknown } }).options?.max;
   const size = typeof max === 'number' ? max : 10; // pg's default
   if (size >= cfg.concurrency + 1) return;
   cfg.logger.warn(
-    { consumer: cfg.name, poolMax: size, concurrency: cfg.concurrency },
+    { consumer: cfg.name, database, poolMax: size, concurrency: cfg.concurrency },
     `effectively-once: the pool has ${size} connections for concurrency ${cfg.concurrency}; give it at least ${cfg.concurrency + 1} (more if handlers use the pool), or lower concurrency`,
   );
 }

@@ -23,6 +23,8 @@ export class DatabaseHealth {
     private readonly pool: Pool,
     private readonly logger: Logger,
     private readonly signal: AbortSignal,
+    /** The database's name in log lines (a routed consumer has several). */
+    private readonly database?: string,
   ) {}
 
   get healthy(): boolean {
@@ -33,7 +35,12 @@ export class DatabaseHealth {
   markDown(cause: unknown): void {
     if (this.down) return;
     this.down = true;
-    this.logger.warn({ err: cause }, 'effectively-once: database unavailable, pausing deliveries');
+    this.logger.warn(
+      { err: cause, ...(this.database !== undefined ? { database: this.database } : {}) },
+      this.database === undefined
+        ? 'effectively-once: database unavailable, pausing deliveries'
+        : 'effectively-once: database unavailable, its keys retry until it is back',
+    );
     this.probing = this.probe();
   }
 
@@ -54,7 +61,10 @@ export class DatabaseHealth {
       try {
         await this.writable();
         this.down = false;
-        this.logger.info({}, 'effectively-once: database reachable again, resuming');
+        this.logger.info(
+          this.database !== undefined ? { database: this.database } : {},
+          'effectively-once: database reachable again, resuming',
+        );
       } catch {
         // Still down: probe again after a longer (jittered) pause.
       }
@@ -87,5 +97,27 @@ export class DatabaseHealth {
 
   private wake(): void {
     for (const w of this.waiters.splice(0)) w();
+  }
+}
+
+/**
+ * The health of a routed consumer's databases, as the receive loop sees it: deliveries
+ * pause only while every database is down. One database down does not stop the others'
+ * keys; its own keys fail as infrastructure (no attempt spent) and are retried.
+ */
+export class AnyHealthy {
+  constructor(private readonly each: readonly DatabaseHealth[]) {}
+
+  get healthy(): boolean {
+    return this.each.some((h) => h.healthy);
+  }
+
+  async whenHealthy(): Promise<void> {
+    if (this.healthy) return;
+    await Promise.race(this.each.map((h) => h.whenHealthy()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.each.map((h) => h.close()));
   }
 }

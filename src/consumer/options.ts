@@ -1,4 +1,5 @@
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import type { Routing } from '../routing/options.js';
 import type { DataLayer } from '../data-layer.js';
 import type { StoreOptions, TransactionOptions } from '../shared-options.js';
 import type { ConsumerTelemetry } from './telemetry.js';
@@ -13,6 +14,12 @@ import type { Backoff, BatchHandler, Handler, MismatchPolicy, Source } from '../
  */
 export interface ConsumerOptions<T, Tx = PoolClient>
   extends StoreOptions<ConsumerTelemetry>, TransactionOptions {
+  /**
+   * pg pool of the database holding `processed_messages` and the handler's effects; or a
+   * {@link Routing}: several databases, each delivery's key claimed (and its effect
+   * written) in the one its route names (docs/routing.md).
+   */
+  pool: Pool | Routing<Tx>;
   /**
    * The data layer the claim's transaction runs in (`prismaLayer(prisma)`,
    * `knexLayer(knex)`…): the handler's `ctx.tx` is then its transaction object, typed

@@ -97,6 +97,7 @@ export class Runner<T, Tx> {
     const { cfg } = this;
     return {
       key,
+      target: { key, scope: cfg.name, delivery: delivery },
       claimWaitMs: cfg.lockTimeoutMs,
       claim: (session) => this.claims.begin(session, cfg.name, key, hash, cfg.lockTimeoutMs),
       claimed: async ({ xid }, conn) =>

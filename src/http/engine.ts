@@ -147,6 +147,13 @@ export class Engine<Tx = PoolClient> {
     const run: Run<Tx> = { job, attempt, outcome: undefined, stored: undefined };
     return {
       key: claim.key,
+      target: {
+        key: claim.key,
+        scope: claim.scope,
+        get request() {
+          return job.request();
+        },
+      },
       claimWaitMs: waitMs,
       // A claim waiting on a key another instance holds is cancelled at the hard stop (the
       // driver runs it under untilHardStop), or close() would wait for it up to `lockTimeoutMs`.
@@ -393,7 +400,7 @@ export class Engine<Tx = PoolClient> {
     key: string,
   ): Promise<void> {
     try {
-      if (conn.pg === undefined) await this.cfg.pool.query(statement);
+      if (conn.pg === undefined) await conn.pool.query(statement);
       else await conn.client.query(statement);
     } catch (err) {
       // The effect committed: answering it is still right, but retries will find no response.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { setMaxListeners } from 'node:events';
 import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { untilAborted } from '../deadline.js';
@@ -48,6 +48,9 @@ import { databaseUnavailable, handlerFailedResponse, problemResponse } from './p
 import type { HttpRequestScope, HttpTelemetryOutcome } from './telemetry.js';
 import { checkMigratedAtStart } from '../store/migrator.js';
 import { replicaGuard, type ReplicaGuard } from '../replica/guard.js';
+import { DEFAULT_DATABASE } from '../routing/options.js';
+import { Router } from '../routing/router.js';
+import { routedTransactions } from '../tx/routed.js';
 import { stepsEndpoint, type StepsHost } from '../steps/http-door.js';
 import type { Flow, StepsRouteOptions } from '../steps/types.js';
 import {
@@ -88,32 +91,51 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     failed: 0,
   };
   private readonly hub: EventHub<IdempotencyEvents>;
-  private ready: Promise<void> | undefined;
-  /** `replicaSafe`: what holds each answer until the standby has the commit. */
-  private readonly replica: ReplicaGuard | undefined;
+  /** The door's databases (one without routing), each with its replica guard (`replicaSafe`). */
+  private readonly databases: ReadonlyArray<{
+    name: string;
+    pool: Pool;
+    replica: ReplicaGuard | undefined;
+    transactions: ClaimTransactions<Tx>;
+  }>;
+  /** Routing: where each key lives (shared with the driver's routed transactions). */
+  private readonly router: Router | undefined;
+  /** Each database's migration (or its check) and replica check, done once it succeeded. */
+  private readonly ready = new Map<string, Promise<void>>();
   private closing: Promise<void> | undefined;
 
   constructor(private readonly cfg: IdempotencyConfig<Tx>) {
     this.hub = new EventHub<IdempotencyEvents>(cfg.logger, 'idempotency');
-    this.replica = replicaGuard(cfg.pool, cfg.replicaSafe, cfg.logger);
-    this.replica?.onReport((report) => this.hub.emit('replica', report));
     // Every request waiting for a connection listens to it: as many as the server takes.
     setMaxListeners(0, this.hardStop.signal);
-    const deps: ConnectionDeps = {
-      pool: cfg.pool,
-      // No deliveries to pause here: a request fails with 503 and the client retries.
-      health: {
-        markDown: (cause) =>
-          cfg.logger.warn({ err: cause }, 'effectively-once: database unavailable'),
-      },
-      logger: cfg.logger,
-      acquireTimeoutMs: cfg.acquireTimeoutMs,
-      hardStop: this.hardStop.signal,
-    };
+    // Each database (one without routing) has its own replica guard and claim
+    // transactions; the driver picks the key's database per transaction.
+    this.router = cfg.routing && new Router(cfg.routing);
+    this.databases = cfg.databases.map((db) => {
+      const replica = replicaGuard(db.pool, cfg.replicaSafe, cfg.logger);
+      replica?.onReport((report) => this.hub.emit('replica', report));
+      const deps: ConnectionDeps = {
+        pool: db.pool,
+        // No deliveries to pause here: a request fails with 503 and the client retries.
+        health: {
+          markDown: (cause) =>
+            cfg.logger.warn(
+              { err: cause, ...(cfg.routing ? { database: db.name } : {}) },
+              'effectively-once: database unavailable',
+            ),
+        },
+        logger: cfg.logger,
+        acquireTimeoutMs: cfg.acquireTimeoutMs,
+        hardStop: this.hardStop.signal,
+      };
+      const layered = { ...cfg, dataLayer: db.dataLayer as IdempotencyConfig<Tx>['dataLayer'] };
+      const transactions = withReplica(claimTransactions(layered, deps), replica);
+      return { name: db.name, pool: db.pool, replica, transactions };
+    });
     this.engine = new Engine<Tx>(
       cfg,
       new KeyStatements(cfg.table, cfg.isolationLevel, cfg.retention?.olderThanMs),
-      withReplica(claimTransactions(cfg, deps), this.replica),
+      routedTransactions(this.databases, this.router),
     );
     this.flights = new KeyFlights(this.hardStop.signal);
     const retention = cfg.retention;
@@ -208,7 +230,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   }
 
   async migrate(): Promise<void> {
-    await migrateKeyTable(this.cfg.pool, this.cfg.table);
+    for (const db of this.databases) await migrateKeyTable(db.pool, this.cfg.table);
   }
 
   prune(
@@ -217,21 +239,35 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     const retention = this.cfg.retention;
     // Without a window: the keys whose own expiry passed, whoever claimed them; never
     // one of unknown lifetime (an earlier version's, whose retention may be longer).
-    return pruneIdempotencyKeys(this.cfg.pool, {
-      schema: this.cfg.table.schema,
-      table: this.cfg.table.table,
-      ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
-      batchSize: options.batchSize ?? retention?.batchSize,
-      dutyCycle: retention?.dutyCycle,
-      ...(options.scope !== undefined ? { scope: options.scope } : {}),
-      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    const each = this.databases.map((db) =>
+      pruneIdempotencyKeys(db.pool, {
+        schema: this.cfg.table.schema,
+        table: this.cfg.table.table,
+        ...(options.olderThan !== undefined ? { olderThan: options.olderThan } : {}),
+        batchSize: options.batchSize ?? retention?.batchSize,
+        dutyCycle: retention?.dutyCycle,
+        ...(options.scope !== undefined ? { scope: options.scope } : {}),
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      }),
+    );
+    // Every database is pruned (one down fails the sum, not the others' pruning).
+    return Promise.allSettled(each).then((results) => {
+      let deleted = 0;
+      for (const r of results) {
+        if (r.status === 'rejected') throw r.reason;
+        deleted += r.value;
+      }
+      return deleted;
     });
   }
 
   stats(): IdempotencyStats {
     return {
       ...this.counters,
-      ...(this.replica !== undefined ? { replica: this.replica.status() } : {}),
+      // Routing: the first database's standby (a status per database is not reported yet).
+      ...(this.databases[0]?.replica !== undefined
+        ? { replica: this.databases[0].replica.status() }
+        : {}),
     };
   }
 
@@ -274,7 +310,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     await Promise.race([all, graceOver]);
     grace.abort();
     this.hardStop.abort(new ShutdownError('(closing)'));
-    this.replica?.close();
+    for (const db of this.databases) db.replica?.close();
     await Promise.allSettled([...this.inFlight, pruned]);
     await this.engine.drain();
   }
@@ -434,9 +470,27 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     } catch (err) {
       cfg.logger.warn({ err }, 'effectively-once: telemetry identified threw');
     }
+    const claimKey = key ?? randomUUID();
+    let database = DEFAULT_DATABASE;
+    try {
+      // Routing: the key's database is made ready (migrated) before its first request.
+      // The driver asks the route again for the transaction: the router's memory of the
+      // key refuses a route that answers otherwise the second time.
+      if (this.router !== undefined)
+        database = this.router.route({
+          key: claimKey,
+          scope,
+          get request() {
+            return head.request();
+          },
+        });
+    } catch (error) {
+      cfg.logger.error({ err: error, key: claimKey }, 'effectively-once: routing failed');
+      return this.problem(error as EffectivelyOnceError, 'failed');
+    }
     try {
       // The migration may wait for a pool connection without bound (pg's default).
-      await this.untilHardStop(this.prepare());
+      await this.untilHardStop(this.prepare(database));
     } catch (error) {
       const stopped = this.stopped(error);
       if (stopped !== undefined) return stopped;
@@ -444,7 +498,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
     const job: Job<Tx> = {
-      claim: { scope, key: key ?? randomUUID(), method, route, fingerprint: fp },
+      claim: { scope, key: claimKey, method, route, fingerprint: fp },
       keyed: key !== undefined,
       request: () => head.request(),
       body,
@@ -581,23 +635,30 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     return { kind: 'threw', error, response: handlerFailedResponse(this.cfg), streaming: false };
   }
 
-  /** Migrates once (again after a failure), then starts pruning. */
-  private prepare(): Promise<void> {
-    this.ready ??= (async () => {
-      if (this.cfg.migrate) await this.migrate();
+  /**
+   * Migrates `database` once (again after a failure) and checks its standby, then starts
+   * pruning: each database on its own, so one that is down fails only its own keys.
+   */
+  private prepare(database: string): Promise<void> {
+    let ready = this.ready.get(database);
+    if (ready !== undefined) return ready;
+    const db = this.databases.find((d) => d.name === database)!;
+    ready = (async () => {
+      if (this.cfg.migrate) await migrateKeyTable(db.pool, this.cfg.table);
       else
-        await checkMigratedAtStart(this.cfg.pool, idempotencyKeyTables, this.cfg.table, {
+        await checkMigratedAtStart(db.pool, idempotencyKeyTables, this.cfg.table, {
           timeoutMs: this.cfg.acquireTimeoutMs,
           logger: this.cfg.logger,
         });
       // Refused (every request answered 500) while the standby cannot be seen.
-      await this.replica?.check();
+      await db.replica?.check();
       this.pruner?.start();
     })().catch((error: unknown) => {
-      this.ready = undefined;
+      this.ready.delete(database);
       throw error;
     });
-    return this.ready;
+    this.ready.set(database, ready);
+    return ready;
   }
 }
 

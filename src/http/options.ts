@@ -1,4 +1,5 @@
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import type { Routing } from '../routing/options.js';
 import type { DataLayer } from '../data-layer.js';
 import { ConfigurationError } from '../errors.js';
 import { isWellFormedText } from '../keys.js';
@@ -38,6 +39,12 @@ export interface CommittedEvent {
  */
 export interface IdempotencyOptions<Tx = PoolClient>
   extends StoreOptions<IdempotencyTelemetry>, TransactionOptions {
+  /**
+   * pg pool of the database holding the key table and the handlers' effects; or a
+   * {@link Routing}: several databases, each request's key claimed (its effect written,
+   * its answer stored) in the one its route names (docs/routing.md).
+   */
+  pool: Pool | Routing<Tx>;
   /**
    * The data layer the handlers write their effects with (see `TransactionOptions`):
    * each request's claim, handler and stored response then run in the layer's own

@@ -1,6 +1,7 @@
-import type { ClientConfig } from 'pg';
+import type { ClientConfig, Pool } from 'pg';
 import { ConfigurationError } from '../errors.js';
 import { intOption } from '../option-checks.js';
+import { isRouting } from '../routing/options.js';
 import {
   DOOR_DEFAULTS,
   resolveSharedOptions,
@@ -20,6 +21,11 @@ import type { RelayTelemetry } from './telemetry.js';
  * deploy (`migrateOutbox`, or the command line), not by a relay.
  */
 export interface RelayOptions extends Omit<StoreOptions<RelayTelemetry>, 'migrate'> {
+  /**
+   * pg pool of the database the outbox table is in. A relay serves one database: with
+   * several (a routed door's), run one relay per database.
+   */
+  pool: Pool;
   /** The publisher of each destination (the `destination` given to `enqueue`). */
   publishers: Readonly<Record<string, Publisher>>;
   /** Rows claimed at once, 1 to 1000. Default 20. */
@@ -85,10 +91,17 @@ type TransactionConfig = Pick<
   | 'handlerTimeoutMs'
   | 'maxKeyLength'
   | 'dataLayer'
+  | 'databases'
+  | 'routing'
 >;
 
 /** Validates `options`; throws a `ConfigurationError` naming the first bad one. */
 export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
+  if (isRouting(options.pool))
+    throw new ConfigurationError(
+      'pool',
+      'a relay serves one database: run one createRelay() per routed database',
+    );
   const { pool, table, retention, logger, telemetry, replicaSafe } = resolveSharedOptions(
     { ...options, migrate: false },
     DOOR_DEFAULTS.relay,

@@ -1,5 +1,5 @@
 /** The HTTP door of steps: a flow behind an Idempotency-Key endpoint, over web Request/Response. */
-import { EffectivelyOnceError, ShutdownError } from '../errors.js';
+import { ConfigurationError, EffectivelyOnceError, ShutdownError } from '../errors.js';
 import { readRequestBody } from '../http/body.js';
 import { IdempotencyKeyMissingError, IdempotencyKeyReusedError } from '../http/errors.js';
 import { fingerprint } from '../http/fingerprint.js';
@@ -33,6 +33,9 @@ export function stepsEndpoint<I>(
   options: StepsRouteOptions<I>,
 ): (request: Request) => Promise<Response> {
   const { cfg } = host;
+  // A flow's record is not routed yet: it would live in the first database only.
+  if (cfg.routing !== undefined)
+    throw new ConfigurationError('pool', 'steps routes do not take a routed pool yet');
   const runner = createFlowRunner({
     pool: cfg.pool,
     schema: options.schema ?? cfg.table.schema,

@@ -105,6 +105,11 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   /** {@inheritDoc ClaimTransaction.pg}: the same client as {@link client}. */
   readonly pg: PoolClient;
 
+  /** {@inheritDoc ClaimTransaction.pool} */
+  get pool(): Pool {
+    return this.deps.pool;
+  }
+
   private constructor(
     readonly client: PoolClient,
     private readonly deps: ConnectionDeps,

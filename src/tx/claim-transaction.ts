@@ -1,4 +1,5 @@
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import type { RouteTarget } from '../routing/options.js';
 import type { SqlRunner } from '../data-layer.js';
 import type { ReplicaGuard } from '../replica/guard.js';
 import type {
@@ -127,6 +128,11 @@ export interface ClaimTransaction<Tx = PoolClient> {
   /** What the handler gets as `ctx.tx`: the same transaction, behind the guard. */
   readonly tx: Tx;
   /**
+   * The pool of the transaction's database (with routing: the key's), for a statement
+   * of the library's that must run outside the transaction (after a handler's own COMMIT).
+   */
+  readonly pool: Pool;
+  /**
    * `work`, a library statement running on the transaction, unless the hard stop comes
    * first: then it is cancelled on the server, the connection marked for destruction,
    * and the answer is undefined. For what may block without end: a claim waiting on a
@@ -188,6 +194,13 @@ export interface ClaimTransactions<Tx = PoolClient> {
    * transaction saw and committed (or raises `synchronous_commit` inside it).
    */
   readonly replica?: ReplicaGuard | undefined;
+  /**
+   * Routing (`pool` given as a `Routing`): the claim transactions of the database the
+   * target's key lives in, or the failed attempt that says why there is none (the route
+   * threw, named an unknown database, or changed its mind about the key). The driver asks
+   * once per transaction, before anything else; absent: one database, this one.
+   */
+  at?(target: RouteTarget): ClaimTransactions<Tx> | FailedAttempt;
 }
 
 /** The door's claim transactions, held for the standby by `replica` (undefined: off). */
@@ -203,6 +216,7 @@ export function withReplica<Tx>(
     claimBegins: transactions.claimBegins,
     open: (key) => transactions.open(key),
     replica,
+    ...(transactions.at !== undefined ? { at: transactions.at.bind(transactions) } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { HandlerTimeoutError, ShutdownError } from '../errors.js';
 import { guardedCall } from '../guarded-call.js';
+import type { RouteTarget } from '../routing/options.js';
 import {
   infra,
   type ClaimSession,
@@ -50,6 +51,12 @@ export interface Claimed {
 export interface ClaimPlan<C, V extends { kind: string }, Tx> {
   /** The key claimed (the first one of a batch): for the errors of a released transaction. */
   readonly key: string;
+  /**
+   * What a routed door's route sees of the work (the key's scope, the delivery or the
+   * request); absent: the key alone, in no scope. Every key of a batch routes alike (the
+   * batch runner groups them by database first).
+   */
+  readonly target?: RouteTarget;
   /** How long the claim may wait on the key's row lock (for the busy claim's error). */
   readonly claimWaitMs: number;
   /**
@@ -93,7 +100,13 @@ export function driveTransaction<C, V extends { kind: string }, Tx>(
 ): Promise<V | FailedAttempt | Released> {
   return steps.step<V | FailedAttempt | Released>(
     'transaction',
-    () => heldForReplica(transactions, plan, steps),
+    async () => {
+      // Routing: the key's own database, chosen here once for every door; the rest of the
+      // sequence (replica hold included) runs on that database's transactions alone.
+      const routed = transactions.at?.(plan.target ?? { key: plan.key, scope: '' });
+      if (routed !== undefined && 'kind' in routed) return routed;
+      return heldForReplica(routed ?? transactions, plan, steps);
+    },
     failureOf,
   );
 }

@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import type { DataLayer, LayerTransactionSettings, SqlResult, SqlRunner } from '../data-layer.js';
 import {
   ClaimBusyError,
@@ -135,6 +136,11 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
   /** Set while an abandoned handler's backend is being ended: the rollback waits for it. */
   private ending: Promise<void> | undefined;
   private closed = false;
+
+  /** {@inheritDoc ClaimTransaction.pool} */
+  get pool(): Pool {
+    return this.deps.pool;
+  }
 
   private constructor(
     readonly key: string,

@@ -3,7 +3,7 @@
  * the driver asks of it, so a test can prove the driver, or a door on it, reaches the
  * transaction only through the interface.
  */
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { SqlRunner } from '../../src/data-layer.js';
 import { DatabaseError } from '../../src/errors.js';
 import type {
@@ -33,6 +33,8 @@ export class FakeTransaction implements ClaimTransaction<FakeTx> {
   };
   /** Stands for the library's own pg client (the doors' one-round-trip claims take it). */
   readonly pg = this.client as unknown as PoolClient;
+  /** Stands for the database's pool (a statement outside the transaction). */
+  readonly pool = this.client as unknown as Pool;
   lateUse = undefined;
   finishWith: TransactionEnd = { kind: 'committed', warning: undefined };
 
