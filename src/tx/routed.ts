@@ -30,6 +30,16 @@ export function routedTransactions<Tx>(
     open: (key) =>
       Promise.resolve(handlersFault(new RoutingError('opened without a route', { key }))),
     at(target: RouteTarget): ClaimTransactions<Tx> | FailedAttempt {
+      // An adapter's in-transaction hook keeps the source's progress in the claim's
+      // database (Kafka's offsets: 'postgres'), read back from one pool at assignment:
+      // spread over several databases, that read could skip records. Refused, loudly.
+      if (target.delivery?.inTransaction !== undefined)
+        return handlersFault(
+          new RoutingError(
+            "a source that stores its progress in the claim's transaction (Kafka's offsets: 'postgres') cannot be routed",
+            { key: target.key },
+          ),
+        );
       let name: string;
       try {
         name = router.route(target);

@@ -4,6 +4,9 @@ import type { DataLayer } from '../../../src/data-layer.js';
 import { ConfigurationError, RoutingError, RoutingViolationError } from '../../../src/errors.js';
 import { resolveRouting } from '../../../src/routing/options.js';
 import { Router } from '../../../src/routing/router.js';
+import { routedTransactions } from '../../../src/tx/routed.js';
+import type { ClaimTransactions } from '../../../src/tx/claim-transaction.js';
+import type { Delivery } from '../../../src/types.js';
 
 const pool = (): Pool => ({ connect: () => undefined }) as unknown as Pool;
 const noLayer = (): undefined => undefined;
@@ -78,5 +81,29 @@ describe('resolveRouting', () => {
     expect(() =>
       resolveRouting({ databases: { a: pool() }, route: () => 'a' }, asLayer, noLayer),
     ).toThrow(/its own/);
+  });
+});
+
+describe('routedTransactions', () => {
+  const transactions = (): ClaimTransactions<unknown> =>
+    ({ hardStop: undefined, claimBegins: 'BEGIN' }) as unknown as ClaimTransactions<unknown>;
+
+  it("refuses a delivery whose source keeps its progress in the claim's transaction", () => {
+    const a = transactions();
+    const routed = routedTransactions(
+      [
+        { name: 'a', transactions: a },
+        { name: 'b', transactions: transactions() },
+      ],
+      router(() => 'a'),
+    );
+    expect(routed.at!({ key: 'k1', scope: 's' })).toBe(a);
+    const delivery = {
+      key: 'k2',
+      inTransaction: async () => undefined,
+    } as unknown as Delivery<unknown>;
+    const refused = routed.at!({ key: 'k2', scope: 's', delivery });
+    expect(refused).toMatchObject({ kind: 'failed', infrastructure: false });
+    expect((refused as { error: unknown }).error).toBeInstanceOf(RoutingError);
   });
 });
