@@ -17,11 +17,37 @@ export interface ChargeInput {
 export interface ChargeHooks {
   /** Inside the order step, after its INSERT, before its transaction commits. */
   midStep?: (key: string) => void | Promise<void>;
+  /** The order step committed (with its recorded result), the charge not called yet. */
+  afterOrder?: (key: string) => void | Promise<void>;
+  /** Inside the charge call, before the provider is asked. */
+  beforeCall?: (key: string) => void | Promise<void>;
   /** After the provider answered, before the charge's result is recorded. */
   afterCall?: (key: string) => void | Promise<void>;
-  /** Before the record step runs. */
+  /** The charge's result recorded (committed), before the record step runs. */
   beforeRecord?: (key: string) => void | Promise<void>;
+  /** Inside the record step, after its UPDATE, before its transaction commits. */
+  midRecord?: (key: string) => void | Promise<void>;
+  /** Every step committed, the final answer not stored yet. */
+  afterRecord?: (key: string) => void | Promise<void>;
 }
+
+/**
+ * The flow's recovery boundaries in the order a run passes them, each with the hook
+ * that marks it (kit/steps/child.ts's EO_STEPS_KILL_AT / EO_STEPS_HOLD_AT names);
+ * `before-answer` (the answer stored, the response not written) is the server's.
+ */
+export const CHARGE_POINTS = {
+  'mid-step': 'midStep',
+  'order-committed': 'afterOrder',
+  'before-call': 'beforeCall',
+  'after-call': 'afterCall',
+  'before-record': 'beforeRecord',
+  'mid-record': 'midRecord',
+  'record-committed': 'afterRecord',
+} as const satisfies Record<string, keyof ChargeHooks>;
+
+/** A boundary of the flow's own (see {@link CHARGE_POINTS}). */
+export type ChargePoint = keyof typeof CHARGE_POINTS;
 
 /** The orders table the flow writes (no unique key on purpose: a double shows as two rows). */
 export async function createOrdersTable(pool: Pool): Promise<void> {
@@ -49,7 +75,9 @@ export function chargeFlow(
       await hooks.midStep?.(run.key);
       return { id: Number(rows[0]?.id) };
     });
+    await hooks.afterOrder?.(run.key);
     const charge = await run.call('charge', async (key, signal) => {
+      await hooks.beforeCall?.(run.key);
       const created = await createCharge(
         providerUrl,
         { amount: input.amount, order: order.id },
@@ -61,7 +89,9 @@ export function chargeFlow(
     await hooks.beforeRecord?.(run.key);
     await run.step('record', async (tx: PoolClient) => {
       await tx.query('UPDATE orders SET charge_id = $1 WHERE id = $2', [charge.id, order.id]);
+      await hooks.midRecord?.(run.key);
     });
+    await hooks.afterRecord?.(run.key);
     return { status: 201, body: { order: order.id, charge: charge.id } };
   });
 }

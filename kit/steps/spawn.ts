@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { ChargePoint } from './charge.js';
 import type { StepsFramework } from './server.js';
 
 /** A steps server in its own process. */
@@ -27,8 +28,8 @@ export interface StepsProcessOptions {
   schema: string;
   providerUrl: string;
   leaseMs?: number;
-  killAt?: 'mid-step' | 'after-call' | 'before-record' | 'before-answer';
-  holdAt?: 'mid-step' | 'after-call' | 'before-record';
+  killAt?: ChargePoint | 'before-answer';
+  holdAt?: ChargePoint;
 }
 
 export function spawnStepsServer(options: StepsProcessOptions): StepsProcess {
