@@ -14,6 +14,7 @@ import { FlowFencedError, FlowKeyReusedError, FlowStepsChangedError } from './er
 import { FlowDrive, type RunnerSettings } from './drive.js';
 import { FlowStore, type FlowIdentity, type FlowRow } from './store.js';
 import { DEFAULT_FLOWS_TABLE, flowTables } from './table.js';
+import type { StepsTelemetry } from './telemetry.js';
 import type { Flow, FlowOutcome, FlowRunner, FlowStart, FlowStoreOptions } from './types.js';
 
 /** Default owner lease. */
@@ -46,7 +47,16 @@ export class Runner implements FlowRunner {
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     if (!Number.isFinite(leaseMs) || leaseMs < 10)
       throw new ConfigurationError('leaseMs', 'must be a number of ms, at least 10');
-    this.settings = { leaseMs, logger: options.logger ?? silentLogger };
+    if (
+      options.telemetry !== undefined &&
+      typeof (options.telemetry as Partial<StepsTelemetry> | null)?.startStep !== 'function'
+    )
+      throw new ConfigurationError('telemetry', 'must be a StepsTelemetry (startStep)');
+    this.settings = {
+      leaseMs,
+      logger: options.logger ?? silentLogger,
+      telemetry: options.telemetry,
+    };
     const ref = tableRef({ schema: options.schema, table: options.table ?? DEFAULT_FLOWS_TABLE });
     flowTables.steps(ref); // validates the names now, not at the first request
     this.store = new FlowStore(options.pool, ref, leaseMs, ACQUIRE_TIMEOUT_MS);
