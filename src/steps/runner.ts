@@ -1,5 +1,6 @@
 /** Runs flows on one flows table: claim or take over, replay, run the rest, store the answer. */
 import { createHash } from 'node:crypto';
+import { inspect } from 'node:util';
 import {
   ClaimBusyError,
   ConfigurationError,
@@ -233,7 +234,11 @@ export class Runner implements FlowRunner {
       return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
     }
     await this.store
-      .release(drive.mark)
+      .release(drive.mark, {
+        code: error.code,
+        message: withCause(error),
+        ...(typeof error.details['step'] === 'string' ? { step: error.details['step'] } : {}),
+      })
       .catch((err: unknown) =>
         this.settings.logger.warn(
           { err, key: id.key },
@@ -263,6 +268,13 @@ function inputText(input: unknown): string | null {
     throw new ConfigurationError('input', 'must be JSON-serialisable', { cause: String(cause) });
   }
   return text ?? null;
+}
+
+/** The error's message and its cause's (a step's own failure), for `last_error`. */
+function withCause(error: EffectivelyOnceError): string {
+  const cause: unknown = error.cause;
+  if (cause === undefined) return error.message;
+  return `${error.message}: ${cause instanceof Error ? cause.message : inspect(cause, { depth: 2 })}`;
 }
 
 function sha256(text: string): Buffer {
