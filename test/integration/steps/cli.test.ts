@@ -52,6 +52,14 @@ async function inspect(key: string): Promise<Record<string, unknown>> {
   return (JSON.parse(run.out) as { flow: Record<string, unknown> }).flow;
 }
 
+/** `stats --family flows --window 1d`: scope shop's finished flows older than a day. */
+async function olderThanWindow(): Promise<number | undefined> {
+  const run = await eo('stats', '--family', 'flows', '--window', '1d', '--json');
+  expect(run.code).toBe(0);
+  const doc = JSON.parse(run.out) as { scopes: Array<{ scope: string; olderThanWindow?: number }> };
+  return doc.scopes.find((s) => s.scope === 'shop')?.olderThanWindow;
+}
+
 const start = (key: string) => ({ scope: 'shop', key, input: { amount: 5 } });
 
 describe('effectively-once CLI on the flows table', () => {
@@ -121,6 +129,7 @@ describe('effectively-once CLI on the flows table', () => {
        WHERE flow_key = ANY($1)`,
       [[old, unfinished]],
     );
+    expect(await olderThanWindow()).toBe(1);
     const dry = await eo('prune', '--family', 'flows', '--older-than', '1d', '--dry-run', '--json');
     expect(JSON.parse(dry.out)).toMatchObject({ family: 'flows', wouldDelete: 1 });
     const pruned = await eo('prune', '--family', 'flows', '--older-than', '1d', '--json');
@@ -130,5 +139,8 @@ describe('effectively-once CLI on the flows table', () => {
       [[old, recent, unfinished]],
     );
     expect(rows.map((r) => r.flow_key).sort()).toEqual([recent, unfinished].sort());
+
+    // stats counts what prune deletes: none past the window now.
+    expect(await olderThanWindow()).toBe(0);
   });
 });
