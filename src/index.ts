@@ -58,6 +58,10 @@ export type {
   StepsCompleter,
   StepsCompleterOptions,
   StepsRouteOptions,
+  StepsTelemetry,
+  StepTelemetryOutcome,
+  StepTelemetryScope,
+  StepTelemetryStart,
 } from './steps/index.js';
 export {
   EffectivelyOnceError,

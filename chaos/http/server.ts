@@ -74,6 +74,11 @@ export class ServerSupervisor {
     return this.incarnations.reduce((n, p) => n + p.committed.length, 0);
   }
 
+  /** The event lines of type `t` (counted by their `n`) over every incarnation. */
+  tally(t: string): number {
+    return this.incarnations.reduce((n, p) => n + p.tally(t), 0);
+  }
+
   /** Starts the first incarnation; resolves with its port (every later one reuses it). */
   async start(): Promise<number> {
     const first = await this.spawn(this.options.kills[0]);

@@ -3,8 +3,9 @@
  * Express or Fastify, through effectively-once/http's steps door, with the completer
  * running in the background. It speaks kit/payments/child.ts's stdout protocol (the HTTP
  * target's supervisor runs it with `entry`): `ready` once listening, `committed` at each
- * flow boundary (a step committed, a provider answer not yet recorded), and the armed
- * SIGKILL right after the Nth boundary.
+ * flow boundary (a step committed, a provider answer not yet recorded), `completer`
+ * (`n` flows its completer finished in a pass), and the armed SIGKILL right after the
+ * Nth boundary.
  *
  * Env: those of kit/payments/child.ts, and EO_STEPS_PROVIDER_URL, EO_STEPS_LEASE_MS,
  * EO_STEPS_CALL_TIMEOUT_MS.
@@ -13,6 +14,7 @@ import pg from 'pg';
 import { createStepsCompleter } from 'effectively-once';
 import { createIdempotency } from 'effectively-once/http';
 import { emit, env } from '../../kit/payments/child-protocol.js';
+import { sleep } from '../../src/sleep.js';
 import type { StepsFramework } from './args.js';
 import { serveSteps } from './door.js';
 import { chaosOrderFlow } from './flow.js';
@@ -45,14 +47,24 @@ const server = await serveSteps(
   { leaseMs },
   Number(env('EO_HTTP_PORT', '0')),
 );
-// Flows nobody comes back for: looked for every second, taken over once their lease expired.
-const completer = createStepsCompleter({ pool, schema, flows: [flow], leaseMs, intervalMs: 1000 });
-completer.start();
+// Flows nobody comes back for: looked for every second, taken over once their lease
+// expired. Its passes run here (runOnce), not by start(), to report what each finished:
+// a `completer` line per pass that drove flows to their answer, for the summary.
+const completer = createStepsCompleter({ pool, schema, flows: [flow], leaseMs });
+const stopping = new AbortController();
+const completing = (async () => {
+  while (!stopping.signal.aborted) {
+    const n = await completer.runOnce(stopping.signal).catch(() => 0);
+    if (n > 0) emit({ t: 'completer', n });
+    await sleep(1000, stopping.signal);
+  }
+})();
 emit({ t: 'ready', port: server.port });
 
 const stop = (): void => {
   setTimeout(() => process.exit(0), 5000).unref();
-  void Promise.all([server.close(), completer.stop()])
+  stopping.abort();
+  void Promise.all([server.close(), completing])
     .then(() => idempotency.close({ timeoutMs: 1000 }))
     .then(() => pool.end())
     .then(() => process.exit(0));

@@ -45,14 +45,24 @@ export interface StepsPlanOptions {
 /**
  * N operations: declines and provider faults on distinct operations chosen from the
  * seed (the faults spread evenly over the kinds), abandoned and duplicated ones drawn
- * by their shares, in a shuffled send order.
+ * by their shares, in a shuffled send order. At least a quarter of the faults (rounded
+ * up) go to abandoned operations when there are enough: their one attempt stops at a recovery
+ * point (503) and nobody retries, so only the completer can finish them.
  */
 export function planOperations(rng: Rng, options: StepsPlanOptions): Operation[] {
   const n = options.operations;
+  const abandoned = Array.from({ length: n }, () => rng.next() < options.abandonRatio);
+  const duplicated = abandoned.map((a) => !a && rng.next() < options.duplicateRatio);
   const indices = rng.shuffle(Array.from({ length: n }, (_, i) => i));
   const declined = new Set(indices.slice(0, options.declines));
+  const rest = indices.slice(options.declines);
+  const orphans = rest.filter((i) => abandoned[i]).slice(0, Math.ceil(options.providerFaults / 4));
+  const chosen = [...orphans, ...rest.filter((i) => !orphans.includes(i))].slice(
+    0,
+    options.providerFaults,
+  );
   const faulty = new Map(
-    indices.slice(options.declines, options.declines + options.providerFaults).map((index, j) => [
+    chosen.map((index, j) => [
       index,
       {
         kind: PROVIDER_FAULT_KINDS[j % PROVIDER_FAULT_KINDS.length] as ProviderFaultKind,
@@ -61,8 +71,6 @@ export function planOperations(rng: Rng, options: StepsPlanOptions): Operation[]
     ]),
   );
   const ops = Array.from({ length: n }, (_, i): Operation => {
-    const abandoned = rng.next() < options.abandonRatio;
-    const duplicated = !abandoned && rng.next() < options.duplicateRatio;
     const fault = faulty.get(i);
     return {
       key: `op-${i}`,
@@ -72,8 +80,8 @@ export function planOperations(rng: Rng, options: StepsPlanOptions): Operation[]
         amountCents: 100 + ((i * 7919) % 10_000),
         card: declined.has(i) ? 'declined' : 'ok',
       },
-      abandoned,
-      duplicated,
+      abandoned: abandoned[i] === true,
+      duplicated: duplicated[i] === true,
       ...(fault && { providerFault: fault }),
     };
   });

@@ -167,7 +167,7 @@ export async function runStepsChaos(args: StepsChaosArgs): Promise<StepsRunResul
     scope.defer(() => lookups.end());
     const pending = await countUnfinished(lookups, schema);
     say(`unfinished flows when the callers were done: ${pending}; final completer pass`);
-    const finished = await finishFlows({
+    const finalPass = await finishFlows({
       databaseUrl: services.databaseUrl,
       schema,
       providerUrl: provider.directUrl,
@@ -178,6 +178,9 @@ export async function runStepsChaos(args: StepsChaosArgs): Promise<StepsRunResul
       say,
     });
 
+    // The servers' own completers (their `completer` lines) and the final pass.
+    const inServers = supervisor.tally('completer');
+    say(`completers finished ${inServers} flow(s) in the servers, ${finalPass} in the final pass`);
     const effects = await readEffects(pool, schema);
     const charges = provider.charges();
     const flows = await readFlows(pool, schema);
@@ -234,7 +237,7 @@ export async function runStepsChaos(args: StepsChaosArgs): Promise<StepsRunResul
       providerCalls: provider.counts().requests,
       providerFaultsFired: fired.calls,
       unfinishedBeforeCompleter: pending,
-      completerFinished: finished,
+      completerFinished: inServers + finalPass,
       verdict,
       timedOut: verdict.unanswered > 0,
       shortfalls,

@@ -16,7 +16,7 @@ export interface StepsRunResult {
   providerFaultsFired: number;
   /** Key rows unfinished when the callers were done, before the final completer pass. */
   unfinishedBeforeCompleter: number;
-  /** Flows the final completer pass drove to their answer. */
+  /** Flows a completer drove to their answer: the servers' own, and the final pass. */
   completerFinished: number;
   verdict: StepsVerdict;
   timedOut: boolean;

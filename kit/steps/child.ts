@@ -3,12 +3,12 @@
  * `{"t":"ready","port":…}` once listening and `{"t":"at","point":…,"key":…}` when it
  * reaches a boundary (kit/payments/child-protocol.ts's lines). Env: EO_STEPS_FRAMEWORK,
  * EO_HTTP_DATABASE_URL, EO_HTTP_SCHEMA, EO_STEPS_PROVIDER_URL, EO_STEPS_LEASE_MS,
- * EO_HTTP_PORT, EO_STEPS_KILL_AT (mid-step | after-call | before-record | before-answer:
- * SIGKILL itself there, once), EO_STEPS_HOLD_AT (the same points: stop there forever,
+ * EO_HTTP_PORT, EO_STEPS_KILL_AT (a point of charge.ts's CHARGE_POINTS, or before-answer:
+ * SIGKILL itself there, once), EO_STEPS_HOLD_AT (the flow's points: stop there forever,
  * for a test that SIGSTOPs or outwaits it).
  */
 import { emit, env, envPool } from '../payments/child-protocol.js';
-import type { ChargeHooks } from './charge.js';
+import { CHARGE_POINTS, type ChargeHooks } from './charge.js';
 import { startStepsServer, type StepsFramework } from './server.js';
 
 const { pool, schema } = envPool();
@@ -23,11 +23,8 @@ const at =
     if (killAt === point) process.kill(process.pid, 'SIGKILL');
     if (holdAt === point) await new Promise(() => undefined);
   };
-const hooks: ChargeHooks = {
-  midStep: at('mid-step'),
-  afterCall: at('after-call'),
-  beforeRecord: at('before-record'),
-};
+const hooks: ChargeHooks = {};
+for (const [point, hook] of Object.entries(CHARGE_POINTS)) hooks[hook] = at(point);
 
 const server = await startStepsServer({
   framework: env('EO_STEPS_FRAMEWORK', 'web') as StepsFramework,
@@ -39,6 +36,7 @@ const server = await startStepsServer({
   port: Number(env('EO_HTTP_PORT', '0')),
   beforeAnswer: (status) => {
     emit({ t: 'answer', status });
+    emit({ t: 'at', point: 'before-answer', key: '' });
     if (killAt === 'before-answer') process.kill(process.pid, 'SIGKILL');
   },
 });

@@ -1,6 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import { idempotencyKeyTables, keyPruneTarget } from '../http/store.js';
 import { outboxTables } from '../outbox/table.js';
+import { flowPruneTarget, flowTables } from '../steps/table.js';
 import { quoteIdentifier, type TableRef } from '../store/identifiers.js';
 import { kafkaOffsetsTables } from '../store/kafka-offsets.js';
 import { dedupTables } from '../store/migrate.js';
@@ -18,7 +19,7 @@ export interface FamilyRows {
   /** Plural of `group`, for output: `consumers`, `scopes`. */
   groups: string;
   /** What the time column records, for output: rows `processed` / `created` before a cutoff. */
-  aged: 'processed' | 'created';
+  aged: 'processed' | 'created' | 'finished';
   /** The rows a prune deletes, every group's or `group`'s: the one description of them. */
   target(ref: TableRef, group: string | undefined): PruneTarget;
   /** The row `inspect --probe` tries to insert (and rolls back): key, group, required columns. */
@@ -59,6 +60,21 @@ const httpKeyRows: FamilyRows = {
   }),
 };
 
+/** The steps flows table: flows of each scope; a prune deletes finished ones only. */
+const flowRows: FamilyRows = {
+  group: 'scope',
+  groups: 'scopes',
+  aged: 'finished',
+  target: flowPruneTarget,
+  probeRow: (scope, key) => ({
+    scope,
+    flow_key: key,
+    flow: '',
+    origin: '',
+    fingerprint: Buffer.alloc(0),
+  }),
+};
+
 /**
  * Every table family `migrate` handles, in the order it migrates them. A new family
  * (a module exporting a `TableFamily` that owns its steps) registers here with the flag
@@ -70,6 +86,7 @@ export const TABLE_FAMILIES: readonly RegisteredFamily[] = [
   { family: kafkaOffsetsTables, tableOption: 'kafka-offsets-table' },
   { family: idempotencyKeyTables, tableOption: 'http-keys-table', rows: httpKeyRows },
   { family: outboxTables, tableOption: 'outbox-table' },
+  { family: flowTables, tableOption: 'flows-table', rows: flowRows },
 ];
 
 /** The table of family `f`: `--table`'s ref for the dedup table, else its own flag's name. */

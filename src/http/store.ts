@@ -4,10 +4,10 @@ import { DatabaseError } from '../errors.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
 import { sqlLiteral } from '../store/literals.js';
-import { EXPIRES_COLUMN, keyTableStatements } from '../store/migrate.js';
+import { keyTableStatements } from '../store/migrate.js';
 import { applyMigrations } from '../store/migrator.js';
 import type { TableFamily } from '../store/table-family.js';
-import { pruneTable, type PruneTarget } from '../store/prune.js';
+import { keyedPruneTarget, pruneTable, type PruneTarget } from '../store/prune.js';
 import { DEFAULT_TABLE } from './options.js';
 
 /** Why a stored response has no body: larger than `maxBodyBytes`, or streamed. */
@@ -219,13 +219,11 @@ export interface PruneKeysOptions {
 
 /** The key table's rows a prune deletes, every scope's or one's (the CLI's too). */
 export function keyPruneTarget(ref: TableRef, scope: string | undefined): PruneTarget {
-  return {
+  return keyedPruneTarget(
     ref,
-    keyColumns: ['scope', 'idempotency_key'],
-    timeColumn: 'created_at',
-    expiresColumn: EXPIRES_COLUMN,
-    ...(scope !== undefined ? { only: { column: 'scope', value: scope } } : {}),
-  };
+    { group: 'scope', key: 'idempotency_key', time: 'created_at' },
+    scope,
+  );
 }
 
 /**

@@ -14,3 +14,5 @@ export { otelRelayTelemetry, outboxTraceHeaders, OUTBOX_METRIC } from './outbox.
 export type { OtelRelayTelemetryOptions } from './outbox.js';
 export { otelIdempotencyTelemetry, HTTP_METRIC, HTTP_ATTR } from './http.js';
 export type { OtelIdempotencyTelemetryOptions } from './http.js';
+export { otelStepsTelemetry, STEPS_ATTR } from './steps.js';
+export type { OtelStepsTelemetryOptions } from './steps.js';

@@ -12,13 +12,18 @@ import {
 import { checkAnswer, derivedKey, FlowFailure, jsonRoundTrip } from './flow.js';
 import type { FlowIdentity, FlowRow, FlowStore, OwnerMark, StepEntry } from './store.js';
 import type { Flow, FlowAnswer, FlowRun } from './types.js';
+import type { StepsTelemetry, StepTelemetryScope } from './telemetry.js';
 import type { Logger } from '../types.js';
 
 /** The runner's settings, resolved. */
 export interface RunnerSettings {
   readonly leaseMs: number;
   readonly logger: Logger;
+  readonly telemetry?: StepsTelemetry | undefined;
 }
+
+/** The scope of a step when no telemetry follows it. */
+const UNOBSERVED: StepTelemetryScope = { run: (fn) => fn(), end: () => undefined };
 
 /** How an owner's run ended: an answer stored, or stopped at a recovery point (or refused). */
 export type DriveEnd =
@@ -133,22 +138,29 @@ export class FlowDrive<I> {
     work: (tx: import('pg').PoolClient) => T | Promise<T>,
   ): Promise<T> {
     const turn = this.enter(name, 'step');
-    if (turn.kind === 'replay') return turn.value as T;
+    const observed = this.observe(name, 'step', turn);
+    if (turn.kind === 'replay') {
+      observed.end('replayed');
+      return turn.value as T;
+    }
     try {
-      const value = await this.store.recordStep(
-        this.mark,
-        turn.position,
-        { name, kind: 'step' },
-        async (client) => {
-          const value = await work(client);
-          return this.roundTrip<T>(name, value);
-        },
-        this.abort.signal,
+      const value = await observed.run(() =>
+        this.store.recordStep(
+          this.mark,
+          turn.position,
+          { name, kind: 'step' },
+          async (client) => {
+            const value = await work(client);
+            return this.roundTrip<T>(name, value);
+          },
+          this.abort.signal,
+        ),
       );
       this.held++;
+      observed.end('recorded');
       return value;
     } catch (error) {
-      throw this.failed(name, error);
+      throw this.ended(observed, name, error);
     } finally {
       this.inStep = false;
     }
@@ -160,13 +172,19 @@ export class FlowDrive<I> {
     work: (key: string, signal: AbortSignal) => T | Promise<T>,
   ): Promise<T> {
     const turn = this.enter(name, 'call');
-    if (turn.kind === 'replay') return turn.value as T;
+    const observed = this.observe(name, 'call', turn);
+    if (turn.kind === 'replay') {
+      observed.end('replayed');
+      return turn.value as T;
+    }
     try {
       // Still the owner, here? A fenced owner does not even make the call.
       if (!(await this.store.extend(this.mark, turn.position)))
         throw new FlowFencedError(this.flow.name, this.id.key, this.mark.fence);
       const value = await this.withHeartbeat(turn.position, (signal) =>
-        work(derivedKey(this.id.scope, this.id.key, this.flow.name, name), signal),
+        observed.run(() =>
+          work(derivedKey(this.id.scope, this.id.key, this.flow.name, name), signal),
+        ),
       );
       const recorded = this.roundTrip<T>(name, value);
       const result = await this.store.recordStep(
@@ -177,9 +195,10 @@ export class FlowDrive<I> {
         this.abort.signal,
       );
       this.held++;
+      observed.end('recorded');
       return result;
     } catch (error) {
-      throw this.failed(name, error);
+      throw this.ended(observed, name, error);
     } finally {
       this.inStep = false;
     }
@@ -192,7 +211,7 @@ export class FlowDrive<I> {
   private enter(
     name: string,
     kind: 'step' | 'call',
-  ): { kind: 'replay'; value: unknown } | { kind: 'run'; position: number } {
+  ): { kind: 'replay'; value: unknown; position: number } | { kind: 'run'; position: number } {
     if (this.stop !== undefined) throw this.stop;
     if (this.final !== undefined) throw new FlowFailure(this.final);
     if (this.inStep)
@@ -225,6 +244,7 @@ export class FlowDrive<I> {
       return {
         kind: 'replay',
         value: entry.result === null ? undefined : JSON.parse(entry.result),
+        position,
       };
     }
     this.inStep = true;
@@ -267,6 +287,63 @@ export class FlowDrive<I> {
     } finally {
       clearInterval(timer);
     }
+  }
+
+  /** The telemetry scope of the step at `turn` (a no-op one without telemetry, or when its hook threw). */
+  private observe(
+    name: string,
+    kind: 'step' | 'call',
+    turn: { position: number },
+  ): StepTelemetryScope {
+    const { telemetry, logger } = this.settings;
+    if (telemetry === undefined) return UNOBSERVED;
+    const warn = (err: unknown): void =>
+      logger.warn({ err, step: name }, 'effectively-once: a steps telemetry hook threw');
+    let scope: StepTelemetryScope;
+    try {
+      scope = telemetry.startStep({
+        flow: this.flow.name,
+        step: name,
+        kind,
+        position: turn.position,
+        attempt: this.claim.fence,
+        resumed: this.claim.resumed,
+      });
+    } catch (err) {
+      warn(err);
+      return UNOBSERVED;
+    }
+    return {
+      run: (fn) => {
+        let entered = false;
+        try {
+          return scope.run(() => {
+            entered = true;
+            return fn();
+          });
+        } catch (err) {
+          if (entered) throw err; // the step's own error
+          warn(err);
+          return fn();
+        }
+      },
+      end: (outcome, error) => {
+        try {
+          scope.end(outcome, error);
+        } catch (err) {
+          warn(err);
+        }
+      },
+    };
+  }
+
+  /** A failed step's end: told to its telemetry as final or stopped; what to throw on. */
+  private ended(observed: StepTelemetryScope, name: string, error: unknown): unknown {
+    const thrown = this.failed(name, error);
+    // A final error as the step threw it (the user's); a stop as the library's error.
+    if (thrown instanceof FlowFailure) observed.end('final', error);
+    else observed.end('stopped', thrown);
+    return thrown;
   }
 
   /**

@@ -41,6 +41,7 @@ export function stepsEndpoint<I>(
     schema: options.schema ?? cfg.table.schema,
     ...(options.table !== undefined ? { table: options.table } : {}),
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+    ...(options.telemetry !== undefined ? { telemetry: options.telemetry } : {}),
     migrate: cfg.migrate,
     logger: cfg.logger,
   });

@@ -27,3 +27,9 @@ export type {
   StepsCompleterOptions,
   StepsRouteOptions,
 } from './types.js';
+export type {
+  StepsTelemetry,
+  StepTelemetryOutcome,
+  StepTelemetryScope,
+  StepTelemetryStart,
+} from './telemetry.js';

@@ -1,5 +1,6 @@
 /** Runs flows on one flows table: claim or take over, replay, run the rest, store the answer. */
 import { createHash } from 'node:crypto';
+import { inspect } from 'node:util';
 import {
   ClaimBusyError,
   ConfigurationError,
@@ -14,6 +15,7 @@ import { FlowFencedError, FlowKeyReusedError, FlowStepsChangedError } from './er
 import { FlowDrive, type RunnerSettings } from './drive.js';
 import { FlowStore, type FlowIdentity, type FlowRow } from './store.js';
 import { DEFAULT_FLOWS_TABLE, flowTables } from './table.js';
+import type { StepsTelemetry } from './telemetry.js';
 import type { Flow, FlowOutcome, FlowRunner, FlowStart, FlowStoreOptions } from './types.js';
 
 /** Default owner lease. */
@@ -46,7 +48,16 @@ export class Runner implements FlowRunner {
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     if (!Number.isFinite(leaseMs) || leaseMs < 10)
       throw new ConfigurationError('leaseMs', 'must be a number of ms, at least 10');
-    this.settings = { leaseMs, logger: options.logger ?? silentLogger };
+    if (
+      options.telemetry !== undefined &&
+      typeof (options.telemetry as Partial<StepsTelemetry> | null)?.startStep !== 'function'
+    )
+      throw new ConfigurationError('telemetry', 'must be a StepsTelemetry (startStep)');
+    this.settings = {
+      leaseMs,
+      logger: options.logger ?? silentLogger,
+      telemetry: options.telemetry,
+    };
     const ref = tableRef({ schema: options.schema, table: options.table ?? DEFAULT_FLOWS_TABLE });
     flowTables.steps(ref); // validates the names now, not at the first request
     this.store = new FlowStore(options.pool, ref, leaseMs, ACQUIRE_TIMEOUT_MS);
@@ -223,7 +234,11 @@ export class Runner implements FlowRunner {
       return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
     }
     await this.store
-      .release(drive.mark)
+      .release(drive.mark, {
+        code: error.code,
+        message: withCause(error),
+        ...(typeof error.details['step'] === 'string' ? { step: error.details['step'] } : {}),
+      })
       .catch((err: unknown) =>
         this.settings.logger.warn(
           { err, key: id.key },
@@ -253,6 +268,13 @@ function inputText(input: unknown): string | null {
     throw new ConfigurationError('input', 'must be JSON-serialisable', { cause: String(cause) });
   }
   return text ?? null;
+}
+
+/** The error's message and its cause's (a step's own failure), for `last_error`. */
+function withCause(error: EffectivelyOnceError): string {
+  const cause: unknown = error.cause;
+  if (cause === undefined) return error.message;
+  return `${error.message}: ${cause instanceof Error ? cause.message : inspect(cause, { depth: 2 })}`;
 }
 
 function sha256(text: string): Buffer {

@@ -146,12 +146,21 @@ export class FlowStore {
     return rowCount === 1;
   }
 
-  /** Ends the owner's lease now (a transient failure): a retry may take over at once. */
-  async release(owner: OwnerMark): Promise<void> {
+  /**
+   * Ends the owner's lease now (a transient failure): a retry may take over at once.
+   * Records why (`last_error`), for an operator's `inspect`.
+   */
+  async release(
+    owner: OwnerMark,
+    why: { code: string; message: string; step?: string },
+  ): Promise<void> {
     await this.pool.query(
-      `UPDATE ${this.table} SET lease_until = now()
+      `UPDATE ${this.table}
+       SET lease_until = now(),
+           last_error = jsonb_build_object('code', $4::text, 'message', $5::text, 'step', $6::text,
+             'fence', $3::bigint, 'at', now())
        WHERE scope = $1 AND flow_key = $2 AND fence = $3 AND status IS NULL`,
-      [owner.scope, owner.key, owner.fence],
+      [owner.scope, owner.key, owner.fence, why.code, why.message.slice(0, 2000), why.step ?? null],
     );
   }
 

@@ -6,6 +6,7 @@ import {
   type TableRef,
 } from '../store/identifiers.js';
 import { keyTableStatements } from '../store/migrate.js';
+import { keyedPruneTarget, type PruneTarget } from '../store/prune.js';
 import type { TableFamily } from '../store/table-family.js';
 
 /** Table name unless configured otherwise. */
@@ -25,6 +26,8 @@ export const DEFAULT_FLOWS_TABLE = 'eo_flows';
 // - `fence`: the owner's token, one more at each takeover; every write checks it.
 // - `lease_until`: the owner's lease; NULL once answered.
 // - `status`, `headers`, `body`: the final answer, NULL until stored.
+// - `last_error` (version 2): {code, message, step, at} of the last run that stopped at
+//   a recovery point, for `effectively-once inspect --family flows`; kept once answered.
 const COLUMNS = `  scope        text        NOT NULL,
   flow_key     text        NOT NULL,
   flow         text        NOT NULL,
@@ -59,5 +62,24 @@ export const flowTables: TableFamily = {
         `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(derivedName(ref.table, '_unfinished_idx'), 'table')} ON ${qualifiedTable(ref)} (lease_until) WHERE status IS NULL`,
       ],
     },
+    {
+      version: 2,
+      summary: 'the last_error column (why the last run stopped at a recovery point)',
+      // Nullable, no default: adding it rewrites nothing, and a version-1 runner (which
+      // never writes it) keeps working beside a version-2 one during a rolling deploy.
+      statements: [
+        `ALTER TABLE ${qualifiedTable(ref)} ADD COLUMN IF NOT EXISTS "last_error" jsonb`,
+      ],
+    },
   ],
 };
+
+/**
+ * The flows a prune deletes (`effectively-once prune --family flows`): finished ones
+ * only, aged by when their answer was stored. An unfinished flow (finished_at NULL) is
+ * never deleted, whatever the window: its client or the completer may still resume it.
+ * No flow writes `expires_at`, so only a window (`--older-than`) deletes any.
+ */
+export function flowPruneTarget(ref: TableRef, scope: string | undefined): PruneTarget {
+  return keyedPruneTarget(ref, { group: 'scope', key: 'flow_key', time: 'finished_at' }, scope);
+}

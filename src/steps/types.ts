@@ -6,6 +6,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { ClaimBusyError, EffectivelyOnceError } from '../errors.js';
 import type { Logger } from '../types.js';
+import type { StepsTelemetry } from './telemetry.js';
 
 /**
  * What a flow ends with, stored once and replayed after: an HTTP door answers it as a
@@ -126,6 +127,11 @@ export interface FlowStoreOptions {
   migrate?: boolean;
   /** Where the runner says what went wrong. Default: silent. */
   logger?: Logger;
+  /**
+   * Follows each step of each run (a span per step with `otelStepsTelemetry()` from
+   * `effectively-once/otel`). Default: none.
+   */
+  telemetry?: StepsTelemetry;
 }
 
 /** Where a flow starts from: its key, its input, and what identifies the request. */
@@ -233,4 +239,6 @@ export interface StepsRouteOptions<I> {
   table?: string;
   /** See {@link FlowStoreOptions.leaseMs}. Default 30 000. */
   leaseMs?: number;
+  /** See {@link FlowStoreOptions.telemetry}. Default: none. */
+  telemetry?: StepsTelemetry;
 }

@@ -78,15 +78,31 @@ export type PruneBounds = Partial<Pick<PruneOptions, 'olderThan'>> &
 /** Largest `batchSize` of a prune. */
 export const MAX_PRUNE_BATCH = 100_000;
 
-/** The dedup table's rows, all consumers' or one's. */
-export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): PruneTarget {
+/**
+ * The rows of a key table (see `keyTableStatements`: its own `expires_at`) keyed by
+ * (group, key) and aged by `timeColumn`: every group's, or the one `group` names.
+ */
+export function keyedPruneTarget(
+  ref: TableRef,
+  columns: { group: string; key: string; time: string },
+  group: string | undefined,
+): PruneTarget {
   return {
     ref,
-    keyColumns: ['consumer', 'message_key'],
-    timeColumn: 'processed_at',
+    keyColumns: [columns.group, columns.key],
+    timeColumn: columns.time,
     expiresColumn: EXPIRES_COLUMN,
-    ...(consumer !== undefined ? { only: { column: 'consumer', value: consumer } } : {}),
+    ...(group !== undefined ? { only: { column: columns.group, value: group } } : {}),
   };
+}
+
+/** The dedup table's rows, all consumers' or one's. */
+export function dedupPruneTarget(ref: TableRef, consumer: string | undefined): PruneTarget {
+  return keyedPruneTarget(
+    ref,
+    { group: 'consumer', key: 'message_key', time: 'processed_at' },
+    consumer,
+  );
 }
 
 /**

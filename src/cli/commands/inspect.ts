@@ -8,6 +8,7 @@ import { EXIT, type Command, type CommandContext, type CommandOutput } from '../
 import { FAMILY_OPTIONS, selectFamily, type SelectedFamily } from '../families.js';
 import { formatTable } from '../output.js';
 import { describeInFlight, inFlightOf } from './in-flight.js';
+import { inspectFlowKey } from './inspect-flow.js';
 import { inspectHttpKey } from './inspect-http.js';
 
 /** `inspect`: is this key claimed, when, with what (payload hash, stored answer), is a claim in flight. */
@@ -15,11 +16,12 @@ export const inspectCommand: Command = {
   name: 'inspect',
   summary: 'Show whether a key is claimed, when, with which payload hash or stored answer',
   usage:
-    '<key> [--consumer <name> | --family http-keys --scope <scope> [--body]] [--probe] [options]',
+    '<key> [--consumer <name> | --family http-keys --scope <scope> [--body] | --family flows --scope <scope>] [--probe] [options]',
   description: [
     "Looks the key up in the dedup table: per consumer (every consumer, or --consumer's), whether a claim committed, its processed_at and the payload's sha256 (hex; none when the consumer runs with payloadHash: false). Exits 3 when there is no committed claim.",
     "With --family http-keys it looks the key up in the HTTP key table, in the one scope (tenant) --scope names, which is required: what was answered and when (created_at, method, route, the request's fingerprint, the stored status and headers, the body's size, or why no body was stored). The body itself only with --body.",
     'A claim in progress (a handler still running) is an INSERT that has not committed, and an uncommitted row is invisible to every other session, so no read can see it. Read-only, inspect reports `no` only when no other transaction holds a write lock on the table (pg_locks), and otherwise `unknown`. --probe (with --consumer, or with --family http-keys) answers for the key itself by attempting its claim in a transaction that always rolls back: it waits on a holder as a redelivery or a retry would (up to 100 ms), so `yes` means an open transaction holds it. The probe writes: it needs INSERT privilege, and a worker claiming that key in the same instant waits one round trip for its rollback.',
+    "With --family flows it shows one flow of steps (the steps flows table, eo_flows) in the one scope --scope names, which is required: its state (finished, running under a live lease, or resumable by a retry or the completer), its attempts (the owner's fence), each recorded step with its kind and the size of its result, the stored answer's status, and why its last run stopped (last_error).",
     'A key starting with "-" goes after "--": effectively-once inspect -- -key.',
   ].join('\n\n'),
   options: {
@@ -32,7 +34,8 @@ export const inspectCommand: Command = {
     scope: {
       type: 'string',
       value: '<scope>',
-      description: 'With --family http-keys, required: the scope (tenant) the key belongs to',
+      description:
+        'With --family http-keys or flows, required: the scope (tenant) the key belongs to',
     },
     body: {
       type: 'boolean',
@@ -49,9 +52,18 @@ export const inspectCommand: Command = {
     'effectively-once inspect order-42 --consumer orders',
     'effectively-once inspect order-42 --consumer orders --probe --json',
     'effectively-once inspect 8e03978e-40d5-43e8-bc93-6894a57f9324 --family http-keys --scope acme --body',
+    'effectively-once inspect 8e03978e-40d5-43e8-bc93-6894a57f9324 --family flows --scope acme',
   ],
   async run(ctx) {
     const selected = selectFamily('inspect', ctx.args, ctx.ref);
+    if (selected.entry.family.name === 'flows') {
+      if (flag(ctx.args, 'body') || flag(ctx.args, 'probe'))
+        throw new ConfigurationError(
+          flag(ctx.args, 'body') ? '--body' : '--probe',
+          'is not for --family flows (a flow row is committed as soon as it is claimed)',
+        );
+      return inspectFlowKey(ctx, selected);
+    }
     if (selected.rows.group === 'scope') return inspectHttpKey(ctx, selected);
     if (flag(ctx.args, 'body'))
       throw new ConfigurationError('--body', 'is for --family http-keys (a stored response body)');

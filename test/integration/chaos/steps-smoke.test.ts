@@ -5,7 +5,8 @@
  * committed, a provider answer not yet recorded; twice at a random moment) and restarted, one Postgres crash-restart, the
  * test provider failing some operations' first calls (timeouts, 5xx before and after
  * applying, dropped answers) and declining some cards, a share of clients that send once
- * and walk away; the completer finishes what is left. Against a private Postgres (see
+ * and walk away (some of them meeting a provider fault: their flow stops at a recovery
+ * point nobody retries); the completer finishes what is left. Against a private Postgres (see
  * run-chaos.ts). The full-size run is `npm run chaos -- --target steps --operations 3000
  * --kills 6 --pg-restarts 1 --provider-faults 30`.
  */
@@ -59,6 +60,9 @@ describe('chaos smoke: steps', () => {
       Number(run.fields['never_arrived']);
     expect(ended).toBe(120);
     expect(Number(run.fields['provider_faults_fired'])).toBeGreaterThan(0);
+    // Abandoned operations stopped at a recovery point (a provider fault, a kill of their
+    // owner) that nobody retried: only a completer finished them.
+    expect(Number(run.fields['completer_finished'])).toBeGreaterThan(0);
     expect(Number(run.fields['replays_checked'])).toBe(120 - Number(run.fields['never_arrived']));
   }, 180_000);
 });

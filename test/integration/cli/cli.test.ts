@@ -93,11 +93,12 @@ describe('migrate', () => {
         new RegExp(`^http-keys +"${appliedSchema}"\\."eo_idempotency_keys" +applied 1$`),
       ),
       expect.stringMatching(new RegExp(`^outbox +"${appliedSchema}"\\."eo_outbox" +applied 1$`)),
+      expect.stringMatching(new RegExp(`^flows +"${appliedSchema}"\\."eo_flows" +applied 1, 2$`)),
     ]);
     const expected = await shape(appliedSchema);
-    // The ledger (6 columns) beside the four tables.
-    expect(expected.columns).toHaveLength(45);
-    expect(expected.indexes).toHaveLength(12);
+    // The ledger (6 columns) beside the five tables.
+    expect(expected.columns).toHaveLength(63);
+    expect(expected.indexes).toHaveLength(16);
     expect(await shape(printedSchema)).toEqual(expected);
     // Checksums differ (the SQL names its schema); migrate below checks them.
     const ledgerOf = async (schema: string): Promise<unknown[]> =>
@@ -111,12 +112,12 @@ describe('migrate', () => {
     // Printed SQL, applied: the library's own migrate finds nothing pending, and --print
     // against that database prints nothing to run.
     const again = json(await runCli(main, ['migrate', '--schema', printedSchema, '--json']));
-    const upToDate = (family: string, table: string) => ({
+    const upToDate = (family: string, table: string, version = 1) => ({
       family,
       schema: printedSchema,
       table,
       applied: [],
-      version: 1,
+      version,
       unknown: [],
     });
     expect(again).toEqual({
@@ -125,6 +126,7 @@ describe('migrate', () => {
         upToDate('kafka-offsets', 'eo_kafka_offsets'),
         upToDate('http-keys', 'eo_idempotency_keys'),
         upToDate('outbox', 'eo_outbox'),
+        upToDate('flows', 'eo_flows', 2),
       ],
     });
     const nothing = await runCli(main, ['migrate', '--print', '--schema', printedSchema]);
@@ -152,6 +154,7 @@ describe('migrate', () => {
         ['kafka-offsets', 0, [1]],
         ['http-keys', 0, [1]],
         ['outbox', 0, [1]],
+        ['flows', 0, [1, 2]],
       ],
     );
     // Printing applied nothing.

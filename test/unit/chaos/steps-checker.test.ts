@@ -110,6 +110,19 @@ describe('the steps chaos plan', () => {
     expect(ops.some((o) => o.abandoned && o.duplicated)).toBe(false);
   });
 
+  it('gives at least a quarter of the provider faults to abandoned operations: the completer’s work', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const faulty = planOperations(new Rng(seed), OPTIONS).filter(
+        (o) => o.providerFault !== undefined,
+      );
+      const orphans = faulty.filter((o) => o.abandoned).length;
+      expect({ seed, enough: orphans >= Math.ceil(faulty.length / 4) }).toEqual({
+        seed,
+        enough: true,
+      });
+    }
+  });
+
   it('refuses more declines and faults than operations', () => {
     expect(() =>
       parseStepsChaosArgs([

@@ -9,6 +9,7 @@ import { EXIT } from '../../../src/cli/command.js';
 import { TABLE_FAMILIES } from '../../../src/cli/families.js';
 import { idempotencyKeyTables } from '../../../src/http/store.js';
 import { outboxTables } from '../../../src/outbox/table.js';
+import { flowTables } from '../../../src/steps/table.js';
 import { COMMANDS, runCli } from '../../../src/cli/run.js';
 import { ledgerStatements, stepChecksum, stepScript } from '../../../src/store/ledger.js';
 import { dedupTables } from '../../../src/store/migrate.js';
@@ -90,7 +91,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
       // The Kafka offsets table has no retention: one row per partition, only ever moved
       // forward, never deleted by the library (no pruner and no prune target).
       ['prune', '--family', 'kafka-offsets', '--expired'],
-      'effectively-once prune: EO_CONFIGURATION: Invalid option "--family": "kafka-offsets" is not one of consumer, http-keys; prune does not read the kafka-offsets table',
+      'effectively-once prune: EO_CONFIGURATION: Invalid option "--family": "kafka-offsets" is not one of consumer, http-keys, flows; prune does not read the kafka-offsets table',
     ],
     [
       ['prune', '--older-than', '7d', '--expired'],
@@ -114,7 +115,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
     ],
     [
       ['inspect'],
-      'effectively-once inspect: EO_CONFIGURATION: Invalid option "<key>": is required: effectively-once inspect <key> [--consumer <name> | --family http-keys --scope <scope> [--body]] [--probe] [options]',
+      'effectively-once inspect: EO_CONFIGURATION: Invalid option "<key>": is required: effectively-once inspect <key> [--consumer <name> | --family http-keys --scope <scope> [--body] | --family flows --scope <scope>] [--probe] [options]',
     ],
     [
       ['inspect', 'k1', '--probe'],
@@ -130,7 +131,7 @@ describe('usage errors exit 2 with one line naming the problem', () => {
     ],
     [
       ['migrate', '--only', 'consumer,queues'],
-      'effectively-once migrate: EO_CONFIGURATION: Invalid option "--only": "queues" is not one of consumer, kafka-offsets, http-keys, outbox (comma-separated)',
+      'effectively-once migrate: EO_CONFIGURATION: Invalid option "--only": "queues" is not one of consumer, kafka-offsets, http-keys, outbox, flows (comma-separated)',
     ],
     [
       ['migrate', '--print', '--table', 'x'.repeat(64)],
@@ -189,6 +190,8 @@ describe('migrate --print', () => {
       'keys',
       '--outbox-table',
       'box',
+      '--flows-table',
+      'flows',
     ]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     const printed = [
@@ -197,6 +200,7 @@ describe('migrate --print', () => {
       ...script(kafkaOffsetsTables, 'offsets'),
       ...script(idempotencyKeyTables, 'keys'),
       ...script(outboxTables, 'box'),
+      ...script(flowTables, 'flows'),
     ];
     // A statement ends with ';' at the end of a line followed by a comment, a blank line
     // or the end (function bodies have ';' at line ends too, never followed by those).
@@ -205,7 +209,7 @@ describe('migrate --print', () => {
       .map((s) => s.replace(/^(--.*\n|\n)*/g, '').trim())
       .filter((s) => s !== '');
     expect(statements).toEqual(printed);
-    expect(stdout).toMatch(/^-- 4 pending migration steps\. Run each section in one transaction/);
+    expect(stdout).toMatch(/^-- 6 pending migration steps\. Run each section in one transaction/);
     expect(stdout).toContain(
       '-- consumer "billing"."dedup", step 1: the dedup table, its processed_at and expiry indexes\n' +
         `DELETE FROM "billing"."effectively_once_migrations" WHERE family = 'consumer' AND table_name = 'dedup';\n\n` +
@@ -263,10 +267,11 @@ describe('migrate --print', () => {
     expect(allAlone.stderr).toContain('Invalid option "--all": goes with --print');
   });
 
-  it('only the dedup and HTTP key tables have a prune target: no retention reaches the Kafka offsets', () => {
+  it('only the dedup, HTTP key and flows tables have a prune target: no retention reaches the Kafka offsets', () => {
     expect(TABLE_FAMILIES.filter((f) => f.rows !== undefined).map((f) => f.family.name)).toEqual([
       'consumer',
       'http-keys',
+      'flows',
     ]);
     // Every prunable family's rows carry their own expiry, so no prune shortens a writer's.
     for (const { rows } of TABLE_FAMILIES)
