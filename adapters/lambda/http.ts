@@ -13,7 +13,16 @@ import { isPayloadV2, requestOf, type LambdaHttpEvent } from './http-event.js';
 import { resultV1, resultV2 } from './http-result.js';
 
 /** Options of {@link lambdaHttpHandler}: the endpoint's per-route overrides, and the margin. */
-export interface LambdaHttpOptions extends Omit<RequestOverrides, 'workDeadline' | 'webhook'> {
+export interface LambdaHttpOptions extends Omit<
+  RequestOverrides,
+  'workDeadline' | 'webhook' | 'scope'
+> {
+  /**
+   * The caller's scope (tenant) for this function's keys, instead of the endpoint's
+   * `scope`: a string, or a function of the event, to read what API Gateway's authorizer
+   * verified (`event.requestContext.authorizer`) rather than a header the client sets.
+   */
+  scope?: string | ((event: LambdaHttpEvent) => string);
   /**
    * Time kept free before the invocation's deadline
    * (`context.getRemainingTimeInMillis()`) for the COMMIT and the answer: the wait for
@@ -59,7 +68,7 @@ export function lambdaHttpHandler<Tx = PoolClient>(
   handler: IdempotentHandler<Tx>,
   options: LambdaHttpOptions = {},
 ): LambdaHttpHandler {
-  const { deadlineMarginMs, ...overrides } = options;
+  const { deadlineMarginMs, scope, ...overrides } = options;
   const margin = intOption('deadlineMarginMs', deadlineMarginMs, 1_000, 0, 900_000);
   const run = async (
     event: LambdaHttpEvent,
@@ -73,6 +82,7 @@ export function lambdaHttpHandler<Tx = PoolClient>(
         : undefined;
     const response = await idempotency.handle(request, handler, {
       ...overrides,
+      ...(scope === undefined ? {} : { scope: typeof scope === 'string' ? scope : scope(event) }),
       ...(workDeadline !== undefined ? { workDeadline } : {}),
     });
     return isPayloadV2(event) ? resultV2(response) : resultV1(response);
