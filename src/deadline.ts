@@ -39,3 +39,18 @@ export function untilAborted<T>(work: T | PromiseLike<T>, signal: AbortSignal): 
     signal.removeEventListener('abort', onAbort),
   );
 }
+
+/**
+ * A timeout (`configured` ms, 0 for none) cut to end by `deadline` (ms since the epoch;
+ * undefined: none): the shorter of the two, or `'passed'` when the deadline has come.
+ */
+export function timeoutUntil(
+  configured: number,
+  deadline: number | undefined,
+  now: number = Date.now(),
+): number | 'passed' {
+  if (deadline === undefined) return configured;
+  const left = Math.floor(deadline - now);
+  if (left <= 0) return 'passed';
+  return configured > 0 ? Math.min(configured, left) : left;
+}

@@ -7,6 +7,13 @@ import type { Replication } from '../../kit/services/cluster/node.js';
 import type { Control, IsolationLevel } from './protocol.js';
 import { DATA_LAYERS, type DataLayerName } from '../../kit/data-layers/index.js';
 
+/**
+ * Lambda mode: receives before the queue's redrive policy moves a record to the
+ * dead-letter queue (and the consumer's `maxAttempts`). Kills and a Postgres restart
+ * add a few receives to the records they hit; a poison record needs them all.
+ */
+export const LAMBDA_MAX_RECEIVE_COUNT = 8;
+
 /** What one chaos run does; see `usage()`. */
 export interface ChaosArgs {
   broker: BrokerName;
@@ -69,6 +76,12 @@ export interface ChaosArgs {
    * default) or a data layer (kit/data-layers/), whose transaction object `ctx.tx` is.
    */
   dataLayer: DataLayerName;
+  /**
+   * SQS through AWS Lambda: each worker is an execution environment running
+   * `lambdaConsumer` behind kit/lambda's event source mapping; dead letters go through
+   * the queue's redrive policy.
+   */
+  lambda: boolean;
 }
 
 export function usage(): string {
@@ -125,6 +138,11 @@ export function usage(): string {
                       With a layer the effect and the faults go through the layer's raw
                       call, --isolation is the consumer's isolationLevel, and floating is
                       refused (the library cannot guard a layer's transaction object)
+  --lambda            sqs only: each worker is a Lambda execution environment (the
+                      function is lambdaConsumer, driven by kit/lambda's event source
+                      mapping: batches of 10, partial batch responses); dead letters go
+                      through the queue's redrive policy (maxReceiveCount ${LAMBDA_MAX_RECEIVE_COUNT})
+                      and carry no error code. Not with --batch or --data-layer
   --isolation LEVEL   workers' default_transaction_isolation: default, read-committed,
                       repeatable-read, serializable, or mixed (even workers serializable,
                       odd repeatable read) (default: mixed with serialization faults,
@@ -168,6 +186,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
       failovers: { type: 'string' },
       replication: { type: 'string' },
       'data-layer': { type: 'string' },
+      lambda: { type: 'boolean' },
       help: { type: 'boolean' },
     },
   });
@@ -233,8 +252,12 @@ export function parseChaosArgs(argv: string[]): ChaosArgs {
     values.isolation,
     handlerFaults > 0 && faultKinds.includes('serialization') ? 'mixed' : 'default',
   );
+  const lambda = values.lambda === true;
+  if (lambda && (broker !== 'sqs' || values.batch !== undefined || dataLayer !== 'pg'))
+    throw new UsageError('--lambda is for --broker sqs, without --batch or --data-layer');
   const { failovers, replication } = failoverArgs(values.failovers, values.replication);
   return {
+    lambda,
     dataLayer,
     failovers,
     replication,

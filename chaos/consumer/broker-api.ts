@@ -8,6 +8,11 @@ import type { WorkerBrokerConfig } from './protocol.js';
 export interface ChaosBroker {
   /** What workers need to consume (and dead-letter). */
   readonly worker: WorkerBrokerConfig;
+  /**
+   * Dead letters carry the adapter's error code. False when the broker moves them itself
+   * (Lambda mode's redrive policy): the checker then cannot check their codes.
+   */
+  readonly codedDeadLetters: boolean;
   /** Sends everything, retrying failed sends until done or `signal` aborts; returns the re-sends. */
   send(sends: Send[], signal: AbortSignal): Promise<{ resent: number }>;
   /** Nothing left to consume: SQS queue empty (visible, in flight, delayed) / Kafka group lag 0 / RabbitMQ nothing ready. */

@@ -71,6 +71,7 @@ export async function createKafkaBroker(
 
   return {
     worker: { kind: 'kafka', brokers, topic, groupId },
+    codedDeadLetters: true,
 
     async send(sends, signal) {
       let resent = 0;

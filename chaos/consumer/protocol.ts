@@ -2,7 +2,14 @@ import type { LayerName } from '../../kit/data-layers/index.js';
 
 /** Where the worker processes consume from (sent to each worker at spawn). */
 export type WorkerBrokerConfig =
-  | { kind: 'sqs'; endpoint: string; queueUrl: string; deadLetterQueueUrl: string }
+  | {
+      kind: 'sqs';
+      endpoint: string;
+      queueUrl: string;
+      deadLetterQueueUrl: string;
+      /** Lambda mode: the queue's redrive policy moves a record after this many receives. */
+      maxReceiveCount?: number | undefined;
+    }
   | { kind: 'kafka'; brokers: string[]; topic: string; groupId: string }
   | { kind: 'rabbitmq'; url: string; queue: string; deadLetterExchange: string };
 
@@ -41,6 +48,11 @@ export interface WorkerConfig {
    * `isolationLevel` (the claim's first statement sets it) instead of a pool option.
    */
   dataLayer?: LayerName | undefined;
+  /**
+   * SQS: the worker is a Lambda execution environment (lambda-host.ts): `lambdaConsumer`
+   * invoked by kit/lambda's event source mapping, dead letters by the queue's redrive.
+   */
+  lambda?: boolean | undefined;
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChaosArgs } from './args.js';
+import { LAMBDA_MAX_RECEIVE_COUNT, type ChaosArgs } from './args.js';
 import { sleep } from '../../src/sleep.js';
 import { createBroker, type ChaosBroker } from './broker.js';
 import type { Verdict } from './checker.js';
@@ -66,7 +66,8 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
       `(duplicates ${plan.duplicates}, poison ${args.poison}) workers=${args.workers} concurrency=${args.concurrency}` +
       `${args.batch ? ` batch=${args.batch}` : ''}${args.pipeline ? ` pipeline=${args.pipeline}` : ''}` +
       ` kills=${args.kills} seed=${args.seed}` +
-      (args.dataLayer === 'pg' ? '' : ` data_layer=${args.dataLayer}`),
+      (args.dataLayer === 'pg' ? '' : ` data_layer=${args.dataLayer}`) +
+      (args.lambda ? ' lambda (redrive maxReceiveCount ' + LAMBDA_MAX_RECEIVE_COUNT + ')' : ''),
   );
   if (plan.faults.length > 0)
     say(
@@ -98,10 +99,12 @@ export async function runChaos(args: ChaosArgs): Promise<RunResult> {
         schema,
         consumerName: `chaos-${args.broker}`,
         concurrency: args.concurrency,
-        maxAttempts: MAX_ATTEMPTS,
+        // Lambda: the consumer's verdict and the redrive policy's move agree on the count.
+        maxAttempts: args.lambda ? LAMBDA_MAX_RECEIVE_COUNT : MAX_ATTEMPTS,
         broker: broker.worker,
         control: args.control,
         batch: args.batch,
+        ...(args.lambda ? { lambda: true } : {}),
         isolation: isolationOf(args.isolation, index),
         ...(args.dataLayer === 'pg' ? {} : { dataLayer: args.dataLayer }),
         ...(args.broker === 'kafka'
@@ -344,6 +347,7 @@ async function finalCheck(
         quiescent,
         order: order ? await orderViolations(pool, schema) : undefined,
         floatingOutside: await floatingOutside(pool, schema),
+        uncodedDeadLetters: !broker.codedDeadLetters,
       };
       return checkExcusing(plan, state, excuse);
     } catch (error) {

@@ -16,23 +16,42 @@ const IN_FLIGHT_BATCHES = 8;
 /**
  * A standard queue and an explicit dead-letter queue (`deadLetterQueueUrl`, no redrive
  * policy): with a redrive policy, SQS itself would move any message received
- * `maxReceiveCount` times, and every kill inflates receive counts.
+ * `maxReceiveCount` times, and every kill inflates receive counts. Lambda mode has no
+ * other way (a function does not send dead letters): `maxReceiveCount` sets the redrive
+ * policy, high enough that kills and restarts alone do not reach it.
  */
-export async function createSqsBroker(endpoint: string, runId: string): Promise<ChaosBroker> {
+export async function createSqsBroker(
+  endpoint: string,
+  runId: string,
+  maxReceiveCount?: number,
+): Promise<ChaosBroker> {
   const client = new SQSClient({
     region: 'us-east-1',
     endpoint,
     credentials: { accessKeyId: 'chaos', secretAccessKey: 'chaos' },
   });
-  const create = async (name: string): Promise<string> => {
+  const create = async (name: string, redrive?: string): Promise<string> => {
     const out = await client.send(
-      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '5' } }),
+      new CreateQueueCommand({
+        QueueName: name,
+        Attributes: {
+          VisibilityTimeout: '5',
+          ...(redrive === undefined ? {} : { RedrivePolicy: redrive }),
+        },
+      }),
     );
     if (out.QueueUrl === undefined) throw new Error(`CreateQueue ${name} returned no URL`);
     return out.QueueUrl;
   };
-  const queueUrl = await create(`chaos-${runId}`);
   const deadLetterQueueUrl = await create(`chaos-${runId}-dlq`);
+  const redrive =
+    maxReceiveCount === undefined
+      ? undefined
+      : JSON.stringify({
+          deadLetterTargetArn: await queueArn(client, deadLetterQueueUrl),
+          maxReceiveCount,
+        });
+  const queueUrl = await create(`chaos-${runId}`, redrive);
 
   const depth = async (url: string): Promise<number> => {
     const out = await client.send(
@@ -49,7 +68,8 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
   };
 
   return {
-    worker: { kind: 'sqs', endpoint, queueUrl, deadLetterQueueUrl },
+    worker: { kind: 'sqs', endpoint, queueUrl, deadLetterQueueUrl, maxReceiveCount },
+    codedDeadLetters: maxReceiveCount === undefined,
 
     async send(sends, signal) {
       let resent = 0;
@@ -129,6 +149,16 @@ export async function createSqsBroker(endpoint: string, runId: string): Promise<
       client.destroy();
     },
   };
+}
+
+/** A queue's ARN, for a redrive policy's target. */
+async function queueArn(client: SQSClient, queueUrl: string): Promise<string> {
+  const out = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  const arn = out.Attributes?.QueueArn;
+  if (arn === undefined) throw new Error(`GetQueueAttributes ${queueUrl} returned no QueueArn`);
+  return arn;
 }
 
 /** The `code` of the adapter's error attribute (JSON `{ code, message, ... }`). */

@@ -35,6 +35,7 @@ export function summaryLine(r: RunResult): string {
     `broker=${r.args.broker}`,
     // Named only when the handler writes through a data layer (pg's line is as before).
     ...(r.args.dataLayer === 'pg' ? [] : [`data_layer=${r.args.dataLayer}`]),
+    ...(r.args.lambda ? ['function=lambda'] : []),
     `messages=${r.args.messages}`,
     `duplicates_sent=${r.duplicatesSent}`,
     `kills=${r.nemesis.kills}`,

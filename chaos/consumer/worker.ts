@@ -34,6 +34,7 @@ import { IDEMPOTENCY_HEADER } from './broker-api.js';
 import { WORKER_ENV, type FromWorker, type IsolationLevel, type WorkerConfig } from './protocol.js';
 import { stderrLogger } from '../../kit/stderr-logger.js';
 import { serveFleet } from './fleet-child.js';
+import { lambdaHost } from './lambda-host.js';
 
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (config === null)
@@ -45,7 +46,7 @@ const faults = new Faults();
 interface Applied {
   key: string;
   attempt: number;
-  delivery: HandlerContext<ChaosBody>['delivery'];
+  delivery: HandlerContext<unknown>['delivery'];
 }
 
 /** `ctx.tx` or the pool (the doubles control). */
@@ -210,7 +211,6 @@ async function main(): Promise<void> {
   };
   const common = {
     name: cfg.consumerName,
-    source: await source(pool),
     pool,
     schema: cfg.schema,
     concurrency: cfg.concurrency,
@@ -226,58 +226,83 @@ async function main(): Promise<void> {
     cfg.dataLayer === undefined
       ? undefined
       : await openDataLayer(cfg.dataLayer, cfg.databaseUrl, cfg.concurrency + 2);
+  // One message's effect (a poison body throws after writing, a fault commits after it).
+  const perMessage = async (body: ChaosBody, ctx: HandlerContext<unknown>): Promise<void> => {
+    if (cfg.control === 'losses') await ctx.delivery.ack();
+    // The doubles control writes with autocommit, outside the claim's transaction.
+    await apply(cfg.control === 'doubles' ? pool : ctx.tx, [
+      { key: ctx.key, attempt: ctx.attempt, delivery: ctx.delivery },
+    ]);
+    if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
+    const floating =
+      body.fault === undefined
+        ? undefined
+        : await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
+    faults.at('in-handler');
+    floating?.();
+  };
+  const b = cfg.broker;
+  const host =
+    cfg.lambda === true && b.kind === 'sqs'
+      ? lambdaHost({
+          common,
+          endpoint: b.endpoint,
+          queueUrl: b.queueUrl,
+          faults,
+          handler: perMessage,
+        })
+      : undefined;
   const consumer: Consumer =
-    data !== undefined
-      ? layerConsumer(common, data, t, handlerFaults, (items) => apply(pool, items))
-      : createConsumer<ChaosBody>({
-          ...common,
-          ...(cfg.batch === undefined
-            ? {
-                handler: async (body: ChaosBody, ctx: HandlerContext<ChaosBody>) => {
-                  if (cfg.control === 'losses') await ctx.delivery.ack();
-                  // The doubles control writes with autocommit, outside the claim's transaction.
-                  await apply(cfg.control === 'doubles' ? pool : ctx.tx, [
-                    { key: ctx.key, attempt: ctx.attempt, delivery: ctx.delivery },
-                  ]);
-                  if (body.poison === true) throw new Error(`poison message ${ctx.key}`);
-                  const floating =
-                    body.fault === undefined
-                      ? undefined
-                      : await handlerFaults.commit(ctx.tx, ctx.key, ctx.attempt, body.fault);
-                  faults.at('in-handler');
-                  floating?.();
-                },
-              }
-            : {
-                batch: { maxSize: cfg.batch, maxWaitMs: 20 },
-                batchHandler: async (
-                  items: ReadonlyArray<BatchItem<ChaosBody>>,
-                  ctx: BatchContext,
-                ) => {
-                  if (cfg.control === 'losses')
-                    await Promise.all(items.map((i) => i.delivery.ack()));
-                  await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
-                  const poison = items.find((i) => i.message.poison === true);
-                  if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
-                  const floating: FloatingChain[] = [];
-                  for (const item of items) {
-                    const fault = item.message.fault;
-                    if (fault === undefined) continue;
-                    const chain = await handlerFaults.commit(ctx.tx, item.key, item.attempt, fault);
-                    if (chain !== undefined) floating.push(chain);
-                  }
-                  faults.at('in-handler');
-                  for (const chain of floating) chain();
-                },
-              }),
-        });
+    host !== undefined
+      ? host.consumer
+      : data !== undefined
+        ? layerConsumer(
+            { ...common, source: await source(pool) },
+            data,
+            t,
+            handlerFaults,
+            (items) => apply(pool, items),
+          )
+        : createConsumer<ChaosBody>({
+            ...common,
+            source: await source(pool),
+            ...(cfg.batch === undefined
+              ? { handler: perMessage }
+              : {
+                  batch: { maxSize: cfg.batch, maxWaitMs: 20 },
+                  batchHandler: async (
+                    items: ReadonlyArray<BatchItem<ChaosBody>>,
+                    ctx: BatchContext,
+                  ) => {
+                    if (cfg.control === 'losses')
+                      await Promise.all(items.map((i) => i.delivery.ack()));
+                    await apply(cfg.control === 'doubles' ? pool : ctx.tx, items);
+                    const poison = items.find((i) => i.message.poison === true);
+                    if (poison !== undefined) throw new Error(`poison message ${poison.key}`);
+                    const floating: FloatingChain[] = [];
+                    for (const item of items) {
+                      const fault = item.message.fault;
+                      if (fault === undefined) continue;
+                      const chain = await handlerFaults.commit(
+                        ctx.tx,
+                        item.key,
+                        item.attempt,
+                        fault,
+                      );
+                      if (chain !== undefined) floating.push(chain);
+                    }
+                    faults.at('in-handler');
+                    for (const chain of floating) chain();
+                  },
+                }),
+          });
   // Emitted after COMMIT and before the ack (delete / offset) is even queued.
   consumer.on('processed', () => faults.at('after-commit'));
   const flushEvents = reportEvents(consumer);
 
   const fleet = serveFleet(
     async () => {
-      await consumer.stop({ timeoutMs: 10_000 });
+      await (host !== undefined ? host.stop() : consumer.stop({ timeoutMs: 10_000 }));
       await closeBroker();
       flushEvents();
       await handlerFaults.close();
@@ -290,7 +315,7 @@ async function main(): Promise<void> {
     },
   );
 
-  await consumer.start();
+  await (host !== undefined ? host.start() : consumer.start());
   send({ type: 'ready' });
   await consumer.done;
   if (!fleet.stopping()) {
@@ -304,7 +329,7 @@ async function main(): Promise<void> {
 function ledgerItem(
   key: string,
   attempt: number,
-  delivery: HandlerContext<ChaosBody>['delivery'],
+  delivery: HandlerContext<unknown>['delivery'],
 ): LedgerItem {
   const record = cfg.broker.kind === 'kafka' ? kafkaRecordOf(delivery) : undefined;
   return {

@@ -1,3 +1,4 @@
+import { timeoutUntil } from '../deadline.js';
 import type { Delivery } from '../types.js';
 
 /**
@@ -10,11 +11,7 @@ export function workTimeoutMs(
   deliveries: ReadonlyArray<Delivery<unknown>>,
   now: number = Date.now(),
 ): number | 'passed' {
-  const deadline = earliestDeadline(deliveries);
-  if (deadline === undefined) return configured;
-  const left = Math.floor(deadline - now);
-  if (left <= 0) return 'passed';
-  return configured > 0 ? Math.min(configured, left) : left;
+  return timeoutUntil(configured, earliestDeadline(deliveries), now);
 }
 
 /** Whether the delivery's `workDeadline` has come: it must not be started. */

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
-import { DatabaseError, EffectivelyOnceError } from '../errors.js';
+import { DatabaseError, EffectivelyOnceError, HandlerTimeoutError } from '../errors.js';
+import { timeoutUntil } from '../deadline.js';
 import type {
   ClaimTransaction,
   ClaimTransactions,
@@ -72,6 +73,8 @@ export interface Job<Tx = PoolClient> {
   contextOnly?: boolean;
   /** How long the claim may wait on the key's row lock; default `lockTimeoutMs`. */
   waitMs?: number;
+  /** When the handler must have returned (RequestOverrides.workDeadline); undefined: none. */
+  workDeadline?: number | undefined;
 }
 
 /** What one run of a request's transaction learns on the way, for its answer. */
@@ -226,9 +229,14 @@ export class Engine<Tx = PoolClient> {
       maxBodyBytes: this.cfg.maxBodyBytes,
       workDone: () => conn.sealTx(),
     };
+    // A host's hard end (Lambda's invocation) cuts the handler's timeout; once come, the
+    // handler is not started and the claim rolls back.
+    const timeoutMs = timeoutUntil(this.cfg.handlerTimeoutMs, job.workDeadline);
+    if (timeoutMs === 'passed')
+      return { kind: 'timeout', error: new HandlerTimeoutError(claim.key, 0) };
     const result = await runWork(
       conn,
-      { timeoutMs: this.cfg.handlerTimeoutMs, hardStop: this.transactions.hardStop, attempt },
+      { timeoutMs, hardStop: this.transactions.hardStop, attempt },
       (tx, link) => {
         const ctx: IdempotencyContext<Tx> & { [adapterHooks]: AdapterHooks } = {
           tx,

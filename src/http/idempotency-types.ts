@@ -41,6 +41,14 @@ export interface RequestOverrides {
    * (instead of `Idempotency-Key`), scoped by sender. See {@link WebhookOptions}.
    */
   webhook?: WebhookOptions;
+  /**
+   * When the handler must have returned, in ms since the epoch (a host with a hard end,
+   * such as AWS Lambda's invocation deadline less a margin for the COMMIT): the wait for
+   * the key and `handlerTimeoutMs` are cut to end by then, a handler still running is
+   * timed out and rolled back, and a request whose deadline came before its handler
+   * started is not run. Either is answered 503 (retry with the same key).
+   */
+  workDeadline?: number;
 }
 
 /** How a request was answered. */

@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { setMaxListeners } from 'node:events';
-import { ClaimBusyError, DatabaseError, EffectivelyOnceError, ShutdownError } from '../errors.js';
-import { untilAborted } from '../deadline.js';
+import {
+  ClaimBusyError,
+  DatabaseError,
+  EffectivelyOnceError,
+  HandlerTimeoutError,
+  ShutdownError,
+} from '../errors.js';
+import { timeoutUntil, untilAborted } from '../deadline.js';
 import { EventHub } from '../event-hub.js';
 import { RetentionPruner } from '../retention.js';
 import { sleep } from '../sleep.js';
@@ -497,6 +503,11 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
       cfg.logger.error({ err: error }, 'effectively-once: key table migration failed');
       return this.problem(error as EffectivelyOnceError, 'failed');
     }
+    const { workDeadline } = overrides;
+    // A host's hard end bounds the wait for the key too: what is left of it, less nothing.
+    const waitMs = timeoutUntil(cfg.lockTimeoutMs, workDeadline);
+    if (waitMs === 'passed')
+      return this.problem(new HandlerTimeoutError(key ?? '(no key)', 0), 'failed');
     const job: Job<Tx> = {
       claim: { scope, key: claimKey, method, route, fingerprint: fp },
       keyed: key !== undefined,
@@ -504,6 +515,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
       body,
       handler,
       contextOnly: buffered !== undefined,
+      ...(workDeadline !== undefined ? { waitMs, workDeadline } : {}),
     };
     // 'reject' waits on nothing: each request claims on its own (a millisecond's wait).
     const single = key !== undefined && cfg.concurrent === 'wait';
@@ -517,7 +529,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
    */
   private async inTurn(job: Job<Tx>): Promise<Verdict> {
     const { claim } = job;
-    const waitMs = this.cfg.lockTimeoutMs;
+    const waitMs = job.waitMs ?? this.cfg.lockTimeoutMs;
     const turn = await this.flights.enter(claim.scope, claim.key, waitMs);
     switch (turn.kind) {
       case 'stored':
