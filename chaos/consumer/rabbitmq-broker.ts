@@ -78,6 +78,7 @@ export async function createRabbitmqBroker(url: string, runId: string): Promise<
 
   return {
     worker: { kind: 'rabbitmq', url, queue, deadLetterExchange },
+    codedDeadLetters: true,
 
     async send(sends: Send[], signal: AbortSignal) {
       let resent = 0;
