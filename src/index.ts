@@ -29,20 +29,18 @@ export type {
   TelemetryStep,
   TelemetryStepScope,
 } from './consumer/telemetry.js';
+export { defineFlow, defaultFinalError, derivedKey } from './steps/flow.js';
+export { createFlowRunner } from './steps/runner.js';
+export { createStepsCompleter } from './steps/completer.js';
+export { flowHandler } from './steps/consumer-door.js';
+export { DEFAULT_FLOWS_TABLE } from './steps/table.js';
 export {
-  createFlowRunner,
-  createStepsCompleter,
-  defaultFinalError,
-  defineFlow,
-  derivedKey,
-  flowHandler,
-  DEFAULT_FLOWS_TABLE,
   FlowFencedError,
   FlowKeyReusedError,
   FlowStepsChangedError,
   StepFailedError,
   StepResultNotJsonError,
-} from './steps/index.js';
+} from './steps/errors.js';
 export type {
   FinalErrorClassifier,
   Flow,
@@ -58,11 +56,13 @@ export type {
   StepsCompleter,
   StepsCompleterOptions,
   StepsRouteOptions,
+} from './steps/types.js';
+export type {
   StepsTelemetry,
   StepTelemetryOutcome,
   StepTelemetryScope,
   StepTelemetryStart,
-} from './steps/index.js';
+} from './steps/telemetry.js';
 export {
   EffectivelyOnceError,
   ConfigurationError,

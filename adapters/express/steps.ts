@@ -2,9 +2,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 import {
-  nodeHeaders,
-  requestUrl,
-  webRequest,
+  stepsRoute,
   type Flow,
   type Idempotency,
   type StepsRouteOptions,
@@ -26,17 +24,15 @@ export function stepsExpress<I>(
   flow: Flow<I>,
   options: StepsRouteOptions<I> = {},
 ): RequestHandler {
-  const endpoint = idempotency.steps(flow, options);
+  const route = stepsRoute(idempotency, flow, options);
   return (req: Request, res: Response, next: NextFunction): void => {
-    const url = requestUrl(req.protocol, req.get('host'), req.originalUrl);
-    const request = webRequest(url, req.method, req.headers, bodyOf(req));
-    void endpoint(request).then(
-      async (response) => {
-        const bytes = new Uint8Array(await response.arrayBuffer());
-        res.status(response.status);
-        for (const [name, value] of Object.entries(nodeHeaders(response)))
+    const { protocol, originalUrl: url, method, headers } = req;
+    void route({ protocol, host: req.get('host'), url, method, headers, body: bodyOf(req) }).then(
+      (answer) => {
+        res.status(answer.status);
+        for (const [name, value] of Object.entries(answer.headers))
           if (value !== undefined) res.setHeader(name, value);
-        res.end(Buffer.from(bytes));
+        res.end(answer.body);
       },
       (error: unknown) => next(error),
     );

@@ -2,9 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import {
-  nodeHeaders,
-  requestUrl,
-  webRequest,
+  stepsRoute,
   type Flow,
   type Idempotency,
   type StepsRouteOptions,
@@ -27,14 +25,18 @@ export function stepsFastify<I>(
   flow: Flow<I>,
   options: StepsRouteOptions<I> = {},
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
-  const endpoint = idempotency.steps(flow, options);
+  const route = stepsRoute(idempotency, flow, options);
   return async (request, reply) => {
-    const url = requestUrl(request.protocol, request.host, request.url);
-    const response = await endpoint(
-      webRequest(url, request.method, request.headers, bodyOf(request.body)),
-    );
-    const bytes = Buffer.from(await response.arrayBuffer());
-    return reply.code(response.status).headers(nodeHeaders(response)).send(bytes);
+    const { protocol, host, url, method, headers } = request;
+    const answer = await route({
+      protocol,
+      host,
+      url,
+      method,
+      headers,
+      body: bodyOf(request.body),
+    });
+    return reply.code(answer.status).headers(answer.headers).send(answer.body);
   };
 }
 

@@ -3,6 +3,7 @@ import { DatabaseError } from '../errors.js';
 import type { BodyOmitted } from '../http/store.js';
 import { qualifiedTable, quoteIdentifier, type TableRef } from '../store/identifiers.js';
 import { LOCK_NOT_AVAILABLE, sqlstateOf } from '../store/pg-errors.js';
+import { guardClient } from '../tx/acquire.js';
 
 /** A committed claim of a key. */
 export interface CommittedClaim {
@@ -158,7 +159,7 @@ export async function probeClaim(
 ): Promise<InFlight | 'committed'> {
   const table = qualifiedTable(ref);
   const columns = Object.keys(row);
-  const client = await pool.connect().catch((cause: unknown) => {
+  const client = await pool.connect().then(guardClient, (cause: unknown) => {
     throw new DatabaseError('connect (inspect --probe)', cause);
   });
   try {

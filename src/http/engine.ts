@@ -1,7 +1,13 @@
 import type { PoolClient } from 'pg';
-import { DatabaseError, EffectivelyOnceError, HandlerTimeoutError } from '../errors.js';
+import {
+  CommitUnknownError,
+  DatabaseError,
+  EffectivelyOnceError,
+  HandlerTimeoutError,
+} from '../errors.js';
 import { timeoutUntil } from '../deadline.js';
 import type {
+  BoundStatement,
   ClaimTransaction,
   ClaimTransactions,
   FailedAttempt,
@@ -9,6 +15,7 @@ import type {
   TransactionEnd,
   WorkResult,
 } from '../tx/claim-transaction.js';
+import { infra } from '../tx/claim-transaction.js';
 import { retryConflicts } from '../tx/conflicts.js';
 import { type ClaimPlan, type Done, driveTransaction, runWork } from '../tx/drive.js';
 import { readResponseBody } from './body.js';
@@ -266,19 +273,40 @@ export class Engine<Tx = PoolClient> {
     );
     const { outcome } = run;
 
-    // The handler failed (threw, or answered a 5xx) after committing the claim's
-    // transaction itself: nothing is left to roll back, and the key row committed
-    // without an answer. Store one now, or every retry meets an incomplete row.
-    const failed = result.kind === 'threw' || outcome?.kind === 'rollback';
-    if (failed && (await conn.committedOutside(xid)))
-      return {
-        kind: 'done',
-        verdict: await this.failedAfterOwnCommit(
-          conn,
-          job,
-          result.kind === 'threw' ? result.error : undefined,
-        ),
-      };
+    // The handler failed (threw, answered a 5xx, ran out of time) after committing the
+    // claim's transaction itself: nothing is left to roll back, and the key row committed
+    // without an answer. Store one now, or every retry meets an incomplete row. Not
+    // knowing whether it did is answered as unknown, never as nothing applied.
+    const failed =
+      result.kind === 'threw' || result.kind === 'timeout' || outcome?.kind === 'rollback';
+    if (failed) {
+      const timedOut = result.kind === 'timeout';
+      const outside = await conn.committedOutside(xid, timedOut);
+      // The handler may still be running on the transaction's connection: end it first.
+      if (outside !== 'not-committed' && timedOut) await conn.finish(result, xid);
+      if (outside === 'committed')
+        return {
+          kind: 'done',
+          verdict: await this.failedAfterOwnCommit(
+            conn,
+            job,
+            'error' in result ? result.error : undefined,
+            timedOut,
+          ),
+        };
+      if (outside === 'unknown') {
+        if (!timedOut) await conn.rollback();
+        return {
+          kind: 'done',
+          verdict: infra(
+            new CommitUnknownError(
+              claim.key,
+              new Error("could not tell whether the handler committed the claim's transaction"),
+            ),
+          ),
+        };
+      }
+    }
     if (result.kind !== 'ok') return result;
     if (outcome?.kind === 'rollback') {
       await conn.rollback();
@@ -295,9 +323,7 @@ export class Engine<Tx = PoolClient> {
     run.stored = record;
     return {
       kind: 'ok',
-      beforeCommit: job.keyed
-        ? this.statements.storeResponse(claim, record)
-        : this.statements.forget(claim),
+      beforeCommit: this.lastStatement(conn, job, record),
     };
   }
 
@@ -373,6 +399,26 @@ export class Engine<Tx = PoolClient> {
   }
 
   /**
+   * What the COMMIT stores with the key (or, for a request without a key of its own, the
+   * row dropped): text for the library's own client, which pipelines it with COMMIT; one
+   * statement with its values for a data layer's.
+   */
+  private lastStatement(
+    conn: ClaimTransaction<Tx>,
+    job: Job<Tx>,
+    record: ResponseRecord,
+  ): string | BoundStatement {
+    const { claim } = job;
+    if (conn.pg !== undefined)
+      return job.keyed
+        ? this.statements.storeResponse(claim, record)
+        : this.statements.forget(claim);
+    return job.keyed
+      ? this.statements.storeResponseBound(claim, record)
+      : this.statements.forgetBound(claim);
+  }
+
+  /**
    * Stores and answers the fixed problem of a handler that committed itself and then
    * failed: the request did commit (its key is taken, what the handler committed
    * stays), so it is an execution, answered the same way first and on every replay.
@@ -381,6 +427,7 @@ export class Engine<Tx = PoolClient> {
     conn: ClaimTransaction<Tx>,
     job: Job<Tx>,
     error: unknown,
+    onPool: boolean,
   ): Promise<Verdict> {
     const { claim } = job;
     this.cfg.logger.error(
@@ -391,7 +438,12 @@ export class Engine<Tx = PoolClient> {
     const response = bytesResponse(body, { status, headers });
     if (job.keyed) {
       const record = recordOf(response, body, null, this.cfg.storeHeaders);
-      await this.completeAfterCommit(conn, this.statements.storeResponse(claim, record), claim.key);
+      await this.completeAfterCommit(
+        conn,
+        this.statements.storeResponseBound(claim, record),
+        claim.key,
+        onPool,
+      );
     }
     await this.committed(claim, status);
     return { kind: 'executed', response, streaming: false };
@@ -400,16 +452,20 @@ export class Engine<Tx = PoolClient> {
   /**
    * Runs the stored-response statement in autocommit, after a commit the handler made: on
    * the claim's own session when the library holds it (outside a transaction by now), on
-   * the pool when a data layer held it (its transaction is over and its runner refuses).
+   * the pool when a data layer held it (its transaction is over and its runner refuses)
+   * or `onPool` (the session was ended under a handler that ran out of time).
    */
   private async completeAfterCommit(
     conn: ClaimTransaction<Tx>,
-    statement: string,
+    statement: string | BoundStatement,
     key: string,
+    onPool = false,
   ): Promise<void> {
+    const { text, values } =
+      typeof statement === 'string' ? { text: statement, values: [] } : statement;
     try {
-      if (conn.pg === undefined) await conn.pool.query(statement);
-      else await conn.client.query(statement);
+      if (conn.pg === undefined || onPool) await conn.pool.query(text, [...values]);
+      else await conn.client.query(text, values);
     } catch (err) {
       // The effect committed: answering it is still right, but retries will find no response.
       this.cfg.logger.error(

@@ -30,3 +30,4 @@ export {
 export { decodeRequest, withoutEncoding } from './request-encoding.js';
 export { checkWebhookOptions, type WebhookOptions } from './webhooks.js';
 export type { Flow, StepsRouteOptions } from '../steps/types.js';
+export { stepsRoute } from './steps-route.js';

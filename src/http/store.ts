@@ -1,5 +1,6 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { SqlRunner } from '../data-layer.js';
+import type { BoundStatement } from '../tx/claim-transaction.js';
 import { DatabaseError } from '../errors.js';
 import type { IsolationLevel } from '../store/claim.js';
 import { qualifiedDerived, qualifiedTable, tableRef, type TableRef } from '../store/identifiers.js';
@@ -354,6 +355,39 @@ export class KeyStatements {
     );
   }
 
+  /**
+   * {@link storeResponse} as one statement with `$1…` values, for a data layer: nothing
+   * of the answer goes through the layer's text (Knex reads every `?` in it, even in a
+   * literal), so it round-trips byte for byte whatever the headers hold.
+   */
+  storeResponseBound(
+    claim: Pick<KeyClaim, 'scope' | 'key'>,
+    response: ResponseRecord,
+  ): BoundStatement {
+    const body = response.body === null ? null : hex(response.body);
+    return {
+      text:
+        `SELECT ${this.fn.store}($1::text, $2::text, $3::text::smallint, $4::text::jsonb,` +
+        ` decode($5::text, 'hex'), $6::text)::text`,
+      values: [
+        claim.scope,
+        claim.key,
+        String(Math.trunc(response.status)),
+        JSON.stringify(response.headers),
+        body,
+        response.bodyOmitted,
+      ],
+    };
+  }
+
+  /** {@link forget} as one statement with `$1…` values, for a data layer. */
+  forgetBound(claim: Pick<KeyClaim, 'scope' | 'key'>): BoundStatement {
+    return {
+      text: `DELETE FROM ${this.table} WHERE scope = $1::text AND idempotency_key = $2::text`,
+      values: [claim.scope, claim.key],
+    };
+  }
+
   /** Drops the row of a request that had no key of its own (nothing to replay). */
   forget(claim: Pick<KeyClaim, 'scope' | 'key'>): string {
     return (
@@ -466,5 +500,9 @@ function keepLiteral(keepMs: number | undefined): string {
 
 // decode(hex): a '\x..' bytea literal is misread when standard_conforming_strings is off.
 function bytea(bytes: Uint8Array): string {
-  return `decode('${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}', 'hex')`;
+  return `decode('${hex(bytes)}', 'hex')`;
+}
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }

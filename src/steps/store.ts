@@ -57,20 +57,17 @@ const ROW_COLUMNS = `flow, version, origin, fingerprint, input::text AS input, s
   greatest(0, coalesce(extract(epoch FROM lease_until - now()) * 1000, 0))::float8 AS remaining_ms,
   status, headers, body::text AS body`;
 
-interface RawRow {
-  flow: string;
-  version: string | null;
-  origin: string;
-  fingerprint: Buffer;
-  input: string | null;
-  steps: StepEntry[];
+/** A row as ROW_COLUMNS reads it: {@link FlowRow}'s columns, the rest still raw. */
+type RawRow = Pick<
+  FlowRow,
+  'flow' | 'version' | 'origin' | 'fingerprint' | 'input' | 'steps' | 'live'
+> & {
   fence: string;
-  live: boolean;
   remaining_ms: number;
   status: number | null;
   headers: Record<string, string> | null;
   body: string | null;
-}
+};
 
 /** The flows table's statements, on one pool. */
 export class FlowStore {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { DatabaseError, EffectivelyOnceError, MigrationsPendingError } from '../errors.js';
-import { guardNewClients } from '../tx/acquire.js';
+import { guardClient, guardNewClients } from '../tx/acquire.js';
 import { cancelBackend } from '../tx/cancel.js';
 import type { Logger } from '../types.js';
 import { qualifiedTable, type TableRef } from './identifiers.js';
@@ -79,7 +79,7 @@ export async function applyMigrations(
   family.steps(ref); // validates the names before anything connects
   guardNewClients(pool);
   signal?.throwIfAborted();
-  const client = await pool.connect().catch((cause: unknown) => {
+  const client = await pool.connect().then(guardClient, (cause: unknown) => {
     throw new DatabaseError('connect (migrate)', cause);
   });
   const cancel = (): void => {

@@ -5,7 +5,7 @@ import { DatabaseError, describe } from '../errors.js';
  * `pool.connect()` bounded by `timeoutMs` and `signal`: a pool with no free
  * connection (a handler holding its own, a pool smaller than the concurrency) must not
  * hang a delivery, or `stop()` behind it, forever. A client that arrives after we gave
- * up goes straight back to the pool.
+ * up goes straight back to the pool. The client comes {@link guardClient guarded}.
  */
 export function acquireClient(
   pool: Pool,
@@ -18,7 +18,7 @@ export function acquireClient(
   // timer or abort listener is needed for a wait that will not happen.
   const counts = pool as Partial<Pick<Pool, 'idleCount' | 'waitingCount'>>;
   if (signal?.aborted !== true && (counts.idleCount ?? 0) > (counts.waitingCount ?? Infinity)) {
-    return pool.connect().catch((cause: unknown) => {
+    return pool.connect().then(guardClient, (cause: unknown) => {
       throw new DatabaseError('connect', cause);
     });
   }
@@ -51,7 +51,7 @@ export function acquireClient(
     signal?.addEventListener('abort', onAbort, { once: true });
     pool.connect().then(
       (client) => {
-        if (finish()) resolve(client);
+        if (finish()) resolve(guardClient(client));
         else client.release();
       },
       (cause: unknown) => {
@@ -62,7 +62,27 @@ export function acquireClient(
 }
 
 const guardedPools = new WeakSet<Pool>();
+const guardedClients = new WeakSet<object>();
 const ignore = (): void => undefined;
+
+/**
+ * Gives a pool client the library checks out an 'error' listener of its own, once per
+ * client. pg-pool takes its idle listener off a client it hands out, and a client held
+ * between two statements whose backend ends (a FATAL from `pg_terminate_backend` or a
+ * Postgres restart, then the socket's end) emits 'error': with nobody listening, that
+ * ends the process. {@link guardNewClients} only reaches clients connected after it
+ * ran; an app that used its pool before handing it over (a table created at start-up)
+ * has older ones, so every checkout is guarded too. The holder still learns of the
+ * loss: pg marks the client broken and its next statement fails.
+ */
+export function guardClient<C extends object>(client: C): C {
+  const emitter = client as { on?: (event: 'error', listener: () => void) => unknown };
+  if (!guardedClients.has(client) && typeof emitter.on === 'function') {
+    guardedClients.add(client);
+    emitter.on('error', ignore);
+  }
+  return client;
+}
 
 /**
  * pg-pool hands a newly connected client out from inside its socket's data handler,
@@ -76,7 +96,7 @@ const ignore = (): void => undefined;
 export function guardNewClients(pool: Pool): void {
   if (guardedPools.has(pool) || typeof pool.on !== 'function') return;
   guardedPools.add(pool);
-  pool.on('connect', (client) => client.on('error', ignore));
+  pool.on('connect', (client) => guardClient(client));
 }
 
 function toError(reason: unknown): Error {

@@ -31,13 +31,14 @@ import type {
   ClaimTransaction,
   ClaimTransactions,
   FailedAttempt,
+  OutsideCommit,
   Released,
   TransactionEnd,
   WorkResult,
 } from './claim-transaction.js';
 import { handlersFault, infra } from './claim-transaction.js';
 import { TransactionGuard } from './guard.js';
-import { settledStatus } from './xact-status.js';
+import { committedOnPool, settledStatus } from './xact-status.js';
 
 /** What a claim connection needs from its owner (a consumer, an HTTP endpoint, a relay). */
 export interface ConnectionDeps {
@@ -170,22 +171,25 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   /**
    * Whether the claim's transaction `xid` was committed by the handler, before the
    * library's COMMIT. A connection still inside a transaction (pg's status 'T', or 'E'
-   * after a failed statement) is asked nothing; otherwise Postgres says.
+   * after a failed statement) is asked nothing; otherwise Postgres says: on the session
+   * itself, or on the pool while the handler may still be running a statement on it.
    */
-  async committedOutside(xid: string): Promise<boolean> {
+  async committedOutside(xid: string, handlerMayRun: boolean): Promise<OutsideCommit> {
     const client = this.client as { getTransactionStatus?: () => string | null };
     const status = client.getTransactionStatus?.();
-    if (status === 'T' || status === 'E') return false;
+    if (status === 'T' || status === 'E') return 'not-committed';
+    if (handlerMayRun)
+      return committedOnPool(this.deps.pool, xid, this.deps.acquireTimeoutMs, this.deps.hardStop);
     try {
       const { rows } = await this.client.query<{ status: string | null }>(
         'SELECT pg_xact_status($1::xid8) AS status',
         [xid],
       );
-      return rows[0]?.status === 'committed';
+      return rows[0]?.status === 'committed' ? 'committed' : 'not-committed';
     } catch {
       // A lost connection, or an open failed transaction (an older pg, no status): the
       // usual failure path handles both.
-      return false;
+      return 'not-committed';
     }
   }
 
@@ -228,6 +232,12 @@ export class ClaimConnection implements ClaimTransaction<PoolClient> {
   async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
     switch (work.kind) {
       case 'ok': {
+        // Pipelined with the xid check and COMMIT in one simple-protocol round trip,
+        // which carries no values: the doors give this client text.
+        if (typeof work.beforeCommit === 'object')
+          throw new TypeError(
+            "effectively-once: the library's own client takes its last statement as text",
+          );
         // Queries the handler left floating run first; one it sent after settling was
         // refused, and the transaction must not commit without what it meant to write.
         await this.guard.settled();

@@ -45,6 +45,9 @@ export function infra(error: EffectivelyOnceError): FailedAttempt {
   return { kind: 'failed', error, infrastructure: true, conflict: false };
 }
 
+/** What {@link ClaimTransaction.committedOutside} found of the claim's transaction. */
+export type OutsideCommit = 'committed' | 'not-committed' | 'unknown';
+
 /** The work must go back untouched: the owner is stopping (its hard stop came). */
 export interface Released {
   kind: 'released';
@@ -61,12 +64,22 @@ export type TransactionEnd =
   | FailedAttempt
   | Released;
 
+/** One statement with `$1…` placeholders and their values. */
+export interface BoundStatement {
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
 /** How the user's code inside the transaction (handler, then the adapter's hook) ended. */
 export type WorkResult =
   | {
       kind: 'ok';
-      /** A statement of the library's to run in the transaction right before COMMIT (see commitClaim). */
-      beforeCommit?: string;
+      /**
+       * The library's statement(s) to run in the transaction right before COMMIT (see
+       * commitClaim): text for the library's own client, which sends it in one round trip
+       * with the xid check and COMMIT; one statement with its values for a data layer.
+       */
+      beforeCommit?: string | BoundStatement;
     }
   | { kind: 'timeout'; error: HandlerTimeoutError }
   | { kind: 'stopped' }
@@ -152,10 +165,12 @@ export interface ClaimTransaction<Tx = PoolClient> {
   /** The first call on {@link tx} refused because it came after {@link sealTx}. */
   readonly lateUse: TransactionControlError | undefined;
   /**
-   * Whether transaction `xid` (the claim's) has already committed: the handler ended it
-   * itself. Asks only when the session is outside a transaction; false when it cannot tell.
+   * Whether transaction `xid` (the claim's) has already committed, the handler having
+   * ended it itself: asked after the handler failed, answered a rollback status or ran
+   * out of time (`handlerMayRun`: it may still be running a statement, so nothing may
+   * wait on its session). `unknown` when it cannot be told: never read as "not applied".
    */
-  committedOutside(xid: string): Promise<boolean>;
+  committedOutside(xid: string, handlerMayRun: boolean): Promise<OutsideCommit>;
   /**
    * Ends the transaction after the work: the verified COMMIT (against `xid`) when it
    * succeeded, ROLLBACK when it failed, cancel and destroy when it was given up on while

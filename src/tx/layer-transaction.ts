@@ -29,15 +29,17 @@ import { topLevelStatements } from './sql-statements.js';
 import { acquireClient } from './acquire.js';
 import type { ConnectionDeps } from './claim-connection.js';
 import type {
+  BoundStatement,
   ClaimTransaction,
   ClaimTransactions,
   FailedAttempt,
+  OutsideCommit,
   Released,
   TransactionEnd,
   WorkResult,
 } from './claim-transaction.js';
 import { handlersFault, infra } from './claim-transaction.js';
-import { settledStatus } from './xact-status.js';
+import { committedOnPool, settledStatus } from './xact-status.js';
 
 // The claim transaction inside a data layer's own transaction (`prisma.$transaction`,
 // `knex.transaction`, `sql.begin`…): see src/data-layer.ts and ARCHITECTURE.md.
@@ -253,21 +255,12 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
   }
 
   /**
-   * Whether the handler committed the claim's transaction `xid` itself: asked in the
-   * layer's transaction (still open: in progress, so false; a failed one refuses, so
-   * false). False when it cannot tell.
+   * {@inheritDoc ClaimTransaction.committedOutside}: read on the library's pool, never
+   * through the layer's transaction (which may refuse once the handler ended it, or be
+   * running the handler's statement), so it is asked after a timeout too.
    */
-  async committedOutside(xid: string): Promise<boolean> {
-    if (this.decided !== undefined || !/^\d+$/.test(xid)) return false;
-    try {
-      const { rows } = await this.client.query<{ status: unknown }>(
-        'SELECT pg_xact_status($1::xid8) AS status',
-        [xid],
-      );
-      return rows[0]?.status === 'committed';
-    } catch {
-      return false;
-    }
+  committedOutside(xid: string): Promise<OutsideCommit> {
+    return committedOnPool(this.deps.pool, xid, this.deps.acquireTimeoutMs, this.deps.hardStop);
   }
 
   /** {@inheritDoc ClaimTransaction.claimFailed} */
@@ -381,7 +374,10 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
    * last statements inside the transaction, then the layer's COMMIT, then what it did
    * read back by the xid.
    */
-  private async commit(xid: string, beforeCommit: string | undefined): Promise<TransactionEnd> {
+  private async commit(
+    xid: string,
+    beforeCommit: string | BoundStatement | undefined,
+  ): Promise<TransactionEnd> {
     if (this.deps.hardStop.aborted) {
       await this.rollback();
       return { kind: 'released', error: new ShutdownError(this.key) };
@@ -427,7 +423,7 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
    */
   private async lastStatements(
     xid: string,
-    beforeCommit: string | undefined,
+    beforeCommit: string | BoundStatement | undefined,
   ): Promise<TransactionEnd | undefined> {
     try {
       await this.lastStatement(xidCheckSql(xid));
@@ -440,8 +436,11 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
     }
     if (beforeCommit === undefined) return undefined;
     try {
-      for (const statement of topLevelStatements(beforeCommit))
-        if (statement.trim() !== '') await this.lastStatement(statement);
+      if (typeof beforeCommit !== 'string')
+        await this.lastStatement(beforeCommit.text, beforeCommit.values);
+      else
+        for (const statement of topLevelStatements(beforeCommit))
+          if (statement.trim() !== '') await this.lastStatement(statement);
     } catch (error) {
       if (error === STOPPED) return { kind: 'released', error: new ShutdownError(this.key) };
       if (isStatementError(error) && sqlstateOf(error) !== IN_FAILED_TRANSACTION) {
@@ -459,8 +458,8 @@ export class LayerClaimTransaction<Tx> implements ClaimTransaction<Tx> {
   }
 
   /** One of the last statements, given up on (and cancelled) at the hard stop. */
-  private async lastStatement(text: string): Promise<void> {
-    const answer = await this.untilHardStop(this.client.query(text));
+  private async lastStatement(text: string, values?: readonly unknown[]): Promise<void> {
+    const answer = await this.untilHardStop(this.client.query(text, values));
     if (answer === undefined) throw STOPPED;
   }
 

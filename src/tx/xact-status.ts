@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { sleep } from '../sleep.js';
 import { acquireClient } from './acquire.js';
+import type { OutsideCommit } from './claim-transaction.js';
 
 /**
  * How long a transaction whose session the server just ended may still read as
@@ -13,6 +14,41 @@ const POLL_MS = 20;
 /** What `pg_xact_status` says of a transaction, once it has ended; `unknown` otherwise. */
 export type SettledStatus =
   { kind: 'committed' } | { kind: 'aborted' } | { kind: 'unknown'; why: unknown };
+
+/**
+ * Whether transaction `xid` committed, read once on another connection of `pool`:
+ * `in progress` and `aborted` are `not-committed`; no free connection within
+ * `acquireTimeoutMs`, an error or a status the server no longer keeps are `unknown`.
+ */
+export async function committedOnPool(
+  pool: Pool,
+  xid: string,
+  acquireTimeoutMs: number,
+  signal: AbortSignal,
+): Promise<OutsideCommit> {
+  if (!/^\d+$/.test(xid)) return 'unknown';
+  let client;
+  try {
+    client = await acquireClient(pool, acquireTimeoutMs, signal);
+  } catch {
+    return 'unknown';
+  }
+  let failure: unknown;
+  try {
+    const { rows } = await client.query<{ status: string | null }>(
+      'SELECT pg_xact_status($1::xid8) AS status',
+      [xid],
+    );
+    const status = rows[0]?.status ?? null;
+    if (status === 'committed') return 'committed';
+    return status === 'in progress' || status === 'aborted' ? 'not-committed' : 'unknown';
+  } catch (error) {
+    failure = error;
+    return 'unknown';
+  } finally {
+    client.release(failure instanceof Error ? failure : undefined);
+  }
+}
 
 /**
  * Asks the server, on another connection of `pool`, how transaction `xid` (an xid8, in

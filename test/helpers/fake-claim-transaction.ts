@@ -10,6 +10,7 @@ import type {
   ClaimTransaction,
   ClaimTransactions,
   FailedAttempt,
+  OutsideCommit,
   TransactionEnd,
   WorkResult,
 } from '../../src/tx/claim-transaction.js';
@@ -67,9 +68,9 @@ export class FakeTransaction implements ClaimTransaction<FakeTx> {
   async settleTx(): Promise<void> {
     this.calls.push('settleTx');
   }
-  async committedOutside(): Promise<boolean> {
+  async committedOutside(): Promise<OutsideCommit> {
     this.calls.push('committedOutside');
-    return false;
+    return 'not-committed';
   }
   async finish(work: WorkResult, xid: string): Promise<TransactionEnd> {
     this.calls.push(`finish(${work.kind}, ${xid})`);

@@ -5,12 +5,19 @@
  * committed outside only for a handler that threw or answered a rollback status, not
  * for one that timed out: the request is answered as a timeout, as if nothing was
  * kept, while the effect and the key's claim are committed with no answer stored.
+ * Drizzle over postgres.js lets a raw `COMMIT` through (a documented limit): there the
+ * commit is sent, and only the check on the pool can say it happened.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Knex } from 'knex';
+import { sql } from 'drizzle-orm';
 import type { EntityManager } from 'typeorm';
 import { createIdempotency } from '../../../src/http/index.js';
+import {
+  drizzlePostgresJsFixture,
+  type DrizzlePostgresJsTx,
+} from '../data-layers/drizzle-postgres-js.fixture.js';
 import type { LayerFixture, OpenedLayer } from '../data-layers/fixture.js';
 import { knexFixture } from '../data-layers/knex.fixture.js';
 import { typeormFixture } from '../data-layers/typeorm.fixture.js';
@@ -110,4 +117,7 @@ function ownCommitThenSlow<Tx>(
 describe('attack34b: the handler commits itself, then times out (HTTP)', () => {
   ownCommitThenSlow<EntityManager>(typeormFixture, (tx) => tx.queryRunner!.commitTransaction());
   ownCommitThenSlow<Knex.Transaction>(knexFixture, (tx) => tx.commit());
+  ownCommitThenSlow<DrizzlePostgresJsTx>(drizzlePostgresJsFixture, (tx) =>
+    tx.execute(sql.raw('COMMIT')),
+  );
 });
