@@ -41,6 +41,7 @@ export const ENTRY_POINTS = [
   'prisma',
   'knex',
   'lambda',
+  'nestjs',
 ] as const;
 
 /** The outcome for one entry point. */

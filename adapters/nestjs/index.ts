@@ -8,7 +8,7 @@
  * @packageDocumentation
  * @module effectively-once/nestjs
  */
-export { EffectivelyOnceModule } from './module.js';
+export { EffectivelyOnceModule, EffectivelyOnceModuleBase } from './module.js';
 export { EffectivelyOnceConsumers } from './consumers.js';
 export { OnceHandler, ONCE_HANDLER, type OnceHandlerMetadata } from './handler.js';
 export { Idempotent, IdempotencyInterceptor } from './interceptor.js';

@@ -17,7 +17,7 @@ import {
   type EffectivelyOnceModuleOptions,
 } from './options.js';
 
-const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<EffectivelyOnceModuleOptions>({
+const built = new ConfigurableModuleBuilder<EffectivelyOnceModuleOptions>({
   optionsInjectionToken: EFFECTIVELY_ONCE_OPTIONS,
   moduleName: 'EffectivelyOnce',
 })
@@ -29,6 +29,12 @@ const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<EffectivelyOnc
     global: extras.isGlobal,
   }))
   .build();
+
+/**
+ * The class Nest's ConfigurableModuleBuilder made for {@link EffectivelyOnceModule}: its
+ * static `forRoot` and `forRootAsync`. Use `EffectivelyOnceModule` itself.
+ */
+export const EffectivelyOnceModuleBase = built.ConfigurableModuleClass;
 
 /**
  * Effectively-once for a Nest application.
@@ -48,7 +54,7 @@ const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<EffectivelyOnc
  * where the request side closes too (call `app.enableShutdownHooks()` so SIGTERM runs
  * them). Global unless `isGlobal: false`.
  */
-export class EffectivelyOnceModule extends ConfigurableModuleClass {}
+export class EffectivelyOnceModule extends EffectivelyOnceModuleBase {}
 
 function idempotencyFactory(options: EffectivelyOnceModuleOptions): Idempotency<unknown> | null {
   if (options.http === undefined) return null;
