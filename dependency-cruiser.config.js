@@ -13,7 +13,7 @@ const AROUND = 'client|otel|cli|testing';
 // is not installed, the bare name.
 const peer = (names) => `(^|node_modules/)(@types/)?(${names})(/|$)`;
 const BRIDGED_PEERS = peer(
-  'express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely|drizzle-orm|postgres|@prisma|knex|aws-lambda|@middy|amqplib',
+  'express|fastify|kafkajs|@aws-sdk|@platformatic|typeorm|kysely|drizzle-orm|postgres|@prisma|knex|aws-lambda|@middy|amqplib|@nestjs|rxjs',
 );
 const OTEL = peer('@opentelemetry');
 

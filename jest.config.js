@@ -28,6 +28,7 @@ const common = {
     '^effectively-once/prisma$': '<rootDir>/adapters/prisma/index.ts',
     '^effectively-once/knex$': '<rootDir>/adapters/knex/index.ts',
     '^effectively-once/rabbitmq$': '<rootDir>/adapters/rabbitmq/index.ts',
+    '^effectively-once/nestjs$': '<rootDir>/adapters/nestjs/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -42,6 +42,7 @@ export const ENTRY_POINTS = [
   'prisma',
   'knex',
   'lambda',
+  'nestjs',
 ] as const;
 
 /** The outcome for one entry point. */

@@ -92,6 +92,7 @@ describe('the packed package', () => {
       './postgres-js',
       './knex',
       './lambda',
+      './nestjs',
     ]) {
       expect(manifest.exports[entry]).toMatchObject({
         types: expect.stringMatching(/\.d\.ts$/),
@@ -139,6 +140,11 @@ describe('the packed package', () => {
         '@types/aws-lambda',
         '@middy/core',
         'amqplib',
+        // effectively-once/nestjs loads Nest at run time (its decorators, the builder).
+        '@nestjs/common',
+        '@nestjs/core',
+        'reflect-metadata',
+        'rxjs',
       ]) {
         const link = path.join(scratch, 'node_modules', peer);
         fs.mkdirSync(path.dirname(link), { recursive: true });

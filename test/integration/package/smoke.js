@@ -22,6 +22,7 @@ import * as postgresJs from 'effectively-once/postgres-js';
 import * as knex from 'effectively-once/knex';
 // Neither @middy/core nor @types/aws-lambda is needed at run time.
 import * as lambda from 'effectively-once/lambda';
+import * as nestjs from 'effectively-once/nestjs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import pg from 'pg';
@@ -66,6 +67,8 @@ for (const [name, value] of Object.entries({
   // knex is not installed here either.
   'knex.knexLayer': knex.knexLayer,
   'lambda.lambdaConsumer': lambda.lambdaConsumer,
+  'nestjs.EffectivelyOnceModule': nestjs.EffectivelyOnceModule,
+  'nestjs.Idempotent': nestjs.Idempotent,
 })) {
   check(typeof value === 'function', `${name} is exported as a function (got ${typeof value})`);
 }
