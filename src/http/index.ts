@@ -59,6 +59,9 @@ export {
   HandlerTimeoutError,
   ReplicaUnconfirmedError,
   ReplicaUnseenError,
+  RoutingError,
+  RoutingViolationError,
 } from '../errors.js';
+export type { RoutedDatabase, RouteTarget, Routing } from '../routing/options.js';
 export type { ReplicaSafeOptions } from '../replica/options.js';
 export type { ReplicaReport, ReplicaState, ReplicaStatus } from '../replica/poller.js';
