@@ -72,6 +72,6 @@ describe('chaos/main.ts: one target table', () => {
   it("hands the consumer target's options to its parser without --target", async () => {
     const { code, stderr } = await run('--target', 'consumer', '--broker', 'nats');
     expect(code).toBe(64);
-    expect(stderr).toContain('chaos: --broker must be sqs or kafka');
+    expect(stderr).toContain('chaos: --broker must be sqs, kafka or rabbitmq');
   }, 30_000);
 });
