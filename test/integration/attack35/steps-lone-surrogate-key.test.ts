@@ -14,6 +14,7 @@
  * claimAndDrive, src/steps/flow.ts derivedKey encodes with Buffer.from(…, 'utf8')). Both
  * keys are stored as `order-\uFFFD`: the second job is answered the first's stored answer
  * as a replay and its own charge never happens (the provider saw one derived key).
+ * A key with NUL is answered EO_DATABASE, retryable, for ever (second case).
  */
 import { describe, expect, it } from '@jest/globals';
 import { createFlowRunner, defineFlow } from 'effectively-once';
@@ -45,6 +46,21 @@ describe('attack35: flow keys with lone surrogates', () => {
         expect(provider.appliedByKey().size).toBe(2);
     } finally {
       await provider.close();
+      await db.close();
+    }
+  });
+
+  it('a key Postgres text cannot hold (NUL) is refused with a typed error, not retried forever', async () => {
+    // Observed on main: EO_DATABASE, retryable: the job is told to retry a key that can
+    // never be stored (the consumer door's validateKey refuses it as EO_INVALID_KEY).
+    const db = await createTestDatabase('a35_nul');
+    try {
+      const flow = defineFlow('noop', async () => ({ status: 204 }));
+      const runner = createFlowRunner({ pool: db.pool, schema: db.schema });
+      const outcome = await runner.run(flow, { scope: 'jobs', key: 'order-\u0000-1', input: {} });
+      expect(outcome.kind === 'answered' ? 'answered' : outcome.error.code).toBe('EO_INVALID_KEY');
+      expect(outcome.kind).toBe('refused');
+    } finally {
       await db.close();
     }
   });
