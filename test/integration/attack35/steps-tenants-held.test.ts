@@ -91,7 +91,8 @@ describe('attack35: steps attacks that held', () => {
       expect(await runner.run(flow, start)).toMatchObject({ kind: 'retry' });
       const completer = createStepsCompleter({ ...options, flows: [flow] });
       const [retried, completed] = await Promise.all([
-        runner.run(flow, start),
+        // The retry waits for a live owner (as the HTTP door does, lockTimeoutMs).
+        runner.run(flow, { ...start, waitMs: 5_000 }),
         completer.runOnce(),
       ]);
       expect(retried.kind).toBe('answered');
