@@ -155,8 +155,9 @@ describe('attack35: Lambda SQS door attacks that held', () => {
     open();
     const answered = await running;
     expect(answered.batchItemFailures).toEqual([]);
-    // The second answered it failed (busy): it comes back later as a duplicate.
-    expect(again.batchItemFailures).toEqual([{ itemIdentifier: messageId }]);
+    // Whichever environment claimed first applied it; the other answered it failed (busy,
+    // it comes back later as a duplicate) or done (a duplicate already): never applied twice.
+    expect([[], [{ itemIdentifier: messageId }]]).toContainEqual(again.batchItemFailures);
     const later = await second(
       event([record({ messageId, key, receiveCount: 3 })]),
       context(30_000),
