@@ -183,7 +183,10 @@ export class FlowDrive<I> {
         throw new FlowFencedError(this.flow.name, this.id.key, this.mark.fence);
       const value = await this.withHeartbeat(turn.position, (signal) =>
         observed.run(() =>
-          work(derivedKey(this.id.scope, this.id.key, this.flow.name, name), signal),
+          work(
+            derivedKey(this.id.scope, this.id.key, this.flow.name, name, this.store.ref),
+            signal,
+          ),
         ),
       );
       const recorded = this.roundTrip<T>(name, value);
