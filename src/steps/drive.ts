@@ -40,6 +40,8 @@ export class FlowDrive<I> {
   /** Steps the row holds as this owner knows it (replayed and recorded by it). */
   private held = 0;
   private inStep = false;
+  /** Step names this run reached (replayed or run): a call's key derives from its name. */
+  private readonly names = new Set<string>();
   /** Why the run must stop, whatever the function does with the error it was thrown. */
   private stop: EffectivelyOnceError | undefined;
   /** The final answer a step's final error (or run.fail) ended the flow with. */
@@ -227,6 +229,14 @@ export class FlowDrive<I> {
       ));
     if (typeof name !== 'string' || name.length === 0)
       throw new TypeError('a step needs a non-empty name');
+    // Two calls of one name would send one derived key: the provider would apply the
+    // second as the first. Refused before anything runs; a loop names each turn.
+    if (this.names.has(name))
+      throw (this.stop = new StateError(
+        `step "${name}" was used already in this run: name each one once (charge-1, charge-2 in a loop)`,
+        { flow: this.flow.name, step: name },
+      ));
+    this.names.add(name);
     const position = this.position++;
     const entry = this.recorded[position];
     if (entry !== undefined) {
