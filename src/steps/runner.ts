@@ -7,7 +7,10 @@ import {
   DatabaseError,
   EffectivelyOnceError,
 } from '../errors.js';
+import { checkStoredScope } from '../http/options.js';
+import { validateKey } from '../keys.js';
 import { silentLogger } from '../logger.js';
+import { MAX_KEY_LENGTH } from '../shared-options.js';
 import { sleep } from '../sleep.js';
 import { tableRef } from '../store/identifiers.js';
 import { applyMigrations, checkMigratedAtStart } from '../store/migrator.js';
@@ -73,6 +76,10 @@ export class Runner implements FlowRunner {
 
   async run<I>(flow: Flow<I>, start: FlowStart<I>): Promise<FlowOutcome> {
     try {
+      // Checked as every door checks them: a lone surrogate would reach Postgres as
+      // U+FFFD (two keys one row), a NUL would fail every attempt as a database error.
+      validateKey(start?.key, MAX_KEY_LENGTH);
+      checkStoredScope(start.scope);
       await this.prepare();
       return await this.claimAndDrive(flow, start);
     } catch (error) {

@@ -186,7 +186,8 @@ export interface FlowRunner {
   /**
    * Claims the key (recording `start.input` the first time), or takes it over once its
    * owner's lease expired, replays what is recorded, runs the rest, stores the answer.
-   * Never rejects.
+   * Never rejects. A key that is empty, over 1024 characters, or holds a NUL or a lone
+   * surrogate is refused (`EO_INVALID_KEY`), as is such a scope (`EO_CONFIGURATION`).
    */
   run<I>(flow: Flow<I>, start: FlowStart<I>): Promise<FlowOutcome>;
   /** Applies the flows table's pending migrations. */
