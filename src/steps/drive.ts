@@ -74,6 +74,15 @@ export class FlowDrive<I> {
       threw = true;
       thrown = error;
     }
+    // A step not awaited (a floating promise) is still running: an answer stored now
+    // would be replayed while that step's fenced write rolls back (status is set).
+    if (this.inStep && this.stop === undefined) {
+      this.stop = new StateError('a flow ended while one of its steps was still running', {
+        flow: this.flow.name,
+        hint: 'await every run.step and run.call before returning',
+      });
+      this.abort.abort(this.stop);
+    }
     if (this.stop !== undefined) return { kind: 'stopped', error: this.stop };
     if (this.final !== undefined) answer = this.final;
     else if (threw && thrown instanceof FlowFailure) answer = thrown.answer;
