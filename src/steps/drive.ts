@@ -289,11 +289,14 @@ export class FlowDrive<I> {
     work: (signal: AbortSignal) => T | Promise<T>,
   ): Promise<T> {
     const fenced = new AbortController();
+    // Set once `work` settled: an extend still in flight then may land after the result
+    // is recorded (one step further, rowCount 0) and must not fence the live owner.
+    let done = false;
     const every = Math.max(5, Math.floor(this.settings.leaseMs / 3));
     const timer = setInterval(() => {
       this.store.extend(this.mark, position).then(
         (owned) => {
-          if (owned || fenced.signal.aborted) return;
+          if (owned || done || fenced.signal.aborted) return;
           this.stop ??= new FlowFencedError(this.flow.name, this.id.key, this.mark.fence);
           fenced.abort(this.stop);
         },
@@ -307,6 +310,7 @@ export class FlowDrive<I> {
     try {
       return await work(AbortSignal.any([fenced.signal, this.abort.signal]));
     } finally {
+      done = true;
       clearInterval(timer);
     }
   }

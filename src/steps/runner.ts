@@ -233,13 +233,9 @@ export class Runner implements FlowRunner {
     if (ended.kind === 'answered')
       return { kind: 'answered', answer: ended.answer, replayed: false, resumed: claim.resumed };
     const error = ended.error;
-    if (error instanceof FlowFencedError) {
-      // Another owner took over: its answer, if it stored one already; else later.
-      const row = await this.store.read(id.scope, id.key).catch(() => undefined);
-      if (row?.answer !== undefined)
-        return { kind: 'answered', answer: row.answer, replayed: true, resumed: claim.resumed };
-      return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
-    }
+    // Released on every stop, a fenced one too: the UPDATE names this owner's fence, so
+    // it ends only a lease this owner still holds (a false fence, a late heartbeat's)
+    // and a retry need not wait it out; a real successor's lease is left alone.
     await this.store
       .release(drive.mark, {
         code: error.code,
@@ -252,6 +248,13 @@ export class Runner implements FlowRunner {
           'effectively-once: releasing a flow lease failed',
         ),
       );
+    if (error instanceof FlowFencedError) {
+      // Another owner took over: its answer, if it stored one already; else later.
+      const row = await this.store.read(id.scope, id.key).catch(() => undefined);
+      if (row?.answer !== undefined)
+        return { kind: 'answered', answer: row.answer, replayed: true, resumed: claim.resumed };
+      return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
+    }
     if (error.retryable) return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
     return { kind: 'refused', error };
   }
