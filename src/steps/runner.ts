@@ -133,7 +133,10 @@ export class Runner implements FlowRunner {
   }
 
   /** Unfinished keys of `names` whose lease expired. */
-  abandoned(names: readonly string[], limit: number): ReturnType<FlowStore['abandoned']> {
+  async abandoned(names: readonly string[], limit: number): ReturnType<FlowStore['abandoned']> {
+    // Migrated (or checked) first, as run and resume do: a job's runOnce on a fresh
+    // database finds nothing instead of "relation … does not exist".
+    await this.prepare();
     return this.store.abandoned(names, limit);
   }
 
