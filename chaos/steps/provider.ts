@@ -5,8 +5,8 @@
  * declined cards, and the first 1-2 calls of each faulty operation fail as planned.
  *
  * The provider sees only the derived key, so the policy knows an operation by the key
- * the library derives for it (`derivedKey(scope, key, flow, 'charge')`) once `learn`
- * was given the door's scope (run.ts reads it from the first operation's key row).
+ * the library derives for it (`derivedKey(scope, key, flow, 'charge', { schema })`) once `learn`
+ * was given the door's scope and the flows table's schema (run.ts reads it from the first operation's key row).
  */
 import { derivedKey } from 'effectively-once';
 import { startProvider, type ProviderFault } from '../../kit/provider/provider.js';
@@ -26,8 +26,8 @@ export interface ChaosProvider {
   charges(): ProviderCharge[];
   /** Requests seen, and keys declined. */
   counts(): { requests: number; keys: number; declined: number };
-  /** Maps every operation's derived key under the door's `scope`, for the fault policy. */
-  learn(scope: string): void;
+  /** Maps every operation's derived key under the door's `scope` and flows `schema`. */
+  learn(scope: string, schema: string): void;
   /** Requests with a key no operation derives (under the scope learnt): should stay 0. */
   unknownKeys(): number;
   /** Planned faults that fired: calls, operations, by kind. */
@@ -101,9 +101,9 @@ export async function startChaosProvider(options: {
       }
       return { requests, keys: keys.size, declined };
     },
-    learn: (scope) => {
+    learn: (scope, schema) => {
       for (const op of options.ops)
-        byKey.set(derivedKey(scope, op.key, ORDER_FLOW, CHARGE_STEP), op);
+        byKey.set(derivedKey(scope, op.key, ORDER_FLOW, CHARGE_STEP, { schema }), op);
     },
     unknownKeys: () => [...unknown].filter((k) => !byKey.has(k)).length,
     faultsFired: () => ({ calls: firedCalls, operations: fired.size, byKind: { ...firedByKind } }),

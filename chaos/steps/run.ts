@@ -142,7 +142,7 @@ export async function runStepsChaos(args: StepsChaosArgs): Promise<StepsRunResul
     const logs = probe ? await runPayments([probe], callers) : new Map<string, PaymentLog>();
     const scopeOf = probe && (await readScope(pool, schema, probe.key));
     if (scopeOf === undefined) throw new Error('the first operation left no key row: no scope');
-    provider.learn(scopeOf);
+    provider.learn(scopeOf, schema);
     say(`the door's scope: ${JSON.stringify(scopeOf)}`);
     const [rest, abandoned] = await Promise.all([
       runPayments(

@@ -1,4 +1,5 @@
 /** The consumer door: a flow as a `createConsumer` handler. */
+import { checkScope } from '../http/options.js';
 import type { Handler } from '../types.js';
 import type { Flow, FlowHandlerOptions, FlowRunner } from './types.js';
 
@@ -23,7 +24,7 @@ export function flowHandler<T, I = T>(
   flow: Flow<I>,
   options: FlowHandlerOptions<T, I> = {},
 ): Handler<T> {
-  const scope = options.scope ?? 'consumer';
+  const scope = checkScope(options.scope ?? 'consumer');
   return async (message, ctx) => {
     const input = options.input === undefined ? (message as unknown as I) : options.input(message);
     const outcome = await runner.run(flow, {

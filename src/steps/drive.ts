@@ -40,6 +40,8 @@ export class FlowDrive<I> {
   /** Steps the row holds as this owner knows it (replayed and recorded by it). */
   private held = 0;
   private inStep = false;
+  /** Step names this run reached (replayed or run): a call's key derives from its name. */
+  private readonly names = new Set<string>();
   /** Why the run must stop, whatever the function does with the error it was thrown. */
   private stop: EffectivelyOnceError | undefined;
   /** The final answer a step's final error (or run.fail) ended the flow with. */
@@ -71,6 +73,15 @@ export class FlowDrive<I> {
     } catch (error) {
       threw = true;
       thrown = error;
+    }
+    // A step not awaited (a floating promise) is still running: an answer stored now
+    // would be replayed while that step's fenced write rolls back (status is set).
+    if (this.inStep && this.stop === undefined) {
+      this.stop = new StateError('a flow ended while one of its steps was still running', {
+        flow: this.flow.name,
+        hint: 'await every run.step and run.call before returning',
+      });
+      this.abort.abort(this.stop);
     }
     if (this.stop !== undefined) return { kind: 'stopped', error: this.stop };
     if (this.final !== undefined) answer = this.final;
@@ -183,7 +194,10 @@ export class FlowDrive<I> {
         throw new FlowFencedError(this.flow.name, this.id.key, this.mark.fence);
       const value = await this.withHeartbeat(turn.position, (signal) =>
         observed.run(() =>
-          work(derivedKey(this.id.scope, this.id.key, this.flow.name, name), signal),
+          work(
+            derivedKey(this.id.scope, this.id.key, this.flow.name, name, this.store.ref),
+            signal,
+          ),
         ),
       );
       const recorded = this.roundTrip<T>(name, value);
@@ -224,6 +238,14 @@ export class FlowDrive<I> {
       ));
     if (typeof name !== 'string' || name.length === 0)
       throw new TypeError('a step needs a non-empty name');
+    // Two calls of one name would send one derived key: the provider would apply the
+    // second as the first. Refused before anything runs; a loop names each turn.
+    if (this.names.has(name))
+      throw (this.stop = new StateError(
+        `step "${name}" was used already in this run: name each one once (charge-1, charge-2 in a loop)`,
+        { flow: this.flow.name, step: name },
+      ));
+    this.names.add(name);
     const position = this.position++;
     const entry = this.recorded[position];
     if (entry !== undefined) {
@@ -267,11 +289,14 @@ export class FlowDrive<I> {
     work: (signal: AbortSignal) => T | Promise<T>,
   ): Promise<T> {
     const fenced = new AbortController();
+    // Set once `work` settled: an extend still in flight then may land after the result
+    // is recorded (one step further, rowCount 0) and must not fence the live owner.
+    let done = false;
     const every = Math.max(5, Math.floor(this.settings.leaseMs / 3));
     const timer = setInterval(() => {
       this.store.extend(this.mark, position).then(
         (owned) => {
-          if (owned || fenced.signal.aborted) return;
+          if (owned || done || fenced.signal.aborted) return;
           this.stop ??= new FlowFencedError(this.flow.name, this.id.key, this.mark.fence);
           fenced.abort(this.stop);
         },
@@ -285,6 +310,7 @@ export class FlowDrive<I> {
     try {
       return await work(AbortSignal.any([fenced.signal, this.abort.signal]));
     } finally {
+      done = true;
       clearInterval(timer);
     }
   }

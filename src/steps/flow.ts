@@ -1,6 +1,8 @@
 /** Defining a flow, and the pure rules its runs share: derived keys, JSON results, final errors. */
 import { createHash } from 'node:crypto';
 import { ConfigurationError } from '../errors.js';
+import { DEFAULT_SCHEMA, tableRef } from '../store/identifiers.js';
+import { DEFAULT_FLOWS_TABLE } from './table.js';
 import type { FinalErrorClassifier, Flow, FlowAnswer, FlowFunction, FlowOptions } from './types.js';
 
 /** Longest flow or step name: they are stored with every key and hashed into derived keys. */
@@ -85,13 +87,32 @@ function statusOf(error: unknown): number | undefined {
 
 /**
  * The key an outside call sends (its provider's idempotency key): the same for a flow's
- * key and step on every run and owner, and different for any other. A hash, so it fits
- * providers' limits (Stripe's 255 characters) whatever the key's length: `eo_` and 43
- * base64url characters.
+ * key and step on every run and owner, and different for any other. A flows table other
+ * than the default `public.eo_flows` (`schema`, `table`) is part of it: two services that
+ * separate by table or schema on one database may share a provider account too, and each
+ * one's `order-42` is its own. A hash, so it fits providers' limits (Stripe's 255
+ * characters) whatever the key's length: `eo_` and 43 base64url characters.
  */
-export function derivedKey(scope: string, key: string, flow: string, step: string): string {
+export function derivedKey(
+  scope: string,
+  key: string,
+  flow: string,
+  step: string,
+  flowsTable: { schema?: string | undefined; table?: string | undefined } = {},
+): string {
+  const ref = tableRef({
+    schema: flowsTable.schema,
+    table: flowsTable.table ?? DEFAULT_FLOWS_TABLE,
+  });
+  // The default table adds no parts, so its keys stay what they were (pinned: a flow in
+  // flight across a deploy sends the same key). The parts are length-prefixed, so six
+  // parts never hash the bytes of four.
+  const isDefault = ref.schema === DEFAULT_SCHEMA && ref.table === DEFAULT_FLOWS_TABLE;
+  const parts = isDefault
+    ? [scope, key, flow, step]
+    : [ref.schema, ref.table, scope, key, flow, step];
   const hash = createHash('sha256');
-  for (const part of [scope, key, flow, step]) {
+  for (const part of parts) {
     const bytes = Buffer.from(part, 'utf8');
     const length = Buffer.alloc(4);
     length.writeUInt32BE(bytes.byteLength);

@@ -7,7 +7,10 @@ import {
   DatabaseError,
   EffectivelyOnceError,
 } from '../errors.js';
+import { checkStoredScope } from '../http/options.js';
+import { validateKey } from '../keys.js';
 import { silentLogger } from '../logger.js';
+import { MAX_KEY_LENGTH } from '../shared-options.js';
 import { sleep } from '../sleep.js';
 import { tableRef } from '../store/identifiers.js';
 import { applyMigrations, checkMigratedAtStart } from '../store/migrator.js';
@@ -73,6 +76,10 @@ export class Runner implements FlowRunner {
 
   async run<I>(flow: Flow<I>, start: FlowStart<I>): Promise<FlowOutcome> {
     try {
+      // Checked as every door checks them: a lone surrogate would reach Postgres as
+      // U+FFFD (two keys one row), a NUL would fail every attempt as a database error.
+      validateKey(start?.key, MAX_KEY_LENGTH);
+      checkStoredScope(start.scope);
       await this.prepare();
       return await this.claimAndDrive(flow, start);
     } catch (error) {
@@ -126,7 +133,10 @@ export class Runner implements FlowRunner {
   }
 
   /** Unfinished keys of `names` whose lease expired. */
-  abandoned(names: readonly string[], limit: number): ReturnType<FlowStore['abandoned']> {
+  async abandoned(names: readonly string[], limit: number): ReturnType<FlowStore['abandoned']> {
+    // Migrated (or checked) first, as run and resume do: a job's runOnce on a fresh
+    // database finds nothing instead of "relation … does not exist".
+    await this.prepare();
     return this.store.abandoned(names, limit);
   }
 
@@ -226,13 +236,9 @@ export class Runner implements FlowRunner {
     if (ended.kind === 'answered')
       return { kind: 'answered', answer: ended.answer, replayed: false, resumed: claim.resumed };
     const error = ended.error;
-    if (error instanceof FlowFencedError) {
-      // Another owner took over: its answer, if it stored one already; else later.
-      const row = await this.store.read(id.scope, id.key).catch(() => undefined);
-      if (row?.answer !== undefined)
-        return { kind: 'answered', answer: row.answer, replayed: true, resumed: claim.resumed };
-      return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
-    }
+    // Released on every stop, a fenced one too: the UPDATE names this owner's fence, so
+    // it ends only a lease this owner still holds (a false fence, a late heartbeat's)
+    // and a retry need not wait it out; a real successor's lease is left alone.
     await this.store
       .release(drive.mark, {
         code: error.code,
@@ -245,6 +251,13 @@ export class Runner implements FlowRunner {
           'effectively-once: releasing a flow lease failed',
         ),
       );
+    if (error instanceof FlowFencedError) {
+      // Another owner took over: its answer, if it stored one already; else later.
+      const row = await this.store.read(id.scope, id.key).catch(() => undefined);
+      if (row?.answer !== undefined)
+        return { kind: 'answered', answer: row.answer, replayed: true, resumed: claim.resumed };
+      return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
+    }
     if (error.retryable) return { kind: 'retry', error, retryAfterMs: RETRY_AFTER_MS };
     return { kind: 'refused', error };
   }

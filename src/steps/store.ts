@@ -75,7 +75,8 @@ export class FlowStore {
 
   constructor(
     private readonly pool: Pool,
-    ref: TableRef,
+    /** The flows table: part of every derived key (two tables are two services). */
+    readonly ref: TableRef,
     private readonly leaseMs: number,
     private readonly acquireTimeoutMs: number,
   ) {

@@ -57,8 +57,8 @@ export interface FlowRun {
   step<T>(name: string, work: (tx: PoolClient) => T | Promise<T>): Promise<T>;
   /**
    * An outside call (a payment provider, another service): `work` gets a key derived
-   * from the flow's scope, key and the step's name — the same on every run and every
-   * owner — to send as the provider's idempotency key, and a signal that aborts when
+   * from the flows table, the flow's scope, key and the step's name — the same on every
+   * run and every owner; a name is used once per run (`charge-${i}` in a loop) — to send as the provider's idempotency key, and a signal that aborts when
    * this owner is fenced. Its result is recorded in a short transaction right after it
    * returns; recorded already: its result, without calling. The lease is extended by a
    * heartbeat while it runs. A provider that deduplicates on the key applies the call
@@ -186,7 +186,8 @@ export interface FlowRunner {
   /**
    * Claims the key (recording `start.input` the first time), or takes it over once its
    * owner's lease expired, replays what is recorded, runs the rest, stores the answer.
-   * Never rejects.
+   * Never rejects. A key that is empty, over 1024 characters, or holds a NUL or a lone
+   * surrogate is refused (`EO_INVALID_KEY`), as is such a scope (`EO_CONFIGURATION`).
    */
   run<I>(flow: Flow<I>, start: FlowStart<I>): Promise<FlowOutcome>;
   /** Applies the flows table's pending migrations. */

@@ -5,7 +5,8 @@ import { postCharge, stepsFixture } from './support.js';
 
 const fixture = stepsFixture('steps_failures');
 /** The key the charge flow sends the provider for the request key `key`. */
-const providerKey = (key: string): string => derivedKey('tenant', key, 'charge', 'charge');
+const providerKey = (key: string): string =>
+  derivedKey('tenant', key, 'charge', 'charge', { schema: fixture.db().schema });
 
 /** A gate a hook waits on until the test opens it. */
 function gate(): { wait: Promise<void>; open(): void } {

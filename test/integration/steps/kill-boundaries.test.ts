@@ -133,7 +133,7 @@ describe('steps: a SIGKILL at every recovery boundary, then another process fini
     async ({ point, finisher, recorded, requests, i }) => {
       const key = randomUUID();
       const body = { customer: `k-${point}`, amount: 42 };
-      const providerKey = derivedKey('tenant', key, 'charge', 'charge');
+      const providerKey = derivedKey('tenant', key, 'charge', 'charge', { schema: db.schema });
       const owner = owners[i];
       if (owner === undefined) throw new Error(`no owner for case ${i}`);
       const port = await owner.ready;

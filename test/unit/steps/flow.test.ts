@@ -31,6 +31,17 @@ describe('derivedKey', () => {
     expect(keys.size).toBe(5);
   });
 
+  it('separates flows tables other than the default, and leaves the default’s keys as they were', () => {
+    expect(derivedKey(...base, { schema: 'public', table: 'eo_flows' })).toBe(derivedKey(...base));
+    const keys = new Set([
+      derivedKey(...base),
+      derivedKey(...base, { table: 'b_flows' }),
+      derivedKey(...base, { schema: 'app' }),
+      derivedKey(...base, { schema: 'app', table: 'b_flows' }),
+    ]);
+    expect(keys.size).toBe(4);
+  });
+
   it('keeps the parts apart: moving a boundary between them gives another key', () => {
     // Without the length prefixes these would hash the same bytes.
     expect(derivedKey('ab', 'c', 'f', 's')).not.toBe(derivedKey('a', 'bc', 'f', 's'));
