@@ -25,7 +25,9 @@ import { createIdempotency } from 'effectively-once/http';
 import { createTestDatabase } from '../../helpers/db.js';
 
 describe('attack35: the completer beside a steps route in a schema', () => {
-  it('finishes a flow the route abandoned at a recovery point', async () => {
+  // OPEN (issue 35): a confirmed break not fixed yet (the route's schema default and the
+  // completer's differ). `it.failing` keeps it recorded and turns red once fixed: then `it`.
+  it.failing('finishes a flow the route abandoned at a recovery point', async () => {
     const db = await createTestDatabase('a35_completer');
     // A table name of this test's own, so that no other test's public.eo_flows is touched.
     const table = `a35_flows_${randomUUID().slice(0, 8)}`;
